@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    // Temporal's native worker and WebAssembly do not survive worker threads (sdk-typescript#876).
+    pool: 'forks',
+    include: ['test/**/*.test.ts'],
+    globalSetup: ['test/support/global-setup.ts'],
+    setupFiles: ['test/support/quiet-runtime.ts'],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+  },
+});
