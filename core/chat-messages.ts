@@ -1,0 +1,59 @@
+// OpenAI chat messages as the gateway receives them, and the two text rules the original applies to them
+// (spec 3.6 step 2): list content is flattened to its text parts joined by one space (images dropped), and
+// the `developer` role is rendered as `system`.
+
+export interface ChatContentPart {
+  type: string;
+  text?: string;
+  [field: string]: unknown;
+}
+
+export interface ChatMessage {
+  role: string;
+  content?: string | ChatContentPart[] | null;
+  [field: string]: unknown;
+}
+
+/** The role the judge is told the next state has. */
+export type NextStateRole = 'user' | 'tool';
+
+/** The message that followed a turn, reduced to what the judge sees (spec 3.7). */
+export interface NextState {
+  role: NextStateRole;
+  text: string;
+}
+
+/** Text of a message's content: strings as they are, text parts joined by a space, nothing for null. */
+export function flattenContent(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    const texts: string[] = [];
+    for (const part of content) {
+      if (isTextPart(part)) texts.push(typeof part.text === 'string' ? part.text : '');
+    }
+    return texts.join(' ');
+  }
+  if (content === null || content === undefined) return '';
+  return typeof content === 'object' ? JSON.stringify(content) : String(content);
+}
+
+function isTextPart(part: unknown): part is ChatContentPart {
+  return typeof part === 'object' && part !== null && (part as { type?: unknown }).type === 'text';
+}
+
+/** Copies of the messages as the chat template should see them: `developer` → `system`, content flattened. */
+export function normaliseMessagesForTemplate(messages: readonly ChatMessage[]): ChatMessage[] {
+  return messages.map((message) => {
+    const copy: ChatMessage = { ...message };
+    if (copy.role === 'developer') copy.role = 'system';
+    if (copy.content !== null && copy.content !== undefined && typeof copy.content !== 'string') {
+      copy.content = flattenContent(copy.content);
+    }
+    return copy;
+  });
+}
+
+/** The next state of a turn from the last message of the following main request: tool results stay `tool`. */
+export function nextStateOf(message: ChatMessage): NextState {
+  return { role: message.role === 'tool' ? 'tool' : 'user', text: flattenContent(message.content) };
+}

@@ -1,0 +1,406 @@
+// The Track 1 configuration: one zod schema with the defaults, one table saying which environment variable
+// sets each option (and what it means, for docs/configuration.md), and `loadConfig`, which layers
+// defaults < environment < overrides. Nothing here reads `process.env`: callers pass the environment in.
+
+import { z } from 'zod';
+
+export const METHODS = ['rl', 'opd', 'combine'] as const;
+export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
+export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
+
+/** Judge defaults that follow the method, as the original launch scripts set them (PRM_M, PRM_MAX_NEW_TOKENS). */
+export const JUDGE_DEFAULTS_BY_METHOD = {
+  rl: { votes: 3, maxTokens: 4096 },
+  opd: { votes: 1, maxTokens: 8192 },
+  combine: { votes: 1, maxTokens: 8192 },
+} as const;
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
+const port = z.number().int().min(1).max(65535);
+const beta = z.number().min(0).lt(1);
+
+const configObject = z.strictObject({
+  runId: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/, 'use 1-64 letters, digits, ".", "_" or "-"')
+    .default('default'),
+  method: z.enum(METHODS).default('combine'),
+  dataDir: z.string().min(1).default('data'),
+  gateway: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: port.default(8000),
+      apiKeys: z.array(z.string().min(1)).default([]),
+    })
+    .prefault({}),
+  engine: z.strictObject({ url: httpUrl.default('http://127.0.0.1:30000') }).prefault({}),
+  judge: z
+    .strictObject({
+      baseUrl: httpUrl.default('http://127.0.0.1:30000/v1'),
+      model: z.string().min(1).default('default'),
+      apiKey: z.string().default(''),
+      votes: z.number().int().min(1).max(32).optional(),
+      temperature: z.number().min(0).max(2).default(0.6),
+      maxTokens: z.number().int().min(1).optional(),
+    })
+    .prefault({}),
+  teacher: z
+    .strictObject({
+      url: httpUrl.default('http://127.0.0.1:30000'),
+      topK: z.number().int().min(0).max(1024).default(0),
+    })
+    .prefault({}),
+  training: z
+    .strictObject({
+      batchSize: z.number().int().min(1).default(16),
+      learningRate: z.number().positive().default(1e-5),
+      weightDecay: z.number().min(0).default(0.1),
+      betas: z.tuple([beta, beta]).default([0.9, 0.98]),
+      maxPolicyLag: z.number().int().min(0).default(2),
+      stalenessPolicy: z.enum(STALENESS_POLICIES).default('rollout-logprobs'),
+      continueAsNewAfterSteps: z.number().int().min(1).default(50),
+    })
+    .prefault({}),
+  loss: z
+    .strictObject({
+      epsClip: z.number().min(0).lt(1).default(0.2),
+      epsClipHigh: z.number().min(0).default(0.28),
+      klCoef: z.number().min(0).default(0),
+      klType: z.enum(KL_TYPES).default('low_var_kl'),
+      entropyCoef: z.number().min(0).default(0),
+      wRl: z.number().min(0).default(1),
+      wOpd: z.number().min(0).default(1),
+    })
+    .prefault({}),
+  session: z
+    .strictObject({
+      idleTimeoutMs: z.number().int().min(1000).default(1_800_000),
+      continueAsNewAfterTurns: z.number().int().min(1).default(200),
+    })
+    .prefault({}),
+});
+
+/** The schema: validates, fills defaults, then fills the judge defaults that depend on the method. */
+export const configSchema = configObject.transform((config) => ({
+  ...config,
+  judge: {
+    ...config.judge,
+    votes: config.judge.votes ?? JUDGE_DEFAULTS_BY_METHOD[config.method].votes,
+    maxTokens: config.judge.maxTokens ?? JUDGE_DEFAULTS_BY_METHOD[config.method].maxTokens,
+  },
+}));
+
+export type OpenClawConfig = z.output<typeof configSchema>;
+/** What overrides (a workflow start input, a test) may contain: every field optional. */
+export type OpenClawConfigInput = z.input<typeof configSchema>;
+
+/** How an environment variable's text becomes the option's value. */
+export type ConfigValueKind = 'string' | 'integer' | 'number' | 'enum' | 'string-list' | 'number-pair';
+
+export interface ConfigOption {
+  /** Dotted path into the config object. */
+  key: string;
+  env: string;
+  kind: ConfigValueKind;
+  description: string;
+  /** Shown instead of the schema default when the default depends on something else. */
+  defaultNote?: string;
+}
+
+export const CONFIG_OPTIONS = [
+  {
+    key: 'runId',
+    env: 'OPENCLAW_RUN_ID',
+    kind: 'string',
+    description: 'Training run name; the training workflow id is `training-<runId>`.',
+  },
+  {
+    key: 'method',
+    env: 'OPENCLAW_METHOD',
+    kind: 'enum',
+    description:
+      'Learning method: `rl` (binary judge reward), `opd` (hindsight-hint distillation) or `combine` (both, one sample per turn).',
+  },
+  {
+    key: 'dataDir',
+    env: 'OPENCLAW_DATA_DIR',
+    kind: 'string',
+    description: 'Directory of the filesystem sample store, checkpoints and exported weights.',
+  },
+  {
+    key: 'gateway.host',
+    env: 'OPENCLAW_GATEWAY_HOST',
+    kind: 'string',
+    description: 'Address the gateway listens on; `0.0.0.0` to accept other machines.',
+  },
+  {
+    key: 'gateway.port',
+    env: 'OPENCLAW_GATEWAY_PORT',
+    kind: 'integer',
+    description: 'Port of the OpenAI-compatible gateway.',
+  },
+  {
+    key: 'gateway.apiKeys',
+    env: 'OPENCLAW_API_KEYS',
+    kind: 'string-list',
+    description:
+      'Comma-separated bearer keys clients must send; none means no authentication (original: `SGLANG_API_KEY`).',
+  },
+  {
+    key: 'engine.url',
+    env: 'OPENCLAW_ENGINE_URL',
+    kind: 'string',
+    description: 'Base URL of the policy engine (SGLang or the reference engine).',
+  },
+  {
+    key: 'judge.baseUrl',
+    env: 'OPENCLAW_JUDGE_URL',
+    kind: 'string',
+    description: 'OpenAI-compatible base URL of the judge model (ends in `/v1`); an external API works.',
+  },
+  {
+    key: 'judge.model',
+    env: 'OPENCLAW_JUDGE_MODEL',
+    kind: 'string',
+    description:
+      'Model name sent to the judge endpoint (`default` is what SGLang accepts for its one model).',
+  },
+  {
+    key: 'judge.apiKey',
+    env: 'OPENCLAW_JUDGE_API_KEY',
+    kind: 'string',
+    description: 'Bearer key for the judge endpoint; empty sends none.',
+  },
+  {
+    key: 'judge.votes',
+    env: 'OPENCLAW_JUDGE_VOTES',
+    kind: 'integer',
+    defaultNote: '3 for `rl`, 1 for `opd` and `combine`',
+    description:
+      'Judge calls per turn, run in parallel: binary votes are majority-voted, hint votes pick the longest hint (original: `PRM_M`).',
+  },
+  {
+    key: 'judge.temperature',
+    env: 'OPENCLAW_JUDGE_TEMPERATURE',
+    kind: 'number',
+    description: 'Sampling temperature of judge calls (original: `PRM_TEMPERATURE`).',
+  },
+  {
+    key: 'judge.maxTokens',
+    env: 'OPENCLAW_JUDGE_MAX_TOKENS',
+    kind: 'integer',
+    defaultNote: '4096 for `rl`, 8192 for `opd` and `combine`',
+    description: 'Longest judge reply, in tokens (original: `PRM_MAX_NEW_TOKENS`).',
+  },
+  {
+    key: 'teacher.url',
+    env: 'OPENCLAW_TEACHER_URL',
+    kind: 'string',
+    description:
+      'SGLang-compatible engine that computes teacher log-probs (`/generate` prefill). The default, the policy engine, makes the current policy its own teacher; point it at a frozen copy of the base model to match the original.',
+  },
+  {
+    key: 'teacher.topK',
+    env: 'OPENCLAW_TEACHER_TOP_K',
+    kind: 'integer',
+    description:
+      'Teacher top-K log-probs to store per response token for top-K distillation; 0 turns it off (original: `--distill-topk`).',
+  },
+  {
+    key: 'training.batchSize',
+    env: 'OPENCLAW_BATCH_SIZE',
+    kind: 'integer',
+    description: 'Samples per training step (original: `--rollout-batch-size`).',
+  },
+  {
+    key: 'training.learningRate',
+    env: 'OPENCLAW_LEARNING_RATE',
+    kind: 'number',
+    description: 'Adam learning rate, constant.',
+  },
+  {
+    key: 'training.weightDecay',
+    env: 'OPENCLAW_WEIGHT_DECAY',
+    kind: 'number',
+    description: 'Adam weight decay.',
+  },
+  {
+    key: 'training.betas',
+    env: 'OPENCLAW_ADAM_BETAS',
+    kind: 'number-pair',
+    description: 'Adam betas, two comma-separated numbers.',
+  },
+  {
+    key: 'training.maxPolicyLag',
+    env: 'OPENCLAW_MAX_POLICY_LAG',
+    kind: 'integer',
+    description:
+      'Largest gap between the policy version that produced a sample and the version it trains on before `stalenessPolicy` applies.',
+  },
+  {
+    key: 'training.stalenessPolicy',
+    env: 'OPENCLAW_STALENESS_POLICY',
+    kind: 'enum',
+    description:
+      'For samples staler than `maxPolicyLag`: `drop` excludes them; `rollout-logprobs` trains them with the serving log-probs as the PPO reference.',
+  },
+  {
+    key: 'training.continueAsNewAfterSteps',
+    env: 'OPENCLAW_TRAINING_CONTINUE_AS_NEW_STEPS',
+    kind: 'integer',
+    description:
+      'Training steps after which the training workflow continues as new, keeping its history short.',
+  },
+  {
+    key: 'loss.epsClip',
+    env: 'OPENCLAW_EPS_CLIP',
+    kind: 'number',
+    description: 'PPO clip range below 1 (ratio clipped at 1 - epsClip).',
+  },
+  {
+    key: 'loss.epsClipHigh',
+    env: 'OPENCLAW_EPS_CLIP_HIGH',
+    kind: 'number',
+    description: 'PPO clip range above 1 (ratio clipped at 1 + epsClipHigh).',
+  },
+  {
+    key: 'loss.klCoef',
+    env: 'OPENCLAW_KL_COEF',
+    kind: 'number',
+    description: 'Weight of the KL penalty to the reference model (0 in every original Track 1 script).',
+  },
+  {
+    key: 'loss.klType',
+    env: 'OPENCLAW_KL_TYPE',
+    kind: 'enum',
+    description: 'KL estimator: `low_var_kl` (k3, clamped), `k1`, `k2` or `k3`.',
+  },
+  {
+    key: 'loss.entropyCoef',
+    env: 'OPENCLAW_ENTROPY_COEF',
+    kind: 'number',
+    description: 'Weight of the entropy bonus.',
+  },
+  {
+    key: 'loss.wRl',
+    env: 'OPENCLAW_COMBINE_W_RL',
+    kind: 'number',
+    description: 'Combine: weight of the judge reward in the advantage.',
+  },
+  {
+    key: 'loss.wOpd',
+    env: 'OPENCLAW_COMBINE_W_OPD',
+    kind: 'number',
+    description: 'Combine: weight of the teacher term (teacher minus old log-prob) in the advantage.',
+  },
+  {
+    key: 'session.idleTimeoutMs',
+    env: 'OPENCLAW_SESSION_IDLE_TIMEOUT_MS',
+    kind: 'integer',
+    description: 'A session with no new turn for this long closes and settles its last turn.',
+  },
+  {
+    key: 'session.continueAsNewAfterTurns',
+    env: 'OPENCLAW_SESSION_CONTINUE_AS_NEW_TURNS',
+    kind: 'integer',
+    description: 'Turns after which a session workflow continues as new, keeping its history short.',
+  },
+] as const satisfies readonly ConfigOption[];
+
+export type ConfigKey = (typeof CONFIG_OPTIONS)[number]['key'];
+
+/** The environment variable of every option, by dotted key. */
+export const ENV_VARS = Object.fromEntries(CONFIG_OPTIONS.map((o) => [o.key, o.env])) as Record<
+  ConfigKey,
+  string
+>;
+
+export type ConfigResult = { ok: true; config: OpenClawConfig } | { ok: false; error: string };
+
+/**
+ * The validated configuration from environment variables and overrides (overrides win). Empty variables
+ * count as unset. On failure, `error` names each bad field with its variable, e.g.
+ * `judge.votes (OPENCLAW_JUDGE_VOTES): Too small: expected number to be >=1`.
+ */
+export function loadConfig(
+  env: Readonly<Record<string, string | undefined>>,
+  overrides: OpenClawConfigInput = {},
+): ConfigResult {
+  const merged = mergeDeep(configFromEnv(env), overrides);
+  return parseConfig(merged);
+}
+
+/** Validates a whole input object (e.g. JSON from the Temporal UI) against the schema. */
+export function parseConfig(input: unknown): ConfigResult {
+  const result = configSchema.safeParse(input);
+  if (result.success) return { ok: true, config: result.data };
+  const problems = result.error.issues.map((issue) => {
+    const key = issue.path.map(String).join('.');
+    const env = (ENV_VARS as Record<string, string | undefined>)[key];
+    return `${key === '' ? '(config)' : key}${env ? ` (${env})` : ''}: ${issue.message}`;
+  });
+  return { ok: false, error: `Invalid configuration: ${problems.join('; ')}` };
+}
+
+/** The options set in the environment, as a nested partial config (still unvalidated). */
+export function configFromEnv(env: Readonly<Record<string, string | undefined>>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const option of CONFIG_OPTIONS) {
+    const raw = env[option.env]?.trim();
+    if (raw === undefined || raw === '') continue;
+    setPath(out, option.key.split('.'), parseEnvValue(option.kind, raw));
+  }
+  return out;
+}
+
+/** Numbers that do not parse stay text, so the schema reports them against the right field. */
+function parseEnvValue(kind: ConfigValueKind, raw: string): unknown {
+  switch (kind) {
+    case 'string':
+    case 'enum':
+      return raw;
+    case 'integer':
+    case 'number':
+      return toNumber(raw) ?? raw;
+    case 'string-list':
+      return raw
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '');
+    case 'number-pair': {
+      const numbers = raw.split(',').map((item) => toNumber(item.trim()));
+      return numbers.every((n) => n !== null) ? numbers : raw;
+    }
+  }
+}
+
+function toNumber(text: string): number | null {
+  if (text === '') return null;
+  const value = Number(text);
+  return Number.isFinite(value) ? value : null;
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  const [head, ...rest] = path;
+  if (head === undefined) return;
+  if (rest.length === 0) {
+    target[head] = value;
+    return;
+  }
+  const child = isPlainObject(target[head]) ? (target[head] as Record<string, unknown>) : {};
+  target[head] = child;
+  setPath(child, rest, value);
+}
+
+/** `base` with `override` laid over it: objects merge key by key, anything else (arrays too) replaces. */
+function mergeDeep(base: unknown, override: unknown): unknown {
+  if (override === undefined) return base;
+  if (!isPlainObject(base) || !isPlainObject(override)) return override;
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(override)) out[key] = mergeDeep(out[key], value);
+  return out;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -1,0 +1,157 @@
+// From a scored turn to at most one training sample, per method (spec 5, 6.5 and the table of section 7).
+// A turn without a training signal becomes an exclusion with its reason instead of a zero-mask sample, so it
+// never takes a batch slot (spec 13, item 13).
+
+import type { JudgeScore } from './judge-votes.js';
+import { turnSampleId } from './sample-id.js';
+import type {
+  Method,
+  SampleExclusion,
+  SampleExclusionReason,
+  SampleKind,
+  TeacherTopK,
+  TrainingSample,
+} from './types.js';
+
+/** A main turn as the gateway captured it: exact prompt and sampled response tokens. */
+export interface CapturedTurn {
+  sessionId: string;
+  turn: number;
+  promptIds: readonly number[];
+  responseIds: readonly number[];
+  /** The engine's log-prob of each sampled response token. */
+  responseLogProbs: readonly number[];
+  policyVersion: number;
+}
+
+/** Whether the hint judge produced a hint; `HintSelection` from judge-votes fits. */
+export type HintOutcome = { accepted: true } | { accepted: false; reason: string };
+
+/** What scoring found out about the turn. */
+export interface TurnScoring {
+  /** Majority of the binary judge's votes; null when the binary judge was not asked. */
+  evalScore: JudgeScore | null;
+  /** The hint judge's selection; null when the hint judge was not asked. */
+  hint: HintOutcome | null;
+  /** Teacher log-probs of the response tokens under the hinted prompt; needed when a hint was accepted. */
+  teacherLogProbs?: readonly number[] | null;
+  teacherTopK?: TeacherTopK | null;
+}
+
+export type SampleAssembly = { ok: true; sample: TrainingSample } | { ok: false; exclusion: SampleExclusion };
+
+/**
+ * The sample a turn trains, or why it trains none:
+ * - rl: judge vote +1 or -1 → reward = vote; 0 (neutral, tie, no valid vote) or not judged → excluded.
+ * - opd: accepted hint → teacher log-probs, reward 0; otherwise excluded.
+ * - combine: hint and vote → opd+rl; hint only → opd (reward 0); vote only → rl with the rollout log-probs as
+ *   teacher (teacher term ≈ 0); neither → excluded.
+ */
+export function assembleSample(method: Method, turn: CapturedTurn, scoring: TurnScoring): SampleAssembly {
+  const sampleId = turnSampleId(turn.sessionId, turn.turn);
+  const exclude = (reason: SampleExclusionReason, detail: string): SampleAssembly => ({
+    ok: false,
+    exclusion: { sampleId, reason, detail },
+  });
+
+  if (turn.responseIds.length === 0) return exclude('empty-response', 'the response has no tokens');
+  const invalid = invalidTurn(turn);
+  if (invalid !== null) return exclude('invalid-input', invalid);
+
+  const vote = scoring.evalScore;
+  const hasVote = vote === 1 || vote === -1;
+  const hasHint = scoring.hint?.accepted === true;
+  const hintDetail =
+    scoring.hint === null ? 'the hint judge was not asked' : `no hint accepted (${hintReason(scoring.hint)})`;
+
+  const build = (
+    kind: SampleKind,
+    reward: number,
+    teacher: 'hinted' | 'rollout' | 'none',
+  ): SampleAssembly => {
+    const sample: TrainingSample = {
+      sampleId,
+      sessionId: turn.sessionId,
+      turn: turn.turn,
+      tokens: [...turn.promptIds, ...turn.responseIds],
+      responseLength: turn.responseIds.length,
+      lossMask: new Array<number>(turn.responseIds.length).fill(1),
+      rolloutLogProbs: [...turn.responseLogProbs],
+      reward,
+      policyVersion: turn.policyVersion,
+      method,
+      kind,
+    };
+    if (teacher === 'rollout') sample.teacherLogProbs = [...turn.responseLogProbs];
+    if (teacher === 'hinted') {
+      const problem = invalidTeacher(turn.responseIds.length, scoring);
+      if (problem !== null) return exclude('invalid-input', problem);
+      sample.teacherLogProbs = [...(scoring.teacherLogProbs ?? [])];
+      if (scoring.teacherTopK) {
+        sample.teacherTopkLogProbs = scoring.teacherTopK.logProbs.map((row) => [...row]);
+        sample.teacherTopkIndices = scoring.teacherTopK.tokenIds.map((row) => [...row]);
+      }
+    }
+    return { ok: true, sample };
+  };
+
+  switch (method) {
+    case 'rl':
+      if (vote === null) return exclude('not-judged', 'the binary judge was not asked');
+      return hasVote ? build('rl', vote, 'none') : exclude('neutral-score', 'the judge vote is 0');
+    case 'opd':
+      return hasHint ? build('opd', 0, 'hinted') : exclude('no-hint', hintDetail);
+    case 'combine':
+      if (hasHint && hasVote) return build('opd+rl', vote, 'hinted');
+      if (hasHint) return build('opd', 0, 'hinted');
+      if (hasVote) return build('rl', vote, 'rollout');
+      return exclude('no-signal', `${hintDetail}, and the judge vote is ${vote === null ? 'missing' : '0'}`);
+  }
+}
+
+function hintReason(hint: HintOutcome): string {
+  return hint.accepted ? 'accepted' : hint.reason;
+}
+
+function isTokenId(value: number): boolean {
+  return Number.isInteger(value) && value >= 0;
+}
+
+/** A sentence naming what is wrong with the captured turn, or null. */
+function invalidTurn(turn: CapturedTurn): string | null {
+  if (!Number.isInteger(turn.policyVersion) || turn.policyVersion < 0) {
+    return `policyVersion must be a non-negative integer, got ${turn.policyVersion}`;
+  }
+  if (turn.responseLogProbs.length !== turn.responseIds.length) {
+    return `${turn.responseLogProbs.length} rollout log-probs for ${turn.responseIds.length} response tokens`;
+  }
+  if (!turn.promptIds.every(isTokenId) || !turn.responseIds.every(isTokenId)) {
+    return 'token ids must be non-negative integers';
+  }
+  if (!turn.responseLogProbs.every(Number.isFinite)) return 'rollout log-probs must be finite numbers';
+  return null;
+}
+
+/** A sentence naming what is wrong with the teacher's log-probs, or null. */
+function invalidTeacher(responseLength: number, scoring: TurnScoring): string | null {
+  const teacher = scoring.teacherLogProbs;
+  if (!teacher) return 'a hint was accepted but there are no teacher log-probs';
+  if (teacher.length !== responseLength) {
+    return `${teacher.length} teacher log-probs for ${responseLength} response tokens`;
+  }
+  if (!teacher.every(Number.isFinite)) return 'teacher log-probs must be finite numbers';
+  const topK = scoring.teacherTopK;
+  if (topK) {
+    if (topK.logProbs.length !== responseLength || topK.tokenIds.length !== responseLength) {
+      return `teacher top-K rows do not match the ${responseLength} response tokens`;
+    }
+    const width = topK.logProbs[0]?.length ?? 0;
+    const rowsOk = topK.logProbs.every(
+      (row, i) => row.length === width && row.every(Number.isFinite) && topK.tokenIds[i]?.length === width,
+    );
+    if (width === 0 || !rowsOk || !topK.tokenIds.every((row) => row.every(isTokenId))) {
+      return 'teacher top-K rows must all hold the same number (>= 1) of finite log-probs and token ids';
+    }
+  }
+  return null;
+}

@@ -1,0 +1,104 @@
+// Plain types shared with workflow code. This file imports nothing, so the workflow bundle stays small and
+// deterministic; schemas and the functions that build these values live beside it in core/.
+
+/** The learning method of a training run (spec sections 5, 6 and 7). */
+export type Method = 'rl' | 'opd' | 'combine';
+
+/** Main turns are trained; side turns (heartbeats, memory flushes) are served and never trained. */
+export type TurnType = 'main' | 'side';
+
+/** Which signals a training sample carries: a reward, a teacher, or both (spec section 7 table). */
+export type SampleKind = 'rl' | 'opd' | 'opd+rl';
+
+/** A recorded main turn, as the gateway hands it to its session workflow. Token arrays stay in the store. */
+export interface TurnRef {
+  sessionId: string;
+  /** 1-based position of the main turn within its session. */
+  turn: number;
+  /** `<sessionId>:<turn>`: the id the turn's record and its training sample are stored under. */
+  sampleId: string;
+  /** Weight version of the policy that produced the response. */
+  policyVersion: number;
+  kind: TurnType;
+}
+
+/** Teacher top-K log-probs for top-K distillation (spec 6.6): one row of K per response token. */
+export interface TeacherTopK {
+  logProbs: number[][];
+  tokenIds: number[][];
+}
+
+/**
+ * One training sample, stored once under `sampleId` (spec 11.2 with exact sampled tokens). Its training fields
+ * have the names of the trainer backends' `TrainerSample`, so a stored sample can be handed to them as it is.
+ */
+export interface TrainingSample {
+  sampleId: string;
+  sessionId: string;
+  turn: number;
+  /** Prompt token ids followed by the response token ids the engine sampled. */
+  tokens: number[];
+  /** The last `responseLength` entries of `tokens` are the response. */
+  responseLength: number;
+  /** One entry per response token; all ones (excluded turns produce no sample rather than a zero mask). */
+  lossMask: number[];
+  /** Log-probs the serving engine reported for each sampled response token. */
+  rolloutLogProbs: number[];
+  /** Scalar reward broadcast to every response token: the judge's vote for rl, 0 for opd-only samples. */
+  reward: number;
+  /** Teacher log-probs of each response token given the hinted prompt (opd, opd+rl, and combine's rl rows). */
+  teacherLogProbs?: number[];
+  /** Top-K distillation only: the teacher's K best log-probs and their token ids, one row per response token. */
+  teacherTopkLogProbs?: number[][];
+  teacherTopkIndices?: number[][];
+  policyVersion: number;
+  method: Method;
+  kind: SampleKind;
+}
+
+/**
+ * Why a turn produced no sample. The first group comes from sample assembly; `no-next-state`, `judge-failed`
+ * and `stale-policy` are for the workflows that settle turns without assembling them.
+ */
+export type SampleExclusionReason =
+  | 'empty-response'
+  | 'invalid-input'
+  | 'not-judged'
+  | 'neutral-score'
+  | 'no-hint'
+  | 'no-signal'
+  | 'no-next-state'
+  | 'judge-failed'
+  | 'stale-policy';
+
+export interface SampleExclusion {
+  sampleId: string;
+  reason: SampleExclusionReason;
+  /** A sentence for logs and the UI. */
+  detail: string;
+}
+
+/** What workflows pass around instead of a sample: small, and enough to batch and report on. */
+export interface SampleRef {
+  sampleId: string;
+  method: Method;
+  kind: SampleKind;
+  policyVersion: number;
+  reward: number;
+  responseLength: number;
+}
+
+/** The answer of the training workflow's status query. */
+export interface TrainingStatus {
+  runId: string;
+  method: Method;
+  /** Weight version currently published to the serving engine. */
+  policyVersion: number;
+  stepsCompleted: number;
+  /** Samples received and waiting for the next batch. */
+  pendingSamples: number;
+  samplesTrained: number;
+  samplesExcluded: number;
+  paused: boolean;
+  lastStepId: string | null;
+}

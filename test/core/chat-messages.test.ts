@@ -1,0 +1,74 @@
+import { describe, expect, it } from 'vitest';
+import { flattenContent, nextStateOf, normaliseMessagesForTemplate } from '../../core/chat-messages.js';
+import { codePointLength, pythonStrip } from '../../core/python-text.js';
+import { parseSampleId, rolloutSampleId, turnSampleId } from '../../core/sample-id.js';
+
+describe('flattenContent', () => {
+  it('joins text parts with one space and drops the rest', () => {
+    expect(
+      flattenContent([
+        { type: 'text', text: 'a' },
+        { type: 'image_url', image_url: {} },
+        { type: 'text' },
+        { type: 'text', text: 'b' },
+      ]),
+    ).toBe('a  b');
+    expect(flattenContent([])).toBe('');
+    expect(flattenContent(null)).toBe('');
+    expect(flattenContent('plain')).toBe('plain');
+    expect(flattenContent(42)).toBe('42');
+  });
+});
+
+describe('normaliseMessagesForTemplate', () => {
+  it('renames developer to system and flattens list content, without touching the input', () => {
+    const input = [
+      { role: 'developer', content: 'rules' },
+      { role: 'user', content: [{ type: 'text', text: 'hi' }] },
+      { role: 'assistant', content: null, tool_calls: [] },
+    ];
+    expect(normaliseMessagesForTemplate(input)).toEqual([
+      { role: 'system', content: 'rules' },
+      { role: 'user', content: 'hi' },
+      { role: 'assistant', content: null, tool_calls: [] },
+    ]);
+    expect(input[0]?.role).toBe('developer');
+  });
+});
+
+describe('nextStateOf', () => {
+  it('keeps tool results as tool and reads everything else as the user', () => {
+    expect(nextStateOf({ role: 'tool', content: 'ok', tool_call_id: '1' })).toEqual({
+      role: 'tool',
+      text: 'ok',
+    });
+    expect(nextStateOf({ role: 'user', content: [{ type: 'text', text: 'redo' }] })).toEqual({
+      role: 'user',
+      text: 'redo',
+    });
+  });
+});
+
+describe('python text rules', () => {
+  it('strips Python whitespace and counts code points', () => {
+    expect(pythonStrip('\u001c\t x \u3000')).toBe('x');
+    expect(pythonStrip('\ufeffx')).toBe('\ufeffx');
+    expect(pythonStrip('   ')).toBe('');
+    expect(codePointLength('a😀')).toBe(2);
+  });
+});
+
+describe('sample ids', () => {
+  it('formats and parses <owner>:<index>, even when the owner has colons', () => {
+    expect(turnSampleId('openai:alice', 2)).toBe('openai:alice:2');
+    expect(parseSampleId('openai:alice:2')).toEqual({ owner: 'openai:alice', index: 2 });
+    expect(rolloutSampleId('r-1', 0)).toBe('r-1:0');
+    expect(parseSampleId('nocolon')).toBeNull();
+    expect(parseSampleId('a:01')).toBeNull();
+  });
+
+  it('rejects turn 0 and negative steps', () => {
+    expect(() => turnSampleId('s', 0)).toThrow(/positive integer/);
+    expect(() => rolloutSampleId('r', -1)).toThrow(/non-negative/);
+  });
+});

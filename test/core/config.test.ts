@@ -1,0 +1,153 @@
+import { describe, expect, it } from 'vitest';
+import { CONFIG_OPTIONS, ENV_VARS, loadConfig, type OpenClawConfig, parseConfig } from '../../core/config.js';
+
+function load(env: Record<string, string>, overrides = {}): OpenClawConfig {
+  const result = loadConfig(env, overrides);
+  if (!result.ok) throw new Error(result.error);
+  return result.config;
+}
+
+function leafKeys(value: unknown, prefix = ''): string[] {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return [prefix];
+  return Object.entries(value).flatMap(([key, child]) => leafKeys(child, prefix ? `${prefix}.${key}` : key));
+}
+
+describe('loadConfig defaults', () => {
+  it('gives the documented defaults with an empty environment', () => {
+    expect(load({})).toEqual({
+      runId: 'default',
+      method: 'combine',
+      dataDir: 'data',
+      gateway: { host: '127.0.0.1', port: 8000, apiKeys: [] },
+      engine: { url: 'http://127.0.0.1:30000' },
+      judge: {
+        baseUrl: 'http://127.0.0.1:30000/v1',
+        model: 'default',
+        apiKey: '',
+        votes: 1,
+        temperature: 0.6,
+        maxTokens: 8192,
+      },
+      teacher: { url: 'http://127.0.0.1:30000', topK: 0 },
+      training: {
+        batchSize: 16,
+        learningRate: 1e-5,
+        weightDecay: 0.1,
+        betas: [0.9, 0.98],
+        maxPolicyLag: 2,
+        stalenessPolicy: 'rollout-logprobs',
+        continueAsNewAfterSteps: 50,
+      },
+      loss: {
+        epsClip: 0.2,
+        epsClipHigh: 0.28,
+        klCoef: 0,
+        klType: 'low_var_kl',
+        entropyCoef: 0,
+        wRl: 1,
+        wOpd: 1,
+      },
+      session: { idleTimeoutMs: 1_800_000, continueAsNewAfterTurns: 200 },
+    });
+  });
+
+  it('picks judge votes and reply length by method, as the original scripts do', () => {
+    expect(load({ OPENCLAW_METHOD: 'rl' }).judge).toMatchObject({ votes: 3, maxTokens: 4096 });
+    expect(load({ OPENCLAW_METHOD: 'opd' }).judge).toMatchObject({ votes: 1, maxTokens: 8192 });
+    expect(load({ OPENCLAW_METHOD: 'rl', OPENCLAW_JUDGE_VOTES: '5' }).judge.votes).toBe(5);
+  });
+});
+
+describe('loadConfig from the environment', () => {
+  it('parses numbers, lists and pairs', () => {
+    const config = load({
+      OPENCLAW_GATEWAY_PORT: ' 9000 ',
+      OPENCLAW_API_KEYS: 'k1, k2,,',
+      OPENCLAW_ADAM_BETAS: '0.8,0.95',
+      OPENCLAW_LEARNING_RATE: '2e-6',
+      OPENCLAW_COMBINE_W_OPD: '0.5',
+      OPENCLAW_STALENESS_POLICY: 'drop',
+    });
+    expect(config.gateway).toMatchObject({ port: 9000, apiKeys: ['k1', 'k2'] });
+    expect(config.training).toMatchObject({
+      betas: [0.8, 0.95],
+      learningRate: 2e-6,
+      stalenessPolicy: 'drop',
+    });
+    expect(config.loss.wOpd).toBe(0.5);
+  });
+
+  it('treats empty variables as unset', () => {
+    expect(load({ OPENCLAW_BATCH_SIZE: '', OPENCLAW_METHOD: '  ' })).toMatchObject({
+      method: 'combine',
+      training: { batchSize: 16 },
+    });
+  });
+
+  it('lets overrides win over the environment', () => {
+    const config = load(
+      { OPENCLAW_BATCH_SIZE: '32', OPENCLAW_JUDGE_MODEL: 'env-model' },
+      { training: { batchSize: 4 }, judge: { temperature: 0 } },
+    );
+    expect(config.training.batchSize).toBe(4);
+    expect(config.judge).toMatchObject({ model: 'env-model', temperature: 0 });
+  });
+});
+
+describe('loadConfig errors', () => {
+  it('names the field and its variable', () => {
+    expect(loadConfig({ OPENCLAW_JUDGE_VOTES: '0' })).toEqual({
+      ok: false,
+      error:
+        'Invalid configuration: judge.votes (OPENCLAW_JUDGE_VOTES): Too small: expected number to be >=1',
+    });
+    const notANumber = loadConfig({ OPENCLAW_BATCH_SIZE: 'sixteen' });
+    expect(notANumber.ok === false && notANumber.error).toMatch(
+      /training\.batchSize \(OPENCLAW_BATCH_SIZE\): .*number/,
+    );
+  });
+
+  it('rejects bad enums, URLs, run ids and pairs', () => {
+    const result = loadConfig({
+      OPENCLAW_METHOD: 'ppo',
+      OPENCLAW_ENGINE_URL: 'localhost:30000',
+      OPENCLAW_RUN_ID: 'a/b',
+      OPENCLAW_ADAM_BETAS: '0.9',
+    });
+    expect(result.ok).toBe(false);
+    const error = result.ok ? '' : result.error;
+    expect(error).toContain('method (OPENCLAW_METHOD)');
+    expect(error).toContain('engine.url (OPENCLAW_ENGINE_URL): expected an http(s) URL');
+    expect(error).toContain('runId (OPENCLAW_RUN_ID)');
+    expect(error).toContain('training.betas (OPENCLAW_ADAM_BETAS)');
+  });
+
+  it('rejects unknown override fields instead of ignoring a typo', () => {
+    const result = parseConfig({ training: { batchsize: 8 } });
+    expect(result).toEqual({
+      ok: false,
+      error: 'Invalid configuration: training: Unrecognized key: "batchsize"',
+    });
+  });
+});
+
+describe('the option table', () => {
+  it('has exactly one entry per config field, each with its own variable', () => {
+    const keys = CONFIG_OPTIONS.map((o) => o.key);
+    expect([...keys].sort()).toEqual(leafKeys(load({})).sort());
+    const envs = CONFIG_OPTIONS.map((o) => o.env);
+    expect(new Set(envs).size).toBe(envs.length);
+    expect(ENV_VARS['judge.votes']).toBe('OPENCLAW_JUDGE_VOTES');
+  });
+
+  it('every variable round-trips its default value through the environment', () => {
+    const defaults = load({});
+    const env: Record<string, string> = {};
+    for (const option of CONFIG_OPTIONS) {
+      let value: unknown = defaults;
+      for (const part of option.key.split('.')) value = (value as Record<string, unknown>)[part];
+      env[option.env] = Array.isArray(value) ? value.join(',') : String(value);
+    }
+    expect(load(env)).toEqual(defaults);
+  });
+});
