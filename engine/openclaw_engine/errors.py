@@ -10,8 +10,14 @@ from fastapi.responses import JSONResponse
 class EngineError(Exception):
     """A request the engine refuses; rendered as `{"error": {...}}` with `status`."""
 
-    def __init__(self, message: str, *, param: str | None = None, status: int = 400,
-                 type_: str = "invalid_request_error") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        status: int = 400,
+        type_: str = "invalid_request_error",
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
@@ -39,13 +45,16 @@ def _loc_to_param(loc: tuple) -> str:
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(EngineError)
     async def _engine_error(_: Request, exc: EngineError) -> JSONResponse:
-        return JSONResponse(error_body(exc.message, param=exc.param, status=exc.status, type_=exc.type),
-                            status_code=exc.status)
+        return JSONResponse(
+            error_body(exc.message, param=exc.param, status=exc.status, type_=exc.type),
+            status_code=exc.status,
+        )
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
         first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "invalid request"}
         param = _loc_to_param(tuple(first.get("loc", ("body",))))
         message = f"{param}: {first.get('msg', 'invalid value')}"
-        return JSONResponse(error_body(message, param=param, status=400, type_="invalid_request_error"),
-                            status_code=400)
+        return JSONResponse(
+            error_body(message, param=param, status=400, type_="invalid_request_error"), status_code=400
+        )

@@ -1,0 +1,93 @@
+"""Command line: `python -m openclaw_engine make-tiny-model DIR` and `python -m openclaw_engine serve ...`."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+
+_DEFAULT_MAX_BODY_MB = 64
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m openclaw_engine", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    tiny = sub.add_parser("make-tiny-model", help="write a tiny random Qwen3-architecture model folder")
+    tiny.add_argument("dir", help="output folder (created if missing)")
+    tiny.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+
+    serve = sub.add_parser("serve", help="serve a model folder over SGLang's HTTP API subset")
+    serve.add_argument("--model", required=True, help="Hugging Face model folder")
+    serve.add_argument("--port", type=int, required=True, help="TCP port; 0 picks a free one")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--device", default="cpu", help="cpu, cuda or cuda:N")
+    serve.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"])
+    serve.add_argument(
+        "--served-model-name", default=None, help="name reported by /v1/models (default: --model)"
+    )
+    serve.add_argument("--weight-version", default="0", help="initial weight_version")
+    serve.add_argument(
+        "--max-body-mb", type=float, default=_DEFAULT_MAX_BODY_MB, help="request body limit (413)"
+    )
+    serve.add_argument(
+        "--return-original-logprob",
+        action="store_true",
+        default=os.environ.get("SGLANG_RETURN_ORIGINAL_LOGPROB", "").lower() in ("1", "true"),
+        help="report log_softmax(logits) instead of log_softmax(logits / temperature) (SGLang's env flag)",
+    )
+    serve.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument("--trainer", action="store_true", help="also mount the training routes")
+    serve.add_argument("--lora-rank", type=int, default=0, help="trainer LoRA rank (0: full fine-tuning)")
+    serve.add_argument("--lora-alpha", type=int, default=None, help="trainer LoRA alpha")
+    return parser
+
+
+def _serve(args: argparse.Namespace) -> None:
+    import torch
+
+    from .model_runner import ModelRunner
+    from .server import create_app, serve
+
+    logging.basicConfig(
+        level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
+    )
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    runner = ModelRunner(
+        args.model,
+        device=args.device,
+        dtype=args.dtype,
+        weight_version=args.weight_version,
+        original_logprobs=args.return_original_logprob,
+        served_model_name=args.served_model_name,
+    )
+    routers = []
+    if args.trainer:
+        # Imported only on demand: the serving half must not depend on the training half.
+        from .trainer import Trainer
+        from .training_routes import make_training_router
+
+        trainer = Trainer(
+            args.model, device=args.device, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha
+        )
+        routers.append(make_training_router(trainer))
+    app = create_app(runner, max_body_bytes=int(args.max_body_mb * 1024 * 1024), extra_routers=routers)
+    serve(app, host=args.host, port=args.port, log_level=args.log_level)
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = _parser().parse_args(argv)
+    if args.command == "make-tiny-model":
+        from .tiny_model import make_tiny_model
+
+        out = make_tiny_model(args.dir, seed=args.seed)
+        print(out)
+    else:
+        _serve(args)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,291 @@
+"""OpenAI `POST /v1/chat/completions` with SGLang's RL extensions (exact prompt / completion token ids).
+
+The prompt is the model's chat template applied to the messages (or `input_ids` verbatim); output is
+split into `reasoning_content`, `content` and `tool_calls` by `chat.py`. Streaming sends one chunk per
+generated token (text released by the detokeniser, its token ids and log-probs), so a proxy can
+relay the stream while capturing exactly the tokens the policy sampled.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
+from contextlib import aclosing
+from dataclasses import dataclass
+from typing import Any
+
+from .chat import StreamDelta, StreamParser, normalize_messages, parse_output
+from .errors import EngineError, error_body
+from .generate_api import check_token_ids
+from .generation_result import GenerationResult
+from .model_runner import Event, Finished, GenerationRequest, ModelRunner, RequestError, TokenStep
+from .sampling import SamplingParams
+from .schemas import ChatCompletionIn, ToolChoiceNamed
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ChatPlan:
+    """Everything decided before generation starts."""
+
+    request: GenerationRequest
+    prompt_text: str | None  # None when the caller sent input_ids
+    parse_tools: bool
+    model: str
+    completion_id: str
+    created: int
+
+
+def plan(body: ChatCompletionIn, raw: dict[str, Any], runner: ModelRunner) -> ChatPlan:
+    tools_on = bool(body.tools) and body.tool_choice != "none"
+    prompt_text: str | None = None
+    if body.input_ids is not None:  # SGLang: a pre-tokenised prompt bypasses the chat template
+        check_token_ids(body.input_ids, runner, "input_ids")
+        prompt_ids = list(body.input_ids)
+    else:
+        prompt_text = render_prompt(body, raw, runner, tools_on=tools_on)
+        prompt_ids = runner.encode(prompt_text, add_special_tokens=False)
+    stop_ids = body.stop_token_ids or []
+    check_token_ids(stop_ids, runner, "stop_token_ids")
+
+    max_tokens = body.max_completion_tokens if body.max_completion_tokens is not None else body.max_tokens
+    sampling = SamplingParams(
+        max_new_tokens=max_tokens if max_tokens is not None else runner.context_length,  # clamped to context
+        temperature=1.0 if body.temperature is None else body.temperature,
+        top_p=1.0 if body.top_p is None else body.top_p,
+        top_k=-1 if body.top_k is None else body.top_k,
+        min_p=0.0 if body.min_p is None else body.min_p,
+        stop=tuple(body.stop_list),
+        stop_token_ids=frozenset(stop_ids),
+        seed=body.seed,
+        ignore_eos=body.ignore_eos,
+        # SGLang keeps special tokens when tools are on, so tool-call markup survives decoding.
+        skip_special_tokens=body.skip_special_tokens and not tools_on,
+        no_stop_trim=body.no_stop_trim,
+    )
+    request = GenerationRequest(
+        input_ids=prompt_ids,
+        sampling=sampling,
+        return_logprob=body.logprobs,
+        top_logprobs_num=(body.top_logprobs or 0) if body.logprobs else 0,
+        **({"rid": body.rid} if body.rid else {}),
+    )
+    try:
+        request = runner.validate(request)
+    except RequestError as exc:
+        param = "messages" if exc.param == "input_ids" and body.input_ids is None else exc.param
+        raise EngineError(str(exc), param=param) from None
+    return ChatPlan(
+        request=request,
+        prompt_text=prompt_text,
+        parse_tools=tools_on,
+        model=body.model or runner.served_model_name,
+        completion_id=f"chatcmpl-{request.rid}",
+        created=int(time.time()),
+    )
+
+
+def render_prompt(body: ChatCompletionIn, raw: dict[str, Any], runner: ModelRunner, *, tools_on: bool) -> str:
+    # Render the client's own dicts (validated above) so a proxy re-rendering them gets the same text.
+    messages = normalize_messages(raw["messages"])
+    tools: list[dict[str, Any]] | None = None
+    if tools_on:
+        tools = list(raw["tools"])
+        if isinstance(body.tool_choice, ToolChoiceNamed):  # SGLang: only the named tool is offered
+            tools = [t for t in tools if t["function"]["name"] == body.tool_choice.function.name]
+    prefix = ""
+    add_generation_prompt = True
+    if body.continue_final_message and messages and messages[-1]["role"] == "assistant":
+        # SGLang: render up to the last assistant turn, then continue its text verbatim.
+        last = messages.pop()
+        prefix = last["content"] if isinstance(last["content"], str) else ""
+    try:
+        text = runner.apply_chat_template(
+            messages,
+            tools=tools,
+            add_generation_prompt=add_generation_prompt,
+            template_kwargs=dict(body.chat_template_kwargs or {}),
+        )
+    except Exception as exc:  # jinja raises for inputs the template rejects
+        raise EngineError(
+            f"the chat template could not render these messages: {exc}", param="messages"
+        ) from None
+    return text + prefix
+
+
+# ------------------------------------------------------------------------------------------ rendering
+def _logprob_items(result: GenerationResult, start: int, runner: ModelRunner) -> list[dict[str, Any]]:
+    items = []
+    for i in range(start, len(result.output_ids)):
+        token = result.output_ids[i]
+        items.append(
+            {
+                "token": runner.token_text(token),
+                "logprob": result.output_logprobs[i],
+                "bytes": runner.token_bytes(token),
+                "top_logprobs": [
+                    {"token": runner.token_text(t), "logprob": lp, "bytes": runner.token_bytes(t)}
+                    for lp, t in result.output_top[i]
+                ],
+            }
+        )
+    return items
+
+
+def _finish(result: GenerationResult, has_tool_calls: bool) -> tuple[str | None, Any]:
+    reason = result.finish_reason or {}
+    kind = reason.get("type")
+    if kind == "stop" and has_tool_calls:
+        return "tool_calls", None
+    return kind, reason.get("matched")
+
+
+def _usage(result: GenerationResult) -> dict[str, int]:
+    prompt, completion = len(result.prompt_ids), len(result.output_ids)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _meta_info(result: GenerationResult, plan_: ChatPlan) -> dict[str, Any]:
+    return {
+        "id": plan_.request.rid,
+        "finish_reason": result.finish_reason,
+        "prompt_tokens": len(result.prompt_ids),
+        "completion_tokens": len(result.output_ids),
+        "weight_version": result.weight_version,
+    }
+
+
+def response(result: GenerationResult, body: ChatCompletionIn, plan_: ChatPlan, runner: ModelRunner) -> dict:
+    parsed = parse_output(
+        result.text, separate_reasoning=body.separate_reasoning, parse_tools=plan_.parse_tools
+    )
+    finish_reason, matched = _finish(result, bool(parsed.tool_calls))
+    message: dict[str, Any] = {"role": "assistant", "content": parsed.content}
+    if parsed.reasoning_content is not None:
+        message["reasoning_content"] = parsed.reasoning_content
+    if parsed.tool_calls:
+        message["tool_calls"] = parsed.tool_calls
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": message,
+        "logprobs": {"content": _logprob_items(result, 0, runner)} if body.logprobs else None,
+        "finish_reason": finish_reason,
+        "matched_stop": matched,
+    }
+    if body.return_prompt_token_ids:
+        choice["prompt_token_ids"] = list(result.prompt_ids)
+    if body.return_token_ids:
+        choice["token_ids"] = list(result.output_ids)
+    if body.return_meta_info:
+        choice["meta_info"] = _meta_info(result, plan_)
+    return {
+        "id": plan_.completion_id,
+        "object": "chat.completion",
+        "created": plan_.created,
+        "model": plan_.model,
+        "choices": [choice],
+        "usage": _usage(result),
+        "metadata": {"weight_version": result.weight_version},
+    }
+
+
+# ------------------------------------------------------------------------------------------ streaming
+def _chunk(plan_: ChatPlan, choice: dict[str, Any] | None, **extra: Any) -> str:
+    payload: dict[str, Any] = {
+        "id": plan_.completion_id,
+        "object": "chat.completion.chunk",
+        "created": plan_.created,
+        "model": plan_.model,
+        "choices": [] if choice is None else [choice],
+        **extra,
+    }
+    return f"data: {json.dumps(payload, ensure_ascii=False)}\n\n"
+
+
+async def stream(
+    events: AsyncGenerator[Event, None], body: ChatCompletionIn, plan_: ChatPlan, runner: ModelRunner
+) -> AsyncIterator[str]:
+    result = GenerationResult(prompt_ids=plan_.request.input_ids)
+    parser = StreamParser(separate_reasoning=body.separate_reasoning, parse_tools=plan_.parse_tools)
+    first: dict[str, Any] = {
+        "index": 0,
+        "delta": {"role": "assistant", "content": ""},
+        "logprobs": None,
+        "finish_reason": None,
+    }
+    if body.return_prompt_token_ids:
+        first["prompt_token_ids"] = list(plan_.request.input_ids)
+    yield _chunk(plan_, first)
+    sent_tokens = 0
+    last = StreamDelta()
+    try:
+        async with aclosing(events):
+            async for event in events:
+                released = result.add(event)
+                delta = parser.feed(released) if released else StreamDelta()
+                if isinstance(event, Finished):
+                    last = delta  # sent together with whatever the parser still holds
+                    break
+                if isinstance(event, TokenStep):
+                    choice = _delta_choice(result, body, delta, sent_tokens, runner)
+                    sent_tokens = len(result.output_ids)
+                    if choice is not None:
+                        yield _chunk(plan_, choice)
+    except Exception as exc:  # headers already sent: report in-band, then end the stream
+        log.exception("chat generation failed mid-stream")
+        yield f"data: {json.dumps(error_body(str(exc), param=None, status=500, type_='server_error'))}\n\n"
+        yield "data: [DONE]\n\n"
+        return
+
+    # Text released at the end (held-back bytes / partial markers), then the parsed tool calls.
+    tail, calls = parser.finish()
+    last.reasoning_content += tail.reasoning_content
+    last.content += tail.content
+    tail_choice = _delta_choice(result, body, last, sent_tokens, runner)
+    if tail_choice is not None:
+        yield _chunk(plan_, tail_choice)
+    if calls:
+        yield _chunk(
+            plan_, {"index": 0, "delta": {"tool_calls": calls}, "logprobs": None, "finish_reason": None}
+        )
+    finish_reason, matched = _finish(result, bool(calls))
+    yield _chunk(
+        plan_,
+        {"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish_reason, "matched_stop": matched},
+        metadata={"weight_version": result.weight_version},
+    )
+    if body.stream_options is not None and body.stream_options.include_usage:
+        yield _chunk(plan_, None, usage=_usage(result))
+    yield "data: [DONE]\n\n"
+
+
+def _delta_choice(
+    result: GenerationResult,
+    body: ChatCompletionIn,
+    delta: StreamDelta,
+    sent_tokens: int,
+    runner: ModelRunner,
+) -> dict[str, Any] | None:
+    """A chunk for the tokens since `sent_tokens` and the text they released; None if there is nothing."""
+    message: dict[str, Any] = {}
+    if delta.reasoning_content:
+        message["reasoning_content"] = delta.reasoning_content
+    if delta.content:
+        message["content"] = delta.content
+    new_ids = result.output_ids[sent_tokens:]
+    wants_ids = body.return_token_ids and bool(new_ids)
+    wants_logprobs = body.logprobs and bool(new_ids)
+    if not message and not wants_ids and not wants_logprobs:
+        return None
+    choice: dict[str, Any] = {
+        "index": 0,
+        "delta": message,
+        "logprobs": {"content": _logprob_items(result, sent_tokens, runner)} if wants_logprobs else None,
+        "finish_reason": None,
+    }
+    if body.return_token_ids:
+        choice["token_ids"] = list(new_ids)
+    return choice

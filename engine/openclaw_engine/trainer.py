@@ -1,0 +1,498 @@
+"""The reference trainer: one optimizer step per request with the OpenClaw-RL losses, idempotent by step id.
+
+It holds its own copy of the policy (the served model is a separate object, refreshed from checkpoints via
+`/update_weights_from_disk`), an AdamW optimizer, and the record of every step id already trained, which
+travels with each checkpoint so a resumed trainer still refuses to train a step twice.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import math
+import os
+import shutil
+import threading
+import time
+import uuid
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from peft import LoraConfig, PeftModel, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
+from safetensors.torch import load_file
+from torch import Tensor
+from transformers import AutoModelForCausalLM, PreTrainedModel
+
+from .errors import EngineError
+from .losses import compute_loss, entropy_from_logits, sum_of_sample_mean
+from .training_schemas import (
+    OptimizerRequest,
+    TrainSample,
+    TrainStepRequest,
+    check_for_method,
+    parse_train_step,
+)
+
+DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
+GRAD_CLIP = 1.0
+CHECKPOINT_FORMAT = 1
+STATE_DIR = "trainer_state"
+ADAPTER_DIR = "adapter"
+# Files of a model folder that a checkpoint writes itself; everything else at the top level of the source
+# folder (tokenizer files, chat template, ...) is copied so the checkpoint is a servable model on its own.
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".pt", ".pth", ".ckpt", ".gguf")
+_OWN_FILES = {
+    "config.json",
+    "generation_config.json",
+    "model.safetensors.index.json",
+    "pytorch_model.bin.index.json",
+}
+
+
+@dataclass
+class StepRecord:
+    """What a trained step leaves behind: its metrics and a hash of its request (to catch a reused id)."""
+
+    metrics: dict[str, Any]
+    fingerprint: str
+
+
+def _fingerprint(request: TrainStepRequest) -> str:
+    return hashlib.sha256(request.model_dump_json(exclude={"step_id"}).encode()).hexdigest()
+
+
+def _fsync_tree(root: Path) -> None:
+    # Data must be on disk before the rename publishes the folder, or a crash could publish empty files.
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as fh:
+                os.fsync(fh.fileno())
+        fd = os.open(dirpath, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class Trainer:
+    """Trains a causal LM from `model_dir` (full fine-tune, or LoRA when lora_rank > 0); thread-safe."""
+
+    def __init__(
+        self,
+        model_dir: str,
+        device: str = "cpu",
+        lora_rank: int = 0,
+        lora_alpha: int | None = None,
+        lora_target_modules: list[str] | None = None,
+        seed: int = 0,
+    ) -> None:
+        if lora_rank < 0:
+            raise ValueError("lora_rank must be >= 0")
+        self.model_dir = str(Path(model_dir).resolve())
+        self.device = torch.device(device)
+        self.seed = seed
+        self.lora_rank = lora_rank
+        self.lora_alpha = (lora_alpha if lora_alpha is not None else 2 * lora_rank) if lora_rank else None
+        self.lora_target_modules = list(lora_target_modules or DEFAULT_LORA_TARGETS) if lora_rank else None
+        self._lock = threading.Lock()
+        # fork_rng: seeding LoRA's random init must not reset the RNG of a server sharing this process.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            model = self._load_base()
+            self.vocab_size = int(model.get_input_embeddings().num_embeddings)
+            if lora_rank:
+                with warnings.catch_warnings():
+                    # peft calls a transformers API deprecated in v5: their warning, nothing to act on here.
+                    warnings.filterwarnings(
+                        "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
+                    )
+                    model = get_peft_model(model, self._lora_config())
+        # eval(): no dropout, so a step is a deterministic function of weights and batch and the log-probs
+        # of the gradient pass are exactly the pre-update policy's (π_old, see _train).
+        self.model: PreTrainedModel | PeftModel = model.to(self.device).eval()
+        self._optimizer: torch.optim.AdamW | None = None
+        self._ref_model: PreTrainedModel | None = None
+        self._steps: dict[str, StepRecord] = {}
+        # The trainer's own random stream, checkpointed with it. Today's step is deterministic (no dropout,
+        # no sampling), so nothing draws from it yet; it exists so that anything stochastic added to the
+        # step draws from a stream that resumes exactly, never from the process-global RNG the server uses.
+        self.rng = torch.Generator().manual_seed(seed)
+        self.step_count = 0
+
+    # ---- public API -------------------------------------------------------------------------------
+
+    @property
+    def is_lora(self) -> bool:
+        return self.lora_rank > 0
+
+    def train_step(self, request: TrainStepRequest | dict) -> dict[str, Any]:
+        """One optimizer step over the samples; a step id seen before returns its recorded metrics."""
+        req = parse_train_step(request)
+        check_for_method(req)
+        self._check_vocab(req)
+        fingerprint = _fingerprint(req)
+        with self._lock:
+            done = self._steps.get(req.step_id)
+            if done is not None:
+                if done.fingerprint != fingerprint:
+                    raise EngineError(
+                        f"step_id {req.step_id!r} was already trained with a different batch",
+                        param="step_id",
+                        status=409,
+                    )
+                return {**done.metrics, "duplicate": True}
+            metrics = self._train(req)
+            self._steps[req.step_id] = StepRecord(metrics=metrics, fingerprint=fingerprint)
+            return {**metrics, "duplicate": False}
+
+    def response_log_probs(self, tokens: list[int], response_length: int) -> list[float]:
+        """log π(response token | prefix) under the current weights, one per response token."""
+        with self._lock, torch.no_grad():
+            ids = torch.tensor(tokens, device=self.device)
+            logits = self._response_logits(self.model, ids, response_length)
+            return _gather(torch.log_softmax(logits, dim=-1), ids[-response_length:]).tolist()
+
+    def info(self) -> dict[str, Any]:
+        """Cheap snapshot for GET /trainer_info; reads without the lock so it answers during a step."""
+        return {
+            "model_dir": self.model_dir,
+            "device": str(self.device),
+            "step_count": self.step_count,
+            "steps_seen": len(self._steps),
+            "step_ids": list(self._steps),
+            "lora": self._lora_info(),
+            "vocab_size": self.vocab_size,
+            "training": self._lock.locked(),
+        }
+
+    def save_checkpoint(self, path: str) -> dict[str, Any]:
+        """Write a servable HF model folder plus training state at `path`, atomically (temp dir + rename)."""
+        final = Path(path).resolve()
+        if final == Path(self.model_dir):
+            raise EngineError("refusing to overwrite the trainer's source model folder", param="path")
+        with self._lock:
+            tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex}"
+            try:
+                final.parent.mkdir(parents=True, exist_ok=True)
+                tmp.mkdir()
+                self._write_checkpoint(tmp)
+                _fsync_tree(tmp)
+                if final.exists():
+                    # Never a half checkpoint at `path`: the old one moves aside whole, the new one in whole.
+                    old = final.parent / f".{final.name}.old-{uuid.uuid4().hex}"
+                    os.rename(final, old)
+                    os.rename(tmp, final)
+                    shutil.rmtree(old, ignore_errors=True)
+                else:
+                    os.rename(tmp, final)
+            except OSError as exc:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise EngineError(
+                    f"cannot write checkpoint {path}: {exc}", param="path", status=500, type_="server_error"
+                ) from exc
+            except BaseException:
+                shutil.rmtree(tmp, ignore_errors=True)
+                raise
+            return {
+                "path": str(final),
+                "step_count": self.step_count,
+                "steps_seen": len(self._steps),
+                "lora": self._lora_info(),
+            }
+
+    def load_checkpoint(self, path: str) -> dict[str, Any]:
+        """Resume weights (or adapter), optimizer state, step counter, step ids seen and RNG from `path`."""
+        root = Path(path)
+        state_file = root / STATE_DIR / "state.json"
+        if not root.is_dir():
+            raise EngineError(f"no checkpoint folder at {path}", param="path", status=404)
+        if not state_file.is_file():
+            raise EngineError(f"{path} is not a trainer checkpoint (no {STATE_DIR}/state.json)", param="path")
+        state = json.loads(state_file.read_text())
+        if state.get("format") != CHECKPOINT_FORMAT:
+            raise EngineError(f"unsupported checkpoint format {state.get('format')!r}", param="path")
+        if state.get("lora") != self._lora_info():
+            raise EngineError(
+                f"checkpoint LoRA settings {state.get('lora')} differ from the trainer's {self._lora_info()}",
+                param="path",
+                status=409,
+            )
+        with self._lock:
+            # Read and check everything first, then apply: a bad file fails before the live state is touched.
+            try:
+                weights = self._read_weights(root)
+                opt_file = root / STATE_DIR / "optimizer.pt"
+                optimizer = None
+                if opt_file.is_file():
+                    optimizer = self._new_optimizer(OptimizerRequest())
+                    optimizer.load_state_dict(
+                        torch.load(opt_file, map_location=self.device, weights_only=True)
+                    )
+                rng = torch.load(root / STATE_DIR / "rng.pt", weights_only=True)["trainer"]
+                steps = {
+                    str(sid): StepRecord(metrics=dict(rec["metrics"]), fingerprint=str(rec["fingerprint"]))
+                    for sid, rec in state["steps"].items()
+                }
+                step_count = int(state["step_count"])
+            except EngineError:
+                raise
+            except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+                raise EngineError(f"cannot read checkpoint {path}: {exc}", param="path") from exc
+
+            with torch.no_grad():
+                if self.is_lora:
+                    set_peft_model_state_dict(self.model, weights)
+                else:
+                    # In-place copy keeps the Parameter objects, so the optimizer still points at them.
+                    self.model.load_state_dict(weights)
+            self._optimizer = optimizer
+            self._steps = steps
+            self.step_count = step_count
+            self.rng.set_state(rng)
+            return {
+                "path": str(root.resolve()),
+                "step_count": self.step_count,
+                "steps_seen": len(self._steps),
+                "lora": self._lora_info(),
+            }
+
+    def _read_weights(self, root: Path) -> dict[str, Tensor]:
+        """The checkpoint's trainable weights, checked by name and shape against the live model."""
+        if self.is_lora:
+            weights = load_file(
+                str(root / ADAPTER_DIR / "adapter_model.safetensors"), device=str(self.device)
+            )
+            expected = get_peft_model_state_dict(self.model)
+        else:
+            weights = AutoModelForCausalLM.from_pretrained(str(root), dtype=torch.float32).state_dict()
+            expected = self.model.state_dict()
+        if weights.keys() != expected.keys():
+            diff = sorted(set(weights) ^ set(expected))[:3]
+            raise EngineError(f"checkpoint weights do not match the model (e.g. {diff})", param="path")
+        for name, value in weights.items():
+            if value.shape != expected[name].shape:
+                raise EngineError(f"checkpoint weight {name} has shape {tuple(value.shape)}", param="path")
+        return weights
+
+    # ---- training ---------------------------------------------------------------------------------
+
+    def _train(self, req: TrainStepRequest) -> dict[str, Any]:
+        loss_cfg = req.loss
+        hp = loss_cfg.hyper_params()
+        optimizer = self._configure_optimizer(req.optimizer)
+        optimizer.zero_grad(set_to_none=True)
+        n = len(req.samples)
+        totals: dict[str, float] = {}
+        abs_diff = 0.0
+        tokens = 0
+        # One sample per forward/backward (gradient accumulation): memory stays that of the longest sample,
+        # and compute_loss divides by the global batch size so the summed gradient is the full-batch one.
+        for sample in req.samples:
+            batch = self._sample_tensors(sample)
+            logits = self._response_logits(self.model, batch["ids"], sample.response_length)
+            log_probs_all = torch.log_softmax(logits, dim=-1)
+            lp = _gather(log_probs_all, batch["targets"])[None]
+            # π_old: the step makes exactly one optimizer update, after every sample's forward pass, so the
+            # detached log-probs of this forward ARE the pre-update policy's (slime recomputes them the same
+            # way before its single step); this saves a second forward pass.
+            old = batch["rollout"] if loss_cfg.use_rollout_logprobs else lp.detach()
+            if hp.entropy_coef != 0.0:
+                entropy = entropy_from_logits(logits)[None]
+            else:
+                with torch.no_grad():
+                    entropy = entropy_from_logits(logits.detach())[None]
+            ref = (
+                self._ref_log_probs(batch["ids"], sample.response_length, batch["targets"])
+                if hp.kl_coef
+                else None
+            )
+            student_topk = None
+            if loss_cfg.method == "topk_distill":
+                student_topk = log_probs_all.gather(-1, batch["topk_idx"])[None]
+            loss, m = compute_loss(
+                loss_cfg.method,
+                log_probs=lp,
+                old_log_probs=old,
+                mask=batch["mask"],
+                rewards=batch["reward"],
+                teacher_log_probs=batch.get("teacher"),
+                ref_log_probs=ref,
+                entropy=entropy,
+                student_topk_log_probs=student_topk,
+                teacher_topk_log_probs=batch.get("topk_lp"),
+                config=hp,
+                batch_size=n,
+            )
+            loss.backward()
+            for key, value in m.items():
+                totals[key] = totals.get(key, 0.0) + float(value)
+            abs_diff += float(sum_of_sample_mean((lp.detach() - batch["rollout"]).abs(), batch["mask"])) / n
+            tokens += int(batch["mask"].sum())
+
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, GRAD_CLIP))
+        if not math.isfinite(grad_norm):
+            # A NaN/inf step would poison every weight; refuse it and leave the model as it was.
+            optimizer.zero_grad(set_to_none=True)
+            raise EngineError(
+                f"non-finite gradient norm ({grad_norm}); step not applied", param="samples", status=422
+            )
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        self.step_count += 1
+        return {
+            "step_id": req.step_id,
+            "step": self.step_count,
+            **totals,
+            "grad_norm": grad_norm,
+            "tokens": tokens,
+            "samples": n,
+            "train_rollout_logprob_abs_diff": abs_diff,
+        }
+
+    def _sample_tensors(self, sample: TrainSample) -> dict[str, Tensor]:
+        dev = self.device
+        r = sample.response_length
+        ids = torch.tensor(sample.tokens, dtype=torch.long, device=dev)
+        out = {
+            "ids": ids,
+            "targets": ids[-r:],
+            "mask": torch.tensor(sample.loss_mask, dtype=torch.float32, device=dev)[None],
+            "rollout": torch.tensor(sample.rollout_log_probs, dtype=torch.float32, device=dev)[None],
+            "reward": torch.tensor([sample.reward], dtype=torch.float32, device=dev),
+        }
+        if sample.teacher_log_probs is not None:
+            out["teacher"] = torch.tensor(sample.teacher_log_probs, dtype=torch.float32, device=dev)[None]
+        if sample.teacher_topk_log_probs is not None and sample.teacher_topk_indices is not None:
+            out["topk_lp"] = torch.tensor(sample.teacher_topk_log_probs, dtype=torch.float32, device=dev)[
+                None
+            ]
+            out["topk_idx"] = torch.tensor(sample.teacher_topk_indices, dtype=torch.long, device=dev)
+        return out
+
+    @staticmethod
+    def _response_logits(model: torch.nn.Module, ids: Tensor, response_length: int) -> Tensor:
+        """Logits that predict the response: position prompt_len + t − 1 predicts token t; [R, V] fp32."""
+        # The last token is never an input; logits_to_keep skips the prompt positions' vocabulary projection.
+        out = model(input_ids=ids[None, :-1], logits_to_keep=response_length, use_cache=False)
+        return out.logits[0].float()
+
+    @torch.no_grad()
+    def _ref_log_probs(self, ids: Tensor, response_length: int, targets: Tensor) -> Tensor:
+        """log π_ref for the KL term: the adapter switched off (LoRA), or the frozen source model."""
+        if self.is_lora:
+            assert isinstance(self.model, PeftModel)
+            with self.model.disable_adapter():
+                logits = self._response_logits(self.model, ids, response_length)
+        else:
+            if self._ref_model is None:
+                # Loaded from model_dir (not copied from the live model) so it is the base even after resumes.
+                self._ref_model = self._load_base().to(self.device).eval().requires_grad_(False)
+            logits = self._response_logits(self._ref_model, ids, response_length)
+        return _gather(torch.log_softmax(logits, dim=-1), targets)[None]
+
+    def _new_optimizer(self, cfg: OptimizerRequest) -> torch.optim.AdamW:
+        decay, no_decay = [], []
+        for p in self.model.parameters():
+            if p.requires_grad:
+                # Megatron's rule (slime): no weight decay on biases and norm scales (1-D parameters).
+                (decay if p.ndim >= 2 else no_decay).append(p)
+        groups = [{"params": decay, "weight_decay": cfg.weight_decay, "name": "decay"}]
+        if no_decay:
+            groups.append({"params": no_decay, "weight_decay": 0.0, "name": "no_decay"})
+        return torch.optim.AdamW(groups, lr=cfg.lr, betas=cfg.betas)
+
+    def _configure_optimizer(self, cfg: OptimizerRequest) -> torch.optim.AdamW:
+        """Create AdamW on first use; later requests only change its hyper-parameters (state is kept)."""
+        if self._optimizer is None:
+            self._optimizer = self._new_optimizer(cfg)
+        for group in self._optimizer.param_groups:
+            group["lr"] = cfg.lr
+            group["betas"] = tuple(cfg.betas)
+            if group.get("name") == "decay":
+                group["weight_decay"] = cfg.weight_decay
+        return self._optimizer
+
+    def _check_vocab(self, req: TrainStepRequest) -> None:
+        """Ids the embedding (or the top-K gather) cannot index; negative ids are refused by the schema."""
+        for i, sample in enumerate(req.samples):
+            for name in ("tokens", "teacher_topk_indices"):
+                values = getattr(sample, name)
+                if values is None:
+                    continue
+                rows = [values] if name == "tokens" else values
+                if max(max(row) for row in rows) >= self.vocab_size:
+                    bad = next(v for row in rows for v in row if v >= self.vocab_size)
+                    raise EngineError(
+                        f"samples[{i}].{name}: token id {bad} is outside the model's vocabulary "
+                        f"(size {self.vocab_size})",
+                        param=f"samples[{i}].{name}",
+                    )
+
+    # ---- checkpoint helpers -----------------------------------------------------------------------
+
+    def _write_checkpoint(self, out: Path) -> None:
+        if self.is_lora:
+            assert isinstance(self.model, PeftModel)
+            # Merge into a copy: merge_adapter()/unmerge_adapter() on the live model would drift its weights.
+            merged = copy.deepcopy(self.model).merge_and_unload()
+            merged.save_pretrained(str(out))
+            del merged
+            self.model.save_pretrained(str(out / ADAPTER_DIR))
+        else:
+            self.model.save_pretrained(str(out))
+        for src in Path(self.model_dir).iterdir():
+            if (
+                src.is_file()
+                and not src.name.startswith(".")
+                and src.name not in _OWN_FILES
+                and not src.name.endswith(_WEIGHT_SUFFIXES)
+            ):
+                shutil.copy2(src, out / src.name)
+        state_dir = out / STATE_DIR
+        state_dir.mkdir()
+        if self._optimizer is not None:
+            torch.save(self._optimizer.state_dict(), state_dir / "optimizer.pt")
+        torch.save({"trainer": self.rng.get_state()}, state_dir / "rng.pt")
+        state = {
+            "format": CHECKPOINT_FORMAT,
+            "saved_at": time.time(),
+            "source_model_dir": self.model_dir,
+            "lora": self._lora_info(),
+            "seed": self.seed,
+            "step_count": self.step_count,
+            # Lineage: every step id that shaped these weights, with its metrics.
+            "steps": {
+                sid: {"metrics": rec.metrics, "fingerprint": rec.fingerprint}
+                for sid, rec in self._steps.items()
+            },
+        }
+        (state_dir / "state.json").write_text(json.dumps(state, indent=1))
+
+    def _load_base(self) -> PreTrainedModel:
+        # fp32 master weights whatever the source dtype: Adam updates of 1e-5 vanish in bf16.
+        return AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=torch.float32)
+
+    def _lora_config(self) -> LoraConfig:
+        return LoraConfig(
+            r=self.lora_rank,
+            lora_alpha=self.lora_alpha,
+            lora_dropout=0.0,
+            target_modules=self.lora_target_modules,
+            bias="none",
+            task_type="CAUSAL_LM",
+        )
+
+    def _lora_info(self) -> dict[str, Any] | None:
+        if not self.is_lora:
+            return None
+        return {"rank": self.lora_rank, "alpha": self.lora_alpha, "target_modules": self.lora_target_modules}
+
+
+def _gather(log_probs: Tensor, targets: Tensor) -> Tensor:
+    """[R, V] log-probs, [R] token ids -> [R] log-prob of each token."""
+    return log_probs.gather(-1, targets[:, None]).squeeze(-1)
