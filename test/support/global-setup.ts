@@ -1,6 +1,6 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TestProject } from 'vitest/node';
-import { findTemporalExecutable } from './temporal-cli.js';
+import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -1,0 +1,84 @@
+/**
+ * What the training workflow needs from a trainer, whatever runs it: the reference engine (HTTP), slime in a
+ * container on a GPU host, or Tinker's cloud. Every implementation lives in trainer-backends/ in its own file.
+ */
+
+export type LossMethod = 'grpo' | 'opd' | 'combine' | 'topk_distill';
+
+export interface TrainerSample {
+  /** Prompt and response token ids, exactly as the engine saw and sampled them. */
+  tokens: number[];
+  /** The last `responseLength` entries of `tokens` are the response. */
+  responseLength: number;
+  lossMask: number[];
+  rolloutLogProbs: number[];
+  reward: number;
+  teacherLogProbs?: number[];
+  teacherTopkLogProbs?: number[][];
+  teacherTopkIndices?: number[][];
+}
+
+export interface LossConfig {
+  method: LossMethod;
+  epsClip: number;
+  epsClipHigh: number;
+  klCoef: number;
+  klType: 'low_var_kl' | 'k1' | 'k2';
+  entropyCoef: number;
+  wRl: number;
+  wOpd: number;
+  useRolloutLogprobs: boolean;
+}
+
+export interface OptimizerConfig {
+  lr: number;
+  weightDecay: number;
+  betas: [number, number];
+}
+
+export interface TrainStepMetrics {
+  loss: number;
+  pg_loss: number;
+  pg_clipfrac: number;
+  ppo_kl: number;
+  kl_loss: number;
+  entropy: number;
+  grad_norm: number;
+  tokens: number;
+  /** True when the backend had already trained this step id and returned its recorded metrics. */
+  duplicate?: boolean;
+  [metric: string]: number | boolean | string | undefined;
+}
+
+export interface TrainerBackend {
+  readonly name: string;
+  /** Idempotent by `stepId`: a repeated id returns the recorded metrics and does not train again. */
+  trainStep(
+    stepId: string,
+    samples: TrainerSample[],
+    loss: LossConfig,
+    optimizer: OptimizerConfig,
+  ): Promise<TrainStepMetrics>;
+  /** Writes the full training state (weights, optimizer, step ids seen) to `path`. */
+  saveCheckpoint(path: string): Promise<void>;
+  /** Resumes training state from a checkpoint written by `saveCheckpoint`. */
+  loadCheckpoint(path: string): Promise<void>;
+  /** Returns a model folder the serving engine can load with `update_weights_from_disk`. */
+  exportForServing(path: string): Promise<string>;
+  /** Whether the trainer's current state already includes `stepId` (false after a restart from the base). */
+  hasApplied(stepId: string): Promise<boolean>;
+}
+
+export const defaultLossConfig: LossConfig = {
+  method: 'combine',
+  epsClip: 0.2,
+  epsClipHigh: 0.28,
+  klCoef: 0,
+  klType: 'low_var_kl',
+  entropyCoef: 0,
+  wRl: 1,
+  wOpd: 1,
+  useRolloutLogprobs: false,
+};
+
+export const defaultOptimizerConfig: OptimizerConfig = { lr: 1e-5, weightDecay: 0.1, betas: [0.9, 0.98] };

@@ -1,0 +1,71 @@
+import { PolicyEngineClient } from '../policy-engine-client.js';
+import type {
+  LossConfig,
+  OptimizerConfig,
+  TrainerBackend,
+  TrainerSample,
+  TrainStepMetrics,
+} from '../trainer-backend.js';
+
+/** The reference engine started with `--trainer`: training over JSON/HTTP on the engine's own port. */
+export class ReferenceTrainerBackend implements TrainerBackend {
+  readonly name = 'reference';
+  private readonly client: PolicyEngineClient;
+
+  constructor(baseUrl: string, trainTimeoutMs = 30 * 60_000) {
+    this.client = new PolicyEngineClient(baseUrl, trainTimeoutMs);
+  }
+
+  async trainStep(
+    stepId: string,
+    samples: TrainerSample[],
+    loss: LossConfig,
+    optimizer: OptimizerConfig,
+  ): Promise<TrainStepMetrics> {
+    const body = {
+      step_id: stepId,
+      samples: samples.map((s) => ({
+        tokens: s.tokens,
+        response_length: s.responseLength,
+        loss_mask: s.lossMask,
+        rollout_log_probs: s.rolloutLogProbs,
+        reward: s.reward,
+        teacher_log_probs: s.teacherLogProbs,
+        teacher_topk_log_probs: s.teacherTopkLogProbs,
+        teacher_topk_indices: s.teacherTopkIndices,
+      })),
+      loss: {
+        method: loss.method,
+        eps_clip: loss.epsClip,
+        eps_clip_high: loss.epsClipHigh,
+        kl_coef: loss.klCoef,
+        kl_type: loss.klType,
+        entropy_coef: loss.entropyCoef,
+        w_rl: loss.wRl,
+        w_opd: loss.wOpd,
+        use_rollout_logprobs: loss.useRolloutLogprobs,
+      },
+      optimizer: { lr: optimizer.lr, weight_decay: optimizer.weightDecay, betas: optimizer.betas },
+    };
+    return (await this.client.request('POST', '/train_step', body)) as TrainStepMetrics;
+  }
+
+  async saveCheckpoint(path: string): Promise<void> {
+    await this.client.request('POST', '/save_checkpoint', { path });
+  }
+
+  async loadCheckpoint(path: string): Promise<void> {
+    await this.client.request('POST', '/load_checkpoint', { path });
+  }
+
+  async hasApplied(stepId: string): Promise<boolean> {
+    const info = (await this.client.request('GET', '/trainer_info')) as { step_ids?: string[] };
+    return (info.step_ids ?? []).includes(stepId);
+  }
+
+  /** The engine's checkpoints are already Hugging Face model folders that SGLang and the engine load. */
+  async exportForServing(path: string): Promise<string> {
+    await this.saveCheckpoint(path);
+    return path;
+  }
+}
