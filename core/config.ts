@@ -33,7 +33,23 @@ const configObject = z.strictObject({
       apiKeys: z.array(z.string().min(1)).default([]),
     })
     .prefault({}),
-  engine: z.strictObject({ url: httpUrl.default('http://127.0.0.1:30000') }).prefault({}),
+  engine: z
+    .strictObject({
+      url: httpUrl.default('http://127.0.0.1:30000'),
+      // Empty: `openclaw-rl engine` and `dev` build and serve a tiny random model in `<dataDir>/tiny-model`.
+      model: z.string().default(''),
+      device: z.enum(['cpu', 'cuda']).default('cpu'),
+      loraRank: z.number().int().min(0).default(0),
+    })
+    .prefault({}),
+  temporal: z
+    .strictObject({
+      address: z.string().min(1).default('127.0.0.1:7233'),
+      namespace: z.string().min(1).default('default'),
+      taskQueue: z.string().min(1).default('control'),
+      heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
+    })
+    .prefault({}),
   judge: z
     .strictObject({
       baseUrl: httpUrl.default('http://127.0.0.1:30000/v1'),
@@ -151,6 +167,51 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_ENGINE_URL',
     kind: 'string',
     description: 'Base URL of the policy engine (SGLang or the reference engine).',
+  },
+  {
+    key: 'engine.model',
+    env: 'OPENCLAW_MODEL',
+    kind: 'string',
+    defaultNote: 'a tiny random model built in `<dataDir>/tiny-model`',
+    description:
+      'Hugging Face model folder the reference engine serves and trains (`openclaw-rl engine`, `dev`).',
+  },
+  {
+    key: 'engine.device',
+    env: 'OPENCLAW_DEVICE',
+    kind: 'enum',
+    description: 'Device of the reference engine: `cpu` or `cuda`.',
+  },
+  {
+    key: 'engine.loraRank',
+    env: 'OPENCLAW_LORA_RANK',
+    kind: 'integer',
+    description: 'LoRA rank of the reference trainer; 0 trains all weights.',
+  },
+  {
+    key: 'temporal.address',
+    env: 'TEMPORAL_ADDRESS',
+    kind: 'string',
+    description: 'Temporal frontend `host:port`; `dev` starts a dev server there when none answers.',
+  },
+  {
+    key: 'temporal.namespace',
+    env: 'TEMPORAL_NAMESPACE',
+    kind: 'string',
+    description: 'Temporal namespace of every workflow.',
+  },
+  {
+    key: 'temporal.taskQueue',
+    env: 'OPENCLAW_CONTROL_TASK_QUEUE',
+    kind: 'string',
+    description: 'Task queue of the control worker (sessions, scoring, training loop).',
+  },
+  {
+    key: 'temporal.heartbeatTimeoutMs',
+    env: 'OPENCLAW_HEARTBEAT_TIMEOUT_MS',
+    kind: 'integer',
+    description:
+      'Long activities (judge calls, training steps, publishing) heartbeat; a worker silent this long is presumed dead and its activity retried.',
   },
   {
     key: 'judge.baseUrl',

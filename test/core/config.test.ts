@@ -19,7 +19,13 @@ describe('loadConfig defaults', () => {
       method: 'combine',
       dataDir: 'data',
       gateway: { host: '127.0.0.1', port: 8000, apiKeys: [] },
-      engine: { url: 'http://127.0.0.1:30000' },
+      engine: { url: 'http://127.0.0.1:30000', model: '', device: 'cpu', loraRank: 0 },
+      temporal: {
+        address: '127.0.0.1:7233',
+        namespace: 'default',
+        taskQueue: 'control',
+        heartbeatTimeoutMs: 30_000,
+      },
       judge: {
         baseUrl: 'http://127.0.0.1:30000/v1',
         model: 'default',

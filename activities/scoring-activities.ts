@@ -1,0 +1,225 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { Client } from '@temporalio/client';
+import { nextStateOf } from '../core/chat-messages.js';
+import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-prompts.js';
+import type { JudgeScore } from '../core/judge-votes.js';
+import { assembleSample as assemble, type HintOutcome } from '../core/sample-assembly.js';
+import { parseSampleId } from '../core/sample-id.js';
+import {
+  alignTeacherLogprobs,
+  alignTeacherTopLogprobs,
+  appendHintToMessages,
+  teacherLogprobStartLen,
+} from '../core/teacher-context.js';
+import { exclusionKey, sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../core/turn-record.js';
+import type {
+  Method,
+  SampleExclusion,
+  SampleExclusionReason,
+  SampleRef,
+  TeacherTopK,
+  TrainingSample,
+} from '../core/types.js';
+import type { ScoreTurnResult } from '../workflows/score-turn-workflow.js';
+import { sampleScoredSignal, type TrainingInput, trainingWorkflowId } from '../workflows/training-signals.js';
+import { withHeartbeats } from './heartbeats.js';
+import type { Judge } from './judge-client.js';
+import type { PolicyEngineClient } from './policy-engine-client.js';
+import type { SampleStore } from './sample-store.js';
+import { responseTextForJudge } from './turn-text.js';
+
+export interface ScoringDependencies {
+  store: SampleStore;
+  judge: Judge;
+  /** The engine that computes teacher log-probs (the policy engine by default, or a frozen teacher). */
+  teacher: PolicyEngineClient;
+  /** Top-K teacher log-probs for top-K distillation; 0 turns them off. */
+  teacherTopK: number;
+  client: Client;
+  controlTaskQueue: string;
+  /** Start input for the training run when a sample arrives before the run exists. */
+  trainingDefaults: (runId: string, method: Method) => TrainingInput;
+}
+
+export interface JudgeVoteInput {
+  sampleId: string;
+  nextSampleId: string;
+  kind: 'eval' | 'hint';
+  voteIndex: number;
+}
+
+export interface AssembleSampleInput {
+  method: Method;
+  sampleId: string;
+  evalScore: JudgeScore | null;
+  hint: HintOutcome | null;
+  teacherStored: boolean;
+  judgeRecord: {
+    evalVotes: (number | null)[] | null;
+    hintVotes: (number | null)[] | null;
+    hint: string | null;
+  };
+}
+
+interface StoredTeacher {
+  logProbs: number[];
+  topK: TeacherTopK | null;
+}
+
+export function createScoringActivities(deps: ScoringDependencies) {
+  const { store } = deps;
+
+  async function loadTurn(sampleId: string): Promise<TurnRecord> {
+    const parsed = parseSampleId(sampleId);
+    if (!parsed) throw ApplicationFailure.nonRetryable(`malformed sample id ${sampleId}`, 'InvalidInput');
+    const record = await store.get<TurnRecord>(turnRecordKey(parsed.owner, parsed.index));
+    // The gateway writes the record before it signals, so a missing one is a lost store, not a race.
+    if (!record) throw ApplicationFailure.nonRetryable(`no turn record for ${sampleId}`, 'MissingTurnRecord');
+    return record;
+  }
+
+  /**
+   * Teacher log-probs of the exact response tokens under the hinted prompt (spec 6.3-6.4): the hinted prompt
+   * is tokenised by the engine's own chat template, the response ids are the ones the policy sampled, and
+   * the prefill starts one position early so the first response token has its log-prob on any SGLang.
+   */
+  async function teacherLogprobs(input: { sampleId: string; hint: string }): Promise<void> {
+    const turn = await loadTurn(input.sampleId);
+    const hinted = appendHintToMessages(turn.messages, input.hint);
+    const rendered = (await deps.teacher.request('POST', '/v1/chat/completions', {
+      model: turn.model,
+      messages: hinted,
+      ...(turn.tools && { tools: turn.tools }),
+      max_tokens: 1,
+      temperature: 0,
+      return_prompt_token_ids: true,
+    })) as { choices?: { prompt_token_ids?: number[] }[] };
+    const promptIds = rendered.choices?.[0]?.prompt_token_ids;
+    if (!Array.isArray(promptIds)) throw new Error('teacher engine did not return prompt_token_ids');
+    const ids = [...promptIds, ...turn.responseIds];
+    const start = teacherLogprobStartLen(ids.length, turn.responseIds.length);
+    const prefill = await deps.teacher.generate({
+      input_ids: ids,
+      sampling_params: { temperature: 0, max_new_tokens: 0 },
+      return_logprob: true,
+      logprob_start_len: start,
+      ...(deps.teacherTopK > 0 && { top_logprobs_num: deps.teacherTopK }),
+    });
+    const logProbs = alignTeacherLogprobs(
+      prefill.meta_info.input_token_logprobs ?? [],
+      turn.responseIds.length,
+      start,
+      ids.length,
+    );
+    const topK =
+      deps.teacherTopK > 0
+        ? alignTeacherTopLogprobs(
+            prefill.meta_info.input_top_logprobs ?? [],
+            deps.teacherTopK,
+            turn.responseIds.length,
+            start,
+            ids.length,
+          )
+        : null;
+    const stored: StoredTeacher = { logProbs, topK };
+    await store.put(teacherKey(input.sampleId), stored);
+  }
+
+  return {
+    /** One judge call; the reply text is parsed in the workflow (deterministic, core/judge-votes.ts). */
+    async judgeVote(input: JudgeVoteInput): Promise<string> {
+      const [turn, next] = await Promise.all([loadTurn(input.sampleId), loadTurn(input.nextSampleId)]);
+      const last = next.messages.at(-1);
+      if (!last)
+        throw ApplicationFailure.nonRetryable(`turn ${input.nextSampleId} has no messages`, 'InvalidInput');
+      const nextState = nextStateOf(last);
+      const prompt = {
+        responseText: responseTextForJudge(turn.response),
+        nextStateText: nextState.text,
+        nextStateRole: nextState.role,
+      };
+      const messages =
+        input.kind === 'eval' ? buildBinaryJudgeMessages(prompt) : buildHintJudgeMessages(prompt);
+      return withHeartbeats(`judge ${input.kind} ${input.voteIndex}`, () =>
+        deps.judge.complete(messages, { seed: input.voteIndex }),
+      );
+    },
+
+    /** Teacher log-probs for an accepted hint, stored under the sample id (arrays stay out of workflows). */
+    async computeTeacherLogprobs(input: { sampleId: string; hint: string }): Promise<void> {
+      return withHeartbeats('teacher log-probs', () => teacherLogprobs(input));
+    },
+
+    /** Builds the turn's one sample (or its exclusion) and stores it under its deterministic id. */
+    async assembleSample(input: AssembleSampleInput): Promise<ScoreTurnResult> {
+      const turn = await loadTurn(input.sampleId);
+      const teacher = input.teacherStored
+        ? await store.get<StoredTeacher>(teacherKey(input.sampleId))
+        : undefined;
+      const assembled = assemble(
+        input.method,
+        {
+          sessionId: turn.sessionId,
+          turn: turn.turn,
+          promptIds: turn.promptIds,
+          responseIds: turn.responseIds,
+          responseLogProbs: turn.responseLogProbs,
+          policyVersion: turn.policyVersion,
+        },
+        {
+          evalScore: input.evalScore,
+          hint: input.hint,
+          teacherLogProbs: teacher?.logProbs ?? null,
+          teacherTopK: teacher?.topK ?? null,
+        },
+      );
+      if (!assembled.ok) {
+        await store.put(exclusionKey(input.sampleId), { ...assembled.exclusion, judge: input.judgeRecord });
+        return { ok: false, exclusion: assembled.exclusion };
+      }
+      const sample: TrainingSample = assembled.sample;
+      // First write wins: a retried activity finds its own sample and reports it again.
+      await store.putIfAbsent(sampleKey(sample.sampleId), { ...sample, judge: input.judgeRecord });
+      const ref: SampleRef = {
+        sampleId: sample.sampleId,
+        method: sample.method,
+        kind: sample.kind,
+        policyVersion: sample.policyVersion,
+        reward: sample.reward,
+        responseLength: sample.responseLength,
+      };
+      return { ok: true, sample: ref };
+    },
+
+    async recordExclusion(input: {
+      sampleId: string;
+      reason: SampleExclusionReason;
+      detail: string;
+    }): Promise<SampleExclusion> {
+      const exclusion: SampleExclusion = {
+        sampleId: input.sampleId,
+        reason: input.reason,
+        detail: input.detail,
+      };
+      await store.put(exclusionKey(input.sampleId), exclusion);
+      return exclusion;
+    },
+
+    /** Hands the result to the run's training workflow, starting the run if it does not exist yet. */
+    async deliverToTraining(input: {
+      runId: string;
+      method: Method;
+      result: ScoreTurnResult;
+    }): Promise<void> {
+      await deps.client.workflow.signalWithStart('trainingWorkflow', {
+        workflowId: trainingWorkflowId(input.runId),
+        taskQueue: deps.controlTaskQueue,
+        args: [deps.trainingDefaults(input.runId, input.method)],
+        signal: sampleScoredSignal,
+        signalArgs: [input.result],
+      });
+    },
+  };
+}
+
+export type ScoringActivities = ReturnType<typeof createScoringActivities>;

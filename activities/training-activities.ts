@@ -1,0 +1,122 @@
+import { join } from 'node:path';
+import { ApplicationFailure } from '@temporalio/activity';
+import { exclusionKey, sampleKey } from '../core/turn-record.js';
+import type { Method, SampleExclusion, TrainingSample } from '../core/types.js';
+import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
+import { withHeartbeats } from './heartbeats.js';
+import type { PolicyEngineClient } from './policy-engine-client.js';
+import type { SampleStore } from './sample-store.js';
+import { storeKey } from './sample-store.js';
+import type { LossMethod, TrainerBackend, TrainerSample } from './trainer-backend.js';
+
+export interface TrainingDependencies {
+  store: SampleStore;
+  trainer: TrainerBackend;
+  /** The serving engine that receives each new policy version. */
+  serving: PolicyEngineClient;
+  /** Checkpoints go under `<checkpointDir>/<runId>/v<version>`. */
+  checkpointDir: string;
+}
+
+export interface TrainStepInput {
+  runId: string;
+  stepId: string;
+  sampleIds: string[];
+  method: Method;
+  loss: LossSettings;
+  optimizer: OptimizerSettings;
+  useRolloutLogprobs: boolean;
+  /** The run's last trained step and its checkpoint: a trainer that restarted is brought back to them first. */
+  resume: { lastStepId: string | null; lastCheckpoint: string | null };
+}
+
+/** Track 1 methods map onto the trainer's loss: binary RL is GRPO with the judge's reward. */
+const LOSS_METHOD: Record<Method, LossMethod> = { rl: 'grpo', opd: 'opd', combine: 'combine' };
+
+export function createTrainingActivities(deps: TrainingDependencies) {
+  const { store, trainer } = deps;
+
+  return {
+    async trainStep(input: TrainStepInput): Promise<Record<string, number>> {
+      return withHeartbeats(input.stepId, async () => {
+        const { lastStepId, lastCheckpoint } = input.resume;
+        // A trainer process that restarted lost its state: resume it from the run's last checkpoint.
+        if (lastStepId && lastCheckpoint && !(await trainer.hasApplied(input.stepId))) {
+          if (!(await trainer.hasApplied(lastStepId))) await trainer.loadCheckpoint(lastCheckpoint);
+        }
+        const samples: TrainerSample[] = [];
+        for (const sampleId of input.sampleIds) {
+          const sample = await store.get<TrainingSample>(sampleKey(sampleId));
+          if (!sample)
+            throw ApplicationFailure.nonRetryable(`sample ${sampleId} is not in the store`, 'MissingSample');
+          samples.push({
+            tokens: sample.tokens,
+            responseLength: sample.responseLength,
+            lossMask: sample.lossMask,
+            rolloutLogProbs: sample.rolloutLogProbs,
+            reward: sample.reward,
+            teacherLogProbs:
+              sample.teacherLogProbs ?? (input.method === 'rl' ? undefined : sample.rolloutLogProbs),
+            teacherTopkLogProbs: sample.teacherTopkLogProbs,
+            teacherTopkIndices: sample.teacherTopkIndices,
+          });
+        }
+        const metrics = await trainer.trainStep(
+          input.stepId,
+          samples,
+          {
+            method: LOSS_METHOD[input.method],
+            epsClip: input.loss.epsClip,
+            epsClipHigh: input.loss.epsClipHigh,
+            klCoef: input.loss.klCoef,
+            klType: input.loss.klType === 'k3' ? 'low_var_kl' : input.loss.klType,
+            entropyCoef: input.loss.entropyCoef,
+            wRl: input.loss.wRl,
+            wOpd: input.loss.wOpd,
+            useRolloutLogprobs: input.useRolloutLogprobs,
+          },
+          {
+            lr: input.optimizer.learningRate,
+            weightDecay: input.optimizer.weightDecay,
+            betas: input.optimizer.betas,
+          },
+        );
+        const numeric: Record<string, number> = {};
+        for (const [key, value] of Object.entries(metrics))
+          if (typeof value === 'number') numeric[key] = value;
+        return numeric;
+      });
+    },
+
+    /** Saves the trained weights as version `version` and loads them into the serving engine. Idempotent. */
+    async publishWeights(input: { runId: string; stepId: string; version: number }): Promise<string> {
+      return withHeartbeats(`publish v${input.version}`, async () => {
+        const path = join(deps.checkpointDir, input.runId, `v${input.version}`);
+        await trainer.exportForServing(path);
+        await deps.serving.updateWeightsFromDisk(path, String(input.version));
+        return path;
+      });
+    },
+
+    async recordLineage(input: { runId: string; entry: LineageEntry }): Promise<void> {
+      await store.put(storeKey('lineage', input.runId, `v${input.entry.version}`), input.entry);
+    },
+
+    async recordStaleExclusions(input: {
+      sampleIds: string[];
+      policyVersion: number;
+      maxPolicyLag: number;
+    }): Promise<void> {
+      for (const sampleId of input.sampleIds) {
+        const exclusion: SampleExclusion = {
+          sampleId,
+          reason: 'stale-policy',
+          detail: `more than ${input.maxPolicyLag} versions behind policy v${input.policyVersion}`,
+        };
+        await store.put(exclusionKey(sampleId), exclusion);
+      }
+    },
+  };
+}
+
+export type TrainingActivities = ReturnType<typeof createTrainingActivities>;

@@ -1,0 +1,79 @@
+import { PolicyEngineClient } from '../activities/policy-engine-client.js';
+import type { OpenClawConfig } from '../core/config.js';
+import { startGateway } from '../gateway/main.js';
+import { createControlWorker } from '../workers/control-worker.js';
+import type { EngineProcess } from '../workers/reference-engine-process.js';
+import { connectClient, connectWorker } from './connect.js';
+import { launchEngine } from './engine-launch.js';
+import { type DevServer, isReachable, startTemporalDevServer } from './temporal-dev-server.js';
+import { ensureTrainingRun } from './training-run.js';
+
+/**
+ * The whole Track 1 stack in one process tree: a Temporal dev server unless one answers (its database in
+ * the data dir, so a restart resumes), the reference engine unless one answers, the control worker, the
+ * gateway and the training run. Prints the URLs, then `ready`. Stops everything when `stop` resolves.
+ */
+export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promise<void> {
+  const cleanups: (() => Promise<void>)[] = [];
+  const say = (line: string) => console.log(line);
+  try {
+    let temporalUi: string;
+    if (await isReachable(config.temporal.address)) {
+      temporalUi = '(the Temporal server already running there; its UI is wherever it serves one)';
+      say(`temporal ${config.temporal.address} (already running)`);
+    } else {
+      say(
+        `temporal: starting a dev server at ${config.temporal.address} (database ${config.dataDir}/temporal.db)`,
+      );
+      const server: DevServer = await startTemporalDevServer(config.temporal.address, config.dataDir);
+      cleanups.push(() => server.stop());
+      temporalUi = server.uiUrl;
+    }
+
+    const engineClient = new PolicyEngineClient(config.engine.url);
+    let policyVersion: number;
+    if (await engineClient.health()) {
+      policyVersion = Number((await engineClient.modelInfo()).weight_version) || 0;
+      say(`engine ${config.engine.url} (already running, policy version ${policyVersion})`);
+    } else {
+      say(`engine: starting the reference engine at ${config.engine.url}`);
+      const launched: { engine: EngineProcess; model: string; version: number } = await launchEngine(config);
+      cleanups.push(() => launched.engine.stop());
+      policyVersion = launched.version;
+      say(`engine ${launched.engine.url} model=${launched.model} policy version ${policyVersion}`);
+    }
+
+    const { client, close } = await connectClient(config);
+    cleanups.push(close);
+    const connection = await connectWorker(config);
+    cleanups.push(() => connection.close());
+    const worker = await createControlWorker(config, connection, client);
+    const running = worker.run();
+    cleanups.push(async () => {
+      worker.shutdown();
+      await running.catch(() => undefined);
+    });
+
+    const run = await ensureTrainingRun(client, config, policyVersion);
+    say(
+      `training run training-${config.runId} (${config.method}, batch ${config.training.batchSize}): ${run}`,
+    );
+
+    const gateway = await startGateway(config, {
+      temporal: client,
+      taskQueue: config.temporal.taskQueue,
+      logger: { level: 'warn' },
+    });
+    cleanups.push(() => gateway.close());
+
+    say(`gateway ${gateway.url}/v1`);
+    say(`temporal ui ${temporalUi}`);
+    say(`judge ${config.judge.baseUrl} (model ${config.judge.model})`);
+    say('ready');
+    await Promise.race([stop, running]);
+  } finally {
+    for (const cleanup of cleanups.reverse()) {
+      await cleanup().catch((error: Error) => console.error(`stopping: ${error.message}`));
+    }
+  }
+}

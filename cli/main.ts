@@ -1,0 +1,201 @@
+// `openclaw-rl`: one command per process (gateway, control worker, engine), `dev` for all of Track 1 on one
+// machine, and `train` to look at and steer a training run. Every flag has an environment variable.
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Command, Option } from 'commander';
+import { startGateway } from '../gateway/main.js';
+import { createControlWorker } from '../workers/control-worker.js';
+import { pauseUpdate, resumeUpdate, trainingWorkflowId } from '../workflows/training-signals.js';
+import { type CommonFlags, configFromFlags } from './cli-config.js';
+import { connectClient, connectWorker } from './connect.js';
+import { runDev } from './dev.js';
+import { launchEngine } from './engine-launch.js';
+import { formatTrainingStatus, readTrainingStatus } from './train-status.js';
+
+// Worker lifecycle and bundling chatter at INFO drowns what a person needs to read; warnings still show.
+Runtime.install({ logger: new DefaultLogger((process.env.OPENCLAW_LOG_LEVEL as 'INFO' | undefined) ?? 'WARN') });
+
+/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
+function untilStopped(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once('SIGINT', () => resolve());
+    process.once('SIGTERM', () => resolve());
+  });
+}
+
+const common = {
+  runId: () => new Option('--run-id <id>', 'training run name (OPENCLAW_RUN_ID; default "default")'),
+  dataDir: () =>
+    new Option(
+      '--data-dir <dir>',
+      'sample store, checkpoints, Temporal database (OPENCLAW_DATA_DIR; default data)',
+    ),
+  temporal: () =>
+    new Option(
+      '--temporal-address <host:port>',
+      'Temporal frontend (TEMPORAL_ADDRESS; default 127.0.0.1:7233)',
+    ),
+  engineUrl: () =>
+    new Option(
+      '--engine-url <url>',
+      'policy engine base URL (OPENCLAW_ENGINE_URL; default http://127.0.0.1:30000)',
+    ),
+  method: () => new Option('--method <method>', 'rl | opd | combine (OPENCLAW_METHOD; default combine)'),
+  batchSize: () =>
+    new Option('--batch-size <n>', 'samples per training step (OPENCLAW_BATCH_SIZE; default 16)'),
+  port: () => new Option('--port <port>', 'gateway port (OPENCLAW_GATEWAY_PORT; default 8000)'),
+  host: () => new Option('--host <host>', 'gateway address (OPENCLAW_GATEWAY_HOST; default 127.0.0.1)'),
+  judgeUrl: () =>
+    new Option(
+      '--judge-url <url>',
+      'OpenAI-compatible judge base URL (OPENCLAW_JUDGE_URL; default: the engine)',
+    ),
+  judgeModel: () => new Option('--judge-model <name>', 'judge model name (OPENCLAW_JUDGE_MODEL)'),
+  judgeApiKey: () => new Option('--judge-api-key <key>', 'judge bearer key (OPENCLAW_JUDGE_API_KEY)'),
+  model: () =>
+    new Option(
+      '--model <dir>',
+      'model folder for the reference engine (OPENCLAW_MODEL; default: a tiny one)',
+    ),
+  device: () => new Option('--device <device>', 'cpu | cuda (OPENCLAW_DEVICE; default cpu)'),
+};
+
+const program = new Command('openclaw-rl')
+  .description('Keep training a self-hosted agent from its own conversations, on Temporal.')
+  .showHelpAfterError();
+
+program
+  .command('dev')
+  .description(
+    'run the whole Track 1 stack on this machine: Temporal (if none answers), engine, worker, gateway',
+  )
+  .addOption(common.method())
+  .addOption(common.batchSize())
+  .addOption(common.port())
+  .addOption(common.host())
+  .addOption(common.temporal())
+  .addOption(common.dataDir())
+  .addOption(common.runId())
+  .addOption(common.engineUrl())
+  .addOption(common.model())
+  .addOption(common.device())
+  .addOption(common.judgeUrl())
+  .addOption(common.judgeModel())
+  .addOption(common.judgeApiKey())
+  .action(async (flags: CommonFlags) => {
+    await runDev(configFromFlags(flags), untilStopped());
+  });
+
+program
+  .command('gateway')
+  .description('run the OpenAI-compatible gateway')
+  .addOption(common.port())
+  .addOption(common.host())
+  .addOption(common.temporal())
+  .addOption(common.dataDir())
+  .addOption(common.runId())
+  .addOption(common.method())
+  .addOption(common.engineUrl())
+  .action(async (flags: CommonFlags) => {
+    const config = configFromFlags(flags);
+    const { client, close } = await connectClient(config);
+    const gateway = await startGateway(config, { temporal: client, taskQueue: config.temporal.taskQueue });
+    console.log(`gateway ${gateway.url}/v1`);
+    await untilStopped();
+    await gateway.close();
+    await close();
+  });
+
+program
+  .command('worker')
+  .description('run a worker')
+  .argument('<queue>', 'which worker: control')
+  .addOption(common.temporal())
+  .addOption(common.dataDir())
+  .addOption(common.runId())
+  .addOption(common.method())
+  .addOption(common.engineUrl())
+  .addOption(common.judgeUrl())
+  .addOption(common.judgeModel())
+  .addOption(common.judgeApiKey())
+  .action(async (queue: string, flags: CommonFlags) => {
+    if (queue !== 'control') throw new Error(`unknown worker "${queue}"; this version has: control`);
+    const config = configFromFlags(flags);
+    const connection = await connectWorker(config);
+    const { client, close } = await connectClient(config);
+    const worker = await createControlWorker(config, connection, client);
+    console.log(`control worker on task queue ${config.temporal.taskQueue} at ${config.temporal.address}`);
+    const running = worker.run();
+    await Promise.race([untilStopped(), running]);
+    worker.shutdown();
+    await running.catch(() => undefined);
+    await close();
+    await connection.close();
+  });
+
+program
+  .command('engine')
+  .description('run the reference engine (serving + trainer) on the engine URL')
+  .addOption(common.engineUrl())
+  .addOption(common.dataDir())
+  .addOption(common.runId())
+  .addOption(common.model())
+  .addOption(common.device())
+  .action(async (flags: CommonFlags) => {
+    const config = configFromFlags(flags);
+    const { engine, model, version } = await launchEngine(config, (line) => console.error(line));
+    console.log(`engine ${engine.url} model=${model} policy version ${version}`);
+    await Promise.race([untilStopped(), new Promise((r) => engine.process.once('exit', r))]);
+    await engine.stop();
+  });
+
+const train = program.command('train').description('look at and steer a training run');
+
+train
+  .command('status')
+  .description(
+    "print a run's state: policy version, epochs, samples waiting and trained, exclusions, metrics",
+  )
+  .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
+  .addOption(common.temporal())
+  .option('--json', 'print JSON')
+  .action(async (flags: { run?: string; temporalAddress?: string; json?: boolean }) => {
+    const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });
+    const { client, close } = await connectClient(config);
+    try {
+      const status = await readTrainingStatus(client, config.runId);
+      console.log(flags.json ? JSON.stringify(status, null, 2) : formatTrainingStatus(status));
+    } finally {
+      await close();
+    }
+  });
+
+for (const [name, update] of [
+  ['pause', pauseUpdate],
+  ['resume', resumeUpdate],
+] as const) {
+  train
+    .command(name)
+    .description(`${name} a training run (samples keep being collected while paused)`)
+    .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
+    .addOption(common.temporal())
+    .action(async (flags: { run?: string; temporalAddress?: string }) => {
+      const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });
+      const { client, close } = await connectClient(config);
+      try {
+        const status = await client.workflow
+          .getHandle(trainingWorkflowId(config.runId))
+          .executeUpdate(update);
+        console.log(formatTrainingStatus(status as Parameters<typeof formatTrainingStatus>[0]));
+      } finally {
+        await close();
+      }
+    });
+}
+
+try {
+  await program.parseAsync(process.argv);
+  process.exit(0);
+} catch (error) {
+  console.error(`openclaw-rl: ${(error as Error).message}`);
+  process.exit(1);
+}

@@ -1,0 +1,54 @@
+// What the gateway stores for every main turn before its response completes: everything scoring needs,
+// exact tokens included. Workflows never carry it; they carry its sample id and read it in activities.
+
+import type { ChatMessage } from './chat-messages.js';
+
+export interface RecordedResponse {
+  content: string;
+  reasoningContent: string | null;
+  toolCalls: unknown[] | null;
+}
+
+export interface TurnRecord {
+  sessionId: string;
+  /** 1-based main-turn number within the session. */
+  turn: number;
+  /** `<sessionId>:<turn>`. */
+  sampleId: string;
+  /** Hash of the request's messages and tools: a retried request is recognised as the same turn. */
+  requestHash: string;
+  /** ISO time the gateway recorded the turn. */
+  recordedAt: string;
+  model: string;
+  /** The request's messages as the engine's chat template saw them (normalised: developer→system, text parts). */
+  messages: ChatMessage[];
+  tools: unknown[] | null;
+  response: RecordedResponse;
+  /** Prompt token ids exactly as the engine tokenised the rendered prompt. */
+  promptIds: number[];
+  /** The token ids the engine sampled, in order. */
+  responseIds: number[];
+  /** The engine's log-prob of each sampled token. */
+  responseLogProbs: number[];
+  /** Weight version of the policy that produced the response. */
+  policyVersion: number;
+  finishReason: string;
+}
+
+/** Sample-store key of a turn's record. */
+export function turnRecordKey(sessionId: string, turn: number): string {
+  return ['turns', sessionId, String(turn)].map(encodeURIComponent).join('/');
+}
+
+/** Sample-store keys of what scoring produces for a sample id. */
+export function sampleKey(sampleId: string): string {
+  return ['samples', sampleId].map(encodeURIComponent).join('/');
+}
+
+export function exclusionKey(sampleId: string): string {
+  return ['exclusions', sampleId].map(encodeURIComponent).join('/');
+}
+
+export function teacherKey(sampleId: string): string {
+  return ['teacher', sampleId].map(encodeURIComponent).join('/');
+}

@@ -1,0 +1,111 @@
+// One chat-completions request as the gateway handles it: what it is (main or side turn, which session),
+// what goes to the engine, and the durable hand-off of a main turn before its response completes.
+
+import type { FastifyBaseLogger } from 'fastify';
+import { type ChatMessage, normaliseMessagesForTemplate } from '../core/chat-messages.js';
+import { type SessionIdentification, stripSessionFields } from '../core/session-id.js';
+import type { ChatRequest } from './chat-request-schema.js';
+import type { ClientWants } from './client-response.js';
+import type { EngineUpstream } from './engine-upstream.js';
+import type { GatewayMetrics } from './metrics.js';
+import { badGateway, serviceUnavailable } from './openai-errors.js';
+import { parsePolicyVersion } from './policy-version.js';
+import type { TurnCapture } from './turn-capture.js';
+import type { RecordedTurn, TurnRecorder } from './turn-recorder.js';
+
+export interface ChatDeps {
+  upstream: EngineUpstream;
+  recorder: TurnRecorder;
+  metrics: GatewayMetrics;
+}
+
+export interface ChatTurn {
+  request: ChatRequest;
+  identity: SessionIdentification;
+  /** A main turn of a known session: captured exactly and recorded. */
+  main: boolean;
+  wants: ClientWants;
+  /** The body sent to the engine. */
+  engineBody: Record<string, unknown>;
+  /** Aborted when the client disconnects before its response completed. */
+  clientSignal: AbortSignal;
+  /** `process.hrtime.bigint()` when the request arrived. */
+  startedAt: bigint;
+  log: FastifyBaseLogger;
+}
+
+/**
+ * The client's body without session fields; for a main turn, plus SGLang's exact-token extensions and, when
+ * streaming, usage in the stream (the client's own choices are restored in what it sees).
+ */
+export function engineRequestBody(request: ChatRequest, main: boolean): Record<string, unknown> {
+  const body = stripSessionFields(request);
+  if (!main) return body;
+  body.logprobs = true;
+  body.return_prompt_token_ids = true;
+  body.return_token_ids = true;
+  if (request.stream) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
+  return body;
+}
+
+/**
+ * Writes the turn to the sample store and hands it to its session workflow. Throws the error the client
+ * should get when that fails: the response must not complete without its turn.
+ */
+export async function recordMainTurn(
+  deps: ChatDeps,
+  turn: ChatTurn,
+  capture: TurnCapture,
+): Promise<RecordedTurn> {
+  const sessionId = turn.identity.sessionId;
+  if (sessionId === null) throw new Error('recordMainTurn needs a session id');
+  const captured = capture.finish();
+  if (!captured.ok) {
+    deps.metrics.recordFailures.inc();
+    turn.log.error({ problem: captured.problem }, 'main turn not recorded: engine output incomplete');
+    throw badGateway(`the turn could not be recorded exactly: ${captured.problem}`, 'engine_missing_tokens');
+  }
+  const { response, promptIds, responseIds, responseLogProbs, finishReason } = captured.turn;
+  try {
+    const policyVersion =
+      captured.turn.policyVersion ??
+      parsePolicyVersion(await deps.upstream.currentWeightVersion(AbortSignal.timeout(10_000)));
+    if (policyVersion === null)
+      throw new Error('the engine reports no weight version, per response or in /get_model_info');
+    const recorded = await deps.recorder.record({
+      sessionId,
+      model: captured.turn.model || turn.request.model || '',
+      messages: normaliseMessagesForTemplate(turn.request.messages as ChatMessage[]),
+      tools: turn.request.tools ?? null,
+      response,
+      promptIds,
+      responseIds,
+      responseLogProbs,
+      policyVersion,
+      finishReason,
+    });
+    deps.metrics.turnRecorded(recorded.duplicate ? 'duplicate' : 'recorded');
+    turn.log.info(
+      { turn: recorded.turn, duplicate: recorded.duplicate, tokens: responseIds.length },
+      'main turn recorded',
+    );
+    return recorded;
+  } catch (error) {
+    deps.metrics.recordFailures.inc();
+    turn.log.error({ err: error }, 'main turn could not be recorded');
+    throw serviceUnavailable('the turn could not be recorded; retry the request', 'turn_not_recorded');
+  }
+}
+
+/** `X-Session-Done`: tells the session workflow. A failure is logged, not fatal: the idle timer closes it. */
+export async function endSessionIfAsked(deps: ChatDeps, turn: ChatTurn): Promise<void> {
+  const sessionId = turn.identity.sessionId;
+  if (!turn.identity.sessionDone || sessionId === null) return;
+  try {
+    await deps.recorder.endSession(sessionId);
+    turn.log.info('session ended by the client');
+  } catch (error) {
+    deps.metrics.sessionEndFailures.inc();
+    turn.log.warn({ err: error }, 'session end could not be signalled; its idle timer will close it');
+  }
+}

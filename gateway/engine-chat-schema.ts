@@ -1,0 +1,61 @@
+// What the gateway reads from the engine's chat completions (SGLang's fields, which the reference engine
+// mirrors): parsed loosely at this boundary, so unknown fields pass through to the client untouched while a
+// field the capture depends on that has the wrong type is caught here rather than stored in a turn.
+
+import { z } from 'zod';
+
+const tokenIds = z.array(z.number().int().min(0));
+const logprobs = z
+  .looseObject({
+    content: z
+      .array(z.looseObject({ logprob: z.number().nullable() }))
+      .nullable()
+      .optional(),
+  })
+  .nullable()
+  .optional();
+const metaInfo = z.looseObject({ weight_version: z.unknown().optional() }).nullable().optional();
+const metadata = z.looseObject({ weight_version: z.unknown().optional() }).nullable().optional();
+
+export const toolCallDeltaSchema = z.looseObject({
+  index: z.number().int().min(0).optional(),
+  id: z.string().nullable().optional(),
+  type: z.string().nullable().optional(),
+  function: z
+    .looseObject({ name: z.string().nullable().optional(), arguments: z.unknown().optional() })
+    .nullable()
+    .optional(),
+});
+export type ToolCallDelta = z.output<typeof toolCallDeltaSchema>;
+
+const messageFields = {
+  role: z.string().nullable().optional(),
+  content: z.string().nullable().optional(),
+  reasoning_content: z.string().nullable().optional(),
+  tool_calls: z.array(toolCallDeltaSchema).nullable().optional(),
+};
+
+const choiceFields = {
+  index: z.number().int().optional(),
+  logprobs,
+  finish_reason: z.string().nullable().optional(),
+  prompt_token_ids: tokenIds.nullable().optional(),
+  token_ids: tokenIds.nullable().optional(),
+  meta_info: metaInfo,
+};
+
+export const engineChatResponseSchema = z.looseObject({
+  model: z.string().optional(),
+  choices: z.array(z.looseObject({ ...choiceFields, message: z.looseObject(messageFields) })).min(1),
+  metadata,
+});
+export type EngineChatResponse = z.output<typeof engineChatResponseSchema>;
+
+export const engineChatChunkSchema = z.looseObject({
+  model: z.string().optional(),
+  choices: z.array(z.looseObject({ ...choiceFields, delta: z.looseObject(messageFields).optional() })),
+  metadata,
+  usage: z.unknown().optional(),
+  error: z.unknown().optional(),
+});
+export type EngineChatChunk = z.output<typeof engineChatChunkSchema>;

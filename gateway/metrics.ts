@@ -1,0 +1,100 @@
+// Prometheus metrics of one gateway instance, in a registry of its own (no global state: two gateways in
+// one process, as in tests, keep separate counts).
+
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { UpstreamErrorKind } from './engine-upstream.js';
+
+export type RecordOutcome = 'recorded' | 'duplicate';
+
+export class GatewayMetrics {
+  readonly registry = new Registry();
+
+  readonly requests = new Counter({
+    name: 'openclaw_gateway_requests_total',
+    help: 'HTTP requests answered, by route and status code.',
+    labelNames: ['route', 'status'] as const,
+    registers: [this.registry],
+  });
+
+  readonly requestDuration = new Histogram({
+    name: 'openclaw_gateway_request_duration_seconds',
+    help: 'Time from request to the end of the response (the whole stream for streaming requests).',
+    labelNames: ['route'] as const,
+    buckets: [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+
+  readonly timeToFirstToken = new Histogram({
+    name: 'openclaw_gateway_time_to_first_token_seconds',
+    help: 'Streaming requests: time from request to the first generated token relayed from the engine.',
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [this.registry],
+  });
+
+  readonly turns = new Counter({
+    name: 'openclaw_gateway_turns_total',
+    help: 'Chat turns served, by turn type (main turns are recorded; side turns are not).',
+    labelNames: ['turn_type'] as const,
+    registers: [this.registry],
+  });
+
+  readonly turnsRecorded = new Counter({
+    name: 'openclaw_gateway_turns_recorded_total',
+    help: 'Main turns written to the sample store and handed to their session workflow, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly recordFailures = new Counter({
+    name: 'openclaw_gateway_record_failures_total',
+    help: 'Main turns that could not be recorded (the client got an error instead of a complete response).',
+    registers: [this.registry],
+  });
+
+  readonly sessionEndFailures = new Counter({
+    name: 'openclaw_gateway_session_end_failures_total',
+    help: 'X-Session-Done signals that could not be delivered (the idle timer closes those sessions).',
+    registers: [this.registry],
+  });
+
+  readonly inFlight = new Gauge({
+    name: 'openclaw_gateway_in_flight_requests',
+    help: 'Requests being served now.',
+    registers: [this.registry],
+  });
+
+  readonly upstreamErrors = new Counter({
+    name: 'openclaw_gateway_upstream_errors_total',
+    help: 'Failures talking to the policy engine, by kind.',
+    labelNames: ['kind'] as const,
+    registers: [this.registry],
+  });
+
+  readonly clientDisconnects = new Counter({
+    name: 'openclaw_gateway_client_disconnects_total',
+    help: 'Requests whose client went away before the response completed (nothing recorded).',
+    registers: [this.registry],
+  });
+
+  constructor(options: { processMetrics?: boolean } = {}) {
+    if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+    for (const kind of [
+      'unreachable',
+      'timeout',
+      'unavailable',
+      'client_error',
+      'server_error',
+      'stream',
+    ] as const)
+      this.upstreamErrors.inc({ kind }, 0);
+    for (const outcome of ['recorded', 'duplicate'] as const) this.turnsRecorded.inc({ outcome }, 0);
+  }
+
+  upstreamError(kind: UpstreamErrorKind | 'stream'): void {
+    this.upstreamErrors.inc({ kind });
+  }
+
+  turnRecorded(outcome: RecordOutcome): void {
+    this.turnsRecorded.inc({ outcome });
+  }
+}

@@ -1,0 +1,163 @@
+// The gateway's HTTP server: an OpenAI-compatible proxy in front of the policy engine that records every main
+// turn durably before its response completes. `createGateway` builds one instance from its dependencies and
+// keeps no global state, so tests run several side by side.
+
+import Fastify, {
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
+import type { LoggerOptions } from 'pino';
+import { type ApiKeyCheck, createApiKeyCheck } from './auth.js';
+import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
+import { clientSignalOf } from './client-signal.js';
+import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
+import { GatewayMetrics } from './metrics.js';
+import { internalError, invalidRequest, notFound, OpenAIError, payloadTooLarge } from './openai-errors.js';
+import type { TurnRecorder } from './turn-recorder.js';
+
+export interface GatewayOptions {
+  /** Base URL of the policy engine (SGLang or the reference engine), without `/v1`. */
+  engineUrl: string;
+  recorder: TurnRecorder;
+  /** Bearer keys clients must send; empty means an open gateway (a warning is logged). */
+  apiKeys?: readonly string[];
+  /** Largest request body accepted; larger ones get 413. */
+  bodyLimitBytes?: number;
+  /** Longest an engine request may take (streams included). Generous: weight swaps hold requests. */
+  upstreamTimeoutMs?: number;
+  /** Fastify/pino logger settings; false (the default) logs nothing. */
+  logger?: boolean | LoggerOptions;
+  /** Also export Node process metrics (CPU, memory, event loop) on /metrics. */
+  processMetrics?: boolean;
+}
+
+export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
+export const DEFAULT_UPSTREAM_TIMEOUT_MS = 15 * 60 * 1000;
+
+/** Routes anyone may call: liveness for orchestrators, metrics for scrapers. */
+const PUBLIC_ROUTES = new Set(['/healthz', '/metrics']);
+
+export function createGateway(options: GatewayOptions): FastifyInstance {
+  const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  const app = Fastify({ logger: options.logger ?? false, bodyLimit });
+  const metrics = new GatewayMetrics({ processMetrics: options.processMetrics ?? false });
+  const upstream = new EngineUpstream(options.engineUrl.replace(/\/+$/, ''), {
+    timeoutMs: options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
+    onError: (kind) => metrics.upstreamError(kind),
+  });
+  const auth = createApiKeyCheck(options.apiKeys ?? []);
+  if (auth.open)
+    app.log.warn(
+      'NO API KEYS CONFIGURED: the gateway accepts every request without authentication. ' +
+        'Set gateway.apiKeys (OPENCLAW_API_KEYS) before exposing it beyond this machine.',
+    );
+
+  const contexts = new WeakMap<FastifyRequest, RequestContext>();
+  const contextOf = (request: FastifyRequest): RequestContext =>
+    contexts.get(request) ?? { scope: '', startedAt: process.hrtime.bigint() };
+
+  app.addHook('onRequest', async (request, reply) => {
+    const startedAt = process.hrtime.bigint();
+    observeRequest(metrics, request, reply, startedAt);
+    const scope = authenticate(auth, request);
+    contexts.set(request, { scope, startedAt });
+  });
+
+  app.setErrorHandler((error: FastifyError | Error, request, reply) => {
+    if (error instanceof ClientGoneError) {
+      metrics.clientDisconnects.inc();
+      request.log.info('client disconnected before the response; nothing recorded');
+      return reply.code(499).send();
+    }
+    const openai = toOpenAIError(error, bodyLimit);
+    if (openai.status >= 500) request.log.error({ err: error }, 'request failed');
+    return sendError(reply, openai);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(reply, notFound(`no route for ${request.method} ${request.url.split('?')[0]}`)),
+  );
+
+  app.get('/healthz', async () => ({
+    ok: true,
+    engine: { url: upstream.baseUrl, reachable: await upstream.reachable() },
+  }));
+
+  app.get('/metrics', async (_request, reply) => {
+    reply.type(metrics.registry.contentType);
+    return metrics.registry.metrics();
+  });
+
+  // The engine's own list: the gateway serves whatever model the engine serves.
+  app.get('/v1/models', (_request, reply) => upstream.models(clientSignalOf(reply)));
+
+  app.post(
+    '/v1/chat/completions',
+    chatCompletionsHandler({ upstream, recorder: options.recorder, metrics }, contextOf),
+  );
+
+  return app;
+}
+
+/** Checks the bearer key on every non-public route (before the body is read); returns the key's scope. */
+function authenticate(auth: ApiKeyCheck, request: FastifyRequest): string {
+  const path = request.url.split('?')[0] ?? '';
+  if (PUBLIC_ROUTES.has(path)) return '';
+  const result = auth.check(request.headers.authorization);
+  if (!result.ok) throw result.error;
+  return result.scope;
+}
+
+/** Counts the request once its connection is done with it: finished, failed or abandoned (status 499). */
+function observeRequest(
+  metrics: GatewayMetrics,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  startedAt: bigint,
+): void {
+  metrics.inFlight.inc();
+  reply.raw.once('close', () => {
+    metrics.inFlight.dec();
+    const route = request.routeOptions.url ?? 'unmatched';
+    const status = reply.raw.writableFinished ? String(reply.raw.statusCode) : '499';
+    metrics.requests.inc({ route, status });
+    metrics.requestDuration.observe({ route }, Number(process.hrtime.bigint() - startedAt) / 1e9);
+  });
+}
+
+/** Fastify's own errors (body parser, limits) as OpenAI errors; anything unexpected is a 500. */
+function toOpenAIError(error: FastifyError | Error, bodyLimit: number): OpenAIError {
+  if (error instanceof OpenAIError) return error;
+  const code = 'code' in error ? error.code : undefined;
+  const status = 'statusCode' in error && typeof error.statusCode === 'number' ? error.statusCode : 500;
+  switch (code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return payloadTooLarge(bodyLimit);
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return invalidRequest(
+        'malformed JSON body: the request body is not valid JSON',
+        'body',
+        'invalid_json',
+      );
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return invalidRequest('the request body is empty; a JSON object is required', 'body', 'invalid_json');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new OpenAIError(
+        415,
+        'unsupported content-type; send application/json',
+        'invalid_request_error',
+        'content-type',
+        'unsupported_media_type',
+      );
+  }
+  if (status === 413) return payloadTooLarge(bodyLimit);
+  if (status >= 400 && status < 500)
+    return new OpenAIError(status, error.message, 'invalid_request_error', null, code ?? null);
+  return internalError(`internal error: ${error.message}`);
+}
+
+function sendError(reply: FastifyReply, error: OpenAIError): FastifyReply {
+  if (error.retryAfterSeconds !== null) reply.header('retry-after', String(error.retryAfterSeconds));
+  return reply.code(error.status).type('application/json; charset=utf-8').send(error.toJSON());
+}

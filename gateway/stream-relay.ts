@@ -1,0 +1,155 @@
+// Streaming chat completions: each engine chunk is relayed to the client as it arrives, and captured. Only
+// the final `data: [DONE]` is held back until a main turn is recorded; if recording fails the client gets an
+// error event and the stream ends without [DONE], so a client that saw [DONE] can count on its turn. A
+// client that disconnects aborts the engine request, and nothing is recorded.
+
+import type { ServerResponse } from 'node:http';
+import type { FastifyReply } from 'fastify';
+import { type ChatDeps, type ChatTurn, endSessionIfAsked, recordMainTurn } from './chat-turn.js';
+import { clientChunk } from './client-response.js';
+import { engineChatChunkSchema } from './engine-chat-schema.js';
+import { parseSseEvents } from './engine-stream.js';
+import { ClientGoneError } from './engine-upstream.js';
+import { badGateway, internalError, OpenAIError } from './openai-errors.js';
+import { TurnCapture } from './turn-capture.js';
+
+export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): Promise<void> {
+  // Errors before the engine answers (unreachable, 4xx) are thrown here and sent as plain JSON errors.
+  const upstream = await deps.upstream.chatCompletions(turn.engineBody, turn.clientSignal);
+  const body = upstream.body;
+  if (body === null) throw badGateway('the policy engine sent an empty stream', 'upstream_failed');
+
+  reply.hijack();
+  const raw = reply.raw;
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream; charset=utf-8',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
+  raw.flushHeaders();
+
+  const capture = new TurnCapture();
+  const sessionId = turn.identity.sessionId;
+  let sawDone = false;
+  let sawToken = false;
+  try {
+    for await (const event of parseSseEvents(body)) {
+      if (event.data === '[DONE]') {
+        sawDone = true;
+        break;
+      }
+      const chunk = parseChunk(event.data);
+      if (chunk.error !== undefined) {
+        // The engine failed mid-stream and said so: pass its error on, record nothing.
+        deps.metrics.upstreamError('stream');
+        turn.log.warn({ error: chunk.error }, 'the engine reported an error mid-stream');
+        await writeEvent(raw, { error: chunk.error });
+        raw.end();
+        return;
+      }
+      if (turn.main) capture.addChunk(parseCapturedChunk(chunk));
+      if (!sawToken && carriesToken(chunk)) {
+        sawToken = true;
+        deps.metrics.timeToFirstToken.observe(secondsSince(turn.startedAt));
+      }
+      const view = clientChunk(chunk, turn.wants, sessionId);
+      if (view !== null) await writeEvent(raw, view);
+    }
+  } catch (error) {
+    await body.cancel().catch(() => {});
+    const failure = deps.upstream.failure(error, turn.clientSignal);
+    if (failure instanceof ClientGoneError) return clientGone(deps, turn);
+    deps.metrics.upstreamError('stream');
+    turn.log.warn({ err: failure }, 'the engine stream failed');
+    return endWithError(raw, asOpenAIError(failure));
+  }
+  if (turn.clientSignal.aborted) return clientGone(deps, turn);
+  if (!sawDone) {
+    deps.metrics.upstreamError('stream');
+    return endWithError(
+      raw,
+      badGateway('the policy engine ended the stream before it was complete', 'upstream_failed'),
+    );
+  }
+
+  if (turn.main) {
+    try {
+      await recordMainTurn(deps, turn, capture);
+    } catch (error) {
+      return endWithError(raw, asOpenAIError(error));
+    }
+  }
+  await endSessionIfAsked(deps, turn);
+  raw.end('data: [DONE]\n\n');
+}
+
+function parseChunk(data: string): Record<string, unknown> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(data);
+  } catch {
+    throw badGateway(
+      `the policy engine sent a chunk that is not JSON: ${data.slice(0, 200)}`,
+      'upstream_failed',
+    );
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw badGateway('the policy engine sent a chunk that is not a JSON object', 'upstream_failed');
+  return parsed as Record<string, unknown>;
+}
+
+function parseCapturedChunk(chunk: Record<string, unknown>) {
+  const parsed = engineChatChunkSchema.safeParse(chunk);
+  if (!parsed.success)
+    throw badGateway(
+      `the policy engine sent a malformed chunk: ${parsed.error.issues[0]?.message ?? ''}`,
+      'upstream_failed',
+    );
+  return parsed.data;
+}
+
+/** A chunk with generated text, a tool call or sampled token ids: the first one marks time to first token. */
+function carriesToken(chunk: Record<string, unknown>): boolean {
+  const choices = Array.isArray(chunk.choices) ? chunk.choices : [];
+  return choices.some((choice: unknown) => {
+    if (typeof choice !== 'object' || choice === null) return false;
+    const c = choice as { delta?: Record<string, unknown>; token_ids?: unknown };
+    if (Array.isArray(c.token_ids) && c.token_ids.length > 0) return true;
+    const delta = c.delta ?? {};
+    return Boolean(delta.content || delta.reasoning_content || delta.tool_calls);
+  });
+}
+
+function clientGone(deps: ChatDeps, turn: ChatTurn): void {
+  deps.metrics.clientDisconnects.inc();
+  turn.log.info('client disconnected mid-stream; nothing recorded');
+}
+
+async function endWithError(raw: ServerResponse, error: OpenAIError): Promise<void> {
+  await writeEvent(raw, error.toJSON());
+  raw.end();
+}
+
+/** Writes one SSE event, waiting for the socket to drain when the client reads slower than the engine. */
+function writeEvent(raw: ServerResponse, payload: unknown): Promise<void> {
+  if (raw.destroyed || raw.writableEnded) return Promise.resolve();
+  if (raw.write(`data: ${JSON.stringify(payload)}\n\n`)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      raw.off('drain', done);
+      raw.off('close', done);
+      resolve();
+    };
+    raw.once('drain', done);
+    raw.once('close', done);
+  });
+}
+
+function asOpenAIError(error: unknown): OpenAIError {
+  return error instanceof OpenAIError ? error : internalError(String(error));
+}
+
+function secondsSince(start: bigint): number {
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}

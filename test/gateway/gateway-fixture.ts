@@ -1,0 +1,127 @@
+// Real parts for gateway tests: a FileSampleStore in a temp dir, the run's Temporal dev server, and a
+// gateway listening on a free port in front of whatever engine URL the test gives it.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Client, defaultPayloadConverter, WorkflowNotFoundError } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { FastifyInstance } from 'fastify';
+import OpenAI from 'openai';
+import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
+import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
+import { createGateway, type GatewayOptions } from '../../gateway/server.js';
+import { sessionWorkflowId } from '../../workflows/session-signals.js';
+import { uniqueTaskQueue } from '../support/temporal.js';
+
+export const TEST_SESSION_SETTINGS: SessionSettings = {
+  runId: 'gateway-test',
+  method: 'combine',
+  judgeVotes: 1,
+  idleTimeoutMs: 60_000,
+  continueAsNewAfterTurns: 200,
+};
+
+export interface TestGateway {
+  url: string;
+  app: FastifyInstance;
+  store: SampleStore;
+  /** A client of the gateway, retries off so each call is one request. */
+  openai(apiKey?: string): OpenAI;
+  close(): Promise<void>;
+}
+
+export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'recorder'>> {
+  engineUrl: string;
+  client: Client;
+  /** Default: a FileSampleStore in a fresh temp dir. */
+  store?: SampleStore;
+}
+
+export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
+  const dir = await mkdtemp(join(tmpdir(), 'openclaw-gateway-'));
+  const store = options.store ?? new FileSampleStore(join(dir, 'store'));
+  const recorder = new DurableTurnRecorder({
+    store,
+    client: options.client,
+    session: TEST_SESSION_SETTINGS,
+    // No worker runs in these tests; a queue of their own keeps other suites' workers away.
+    taskQueue: uniqueTaskQueue('gateway'),
+    retry: { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 },
+  });
+  const app = createGateway({ ...options, recorder });
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('gateway did not bind a TCP port');
+  const url = `http://127.0.0.1:${address.port}`;
+  return {
+    url,
+    app,
+    store,
+    openai: (apiKey = 'none') => new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 }),
+    async close() {
+      await app.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A session id no other test or earlier run used (the Temporal server is shared). */
+export function uniqueSessionId(label: string): string {
+  return `gw-${label}-${process.pid}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 7)}`;
+}
+
+const GRPC_NOT_FOUND = 5;
+
+export interface ReceivedSignal {
+  name: string;
+  args: unknown[];
+}
+
+/** The signals a session workflow received, in order, decoded; empty if it was never started. */
+export async function sessionSignals(client: Client, sessionId: string): Promise<ReceivedSignal[]> {
+  let events: Awaited<ReturnType<ReturnType<Client['workflow']['getHandle']>['fetchHistory']>>['events'];
+  try {
+    events = (await client.workflow.getHandle(sessionWorkflowId(sessionId)).fetchHistory()).events;
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError || (error as { code?: unknown }).code === GRPC_NOT_FOUND)
+      return [];
+    throw error;
+  }
+  return (events ?? []).flatMap((event) => {
+    const signaled = event.workflowExecutionSignaledEventAttributes;
+    if (!signaled) return [];
+    const args = (signaled.input?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p));
+    return [{ name: signaled.signalName ?? '', args }];
+  });
+}
+
+/** The input a session workflow was started with. */
+export async function sessionStartInput(client: Client, sessionId: string): Promise<unknown> {
+  const history = await client.workflow.getHandle(sessionWorkflowId(sessionId)).fetchHistory();
+  const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
+  const payload = started?.input?.payloads?.[0];
+  return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
+}
+
+/** Terminates the session workflows a test started (no worker ever runs them). */
+export async function terminateSessions(env: TestWorkflowEnvironment, sessionIds: Iterable<string>) {
+  for (const id of sessionIds) {
+    try {
+      await env.client.workflow.getHandle(sessionWorkflowId(id)).terminate('gateway test finished');
+    } catch {
+      // never started, or already closed
+    }
+  }
+}
+
+/** A TCP port nothing listens on (bound, then released). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((done) => server.close(done));
+  return port;
+}

@@ -1,0 +1,211 @@
+// The gateway's pure parts: the SSE parser, the turn capture, what the client sees, request hashing and the
+// engine request body.
+
+import { describe, expect, it } from 'vitest';
+import { parseChatRequest } from '../../gateway/chat-request-schema.js';
+import { engineRequestBody } from '../../gateway/chat-turn.js';
+import { clientChunk, clientResponse, clientWantsOf } from '../../gateway/client-response.js';
+import { engineChatChunkSchema, engineChatResponseSchema } from '../../gateway/engine-chat-schema.js';
+import { parseSseEvents } from '../../gateway/engine-stream.js';
+import { parsePolicyVersion } from '../../gateway/policy-version.js';
+import { canonicalJson, requestHash } from '../../gateway/request-hash.js';
+import { TurnCapture } from '../../gateway/turn-capture.js';
+
+async function* pieces(text: string, size: number): AsyncGenerator<Uint8Array> {
+  const bytes = new TextEncoder().encode(text);
+  for (let i = 0; i < bytes.length; i += size) yield bytes.slice(i, i + size);
+}
+
+async function collect<T>(source: AsyncIterable<T>): Promise<T[]> {
+  const out: T[] = [];
+  for await (const item of source) out.push(item);
+  return out;
+}
+
+const chunk = (choice: Record<string, unknown>, extra: Record<string, unknown> = {}) =>
+  engineChatChunkSchema.parse({ model: 'm', choices: [{ index: 0, ...choice }], ...extra });
+
+describe('parseSseEvents', () => {
+  const stream =
+    ': keep-alive comment\r\n' +
+    'data: {"a":"héllo wörld ✓"}\r\n\r\n' +
+    'event: note\ndata: line one\ndata: line two\n\n' +
+    'data:no-space\r\r' +
+    'data: [DONE]';
+
+  it('yields the same events however the bytes are split', async () => {
+    const expected = [
+      { event: null, data: '{"a":"héllo wörld ✓"}' },
+      { event: 'note', data: 'line one\nline two' },
+      { event: null, data: 'no-space' },
+      { event: null, data: '[DONE]' },
+    ];
+    for (const size of [1, 2, 3, 7, 1000])
+      expect(await collect(parseSseEvents(pieces(stream, size)))).toEqual(expected);
+  });
+});
+
+describe('TurnCapture', () => {
+  it('assembles ids, log-probs, text, reasoning and tool calls streamed in pieces', () => {
+    const capture = new TurnCapture();
+    capture.addChunk(chunk({ delta: { role: 'assistant', content: '' }, prompt_token_ids: [1, 2, 3] }));
+    capture.addChunk(
+      chunk({
+        delta: { reasoning_content: 'think' },
+        token_ids: [10],
+        logprobs: { content: [{ logprob: -0.5 }] },
+      }),
+    );
+    capture.addChunk(
+      chunk({
+        delta: { content: 'Hi' },
+        token_ids: [11, 12],
+        logprobs: { content: [{ logprob: -1 }, { logprob: -2 }] },
+      }),
+    );
+    capture.addChunk(
+      chunk({
+        delta: {
+          tool_calls: [
+            { index: 0, id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"x"' } },
+          ],
+        },
+        token_ids: [13],
+        logprobs: { content: [{ logprob: -3 }] },
+      }),
+    );
+    capture.addChunk(chunk({ delta: { tool_calls: [{ index: 0, function: { arguments: ':1}' } }] } }));
+    capture.addChunk(
+      chunk({ delta: {}, finish_reason: 'tool_calls' }, { metadata: { weight_version: '4' } }),
+    );
+    capture.addChunk(engineChatChunkSchema.parse({ choices: [], usage: { completion_tokens: 4 } }));
+
+    expect(capture.finish()).toEqual({
+      ok: true,
+      turn: {
+        model: 'm',
+        response: {
+          content: 'Hi',
+          reasoningContent: 'think',
+          toolCalls: [{ id: 'call_a', type: 'function', function: { name: 'f', arguments: '{"x":1}' } }],
+        },
+        promptIds: [1, 2, 3],
+        responseIds: [10, 11, 12, 13],
+        responseLogProbs: [-0.5, -1, -2, -3],
+        policyVersion: 4,
+        finishReason: 'tool_calls',
+      },
+    });
+  });
+
+  it('reads a whole response, and refuses one without exact tokens', () => {
+    const body = engineChatResponseSchema.parse({
+      model: 'm',
+      choices: [
+        {
+          index: 0,
+          message: { role: 'assistant', content: 'ok' },
+          logprobs: { content: [{ logprob: -0.1 }] },
+          finish_reason: 'stop',
+          prompt_token_ids: [5],
+          token_ids: [6],
+        },
+      ],
+      metadata: { weight_version: 'step-12' },
+    });
+    const turn = TurnCapture.fromResponse(body).finish();
+    expect(turn).toMatchObject({ ok: true, turn: { promptIds: [5], responseIds: [6], policyVersion: 12 } });
+
+    const withoutIds = engineChatResponseSchema.parse({
+      choices: [{ message: { role: 'assistant', content: 'ok' }, finish_reason: 'stop' }],
+    });
+    expect(TurnCapture.fromResponse(withoutIds).finish()).toMatchObject({ ok: false });
+    const shortLogprobs = new TurnCapture();
+    shortLogprobs.addChunk(chunk({ delta: { content: 'a' }, prompt_token_ids: [1], token_ids: [2, 3] }));
+    expect(shortLogprobs.finish()).toEqual({
+      ok: false,
+      problem: 'the engine returned 0 log-probs for 2 tokens',
+    });
+  });
+});
+
+describe('what the client sees', () => {
+  const parsed = parseChatRequest({ messages: [{ role: 'user', content: 'x' }], stream: true });
+  if (!parsed.ok) throw parsed.error;
+  const wants = clientWantsOf(parsed.request);
+
+  it('drops the capture fields it did not ask for, and chunks left empty by that', () => {
+    expect(
+      clientChunk(
+        {
+          choices: [{ index: 0, delta: {}, logprobs: { content: [] }, token_ids: [3], finish_reason: null }],
+        },
+        wants,
+        's',
+      ),
+    ).toBeNull();
+    expect(clientChunk({ choices: [], usage: { total_tokens: 3 } }, wants, 's')).toBeNull();
+    expect(
+      clientChunk(
+        { id: 'c', choices: [{ index: 0, delta: { content: 'a' }, token_ids: [3], logprobs: {} }] },
+        wants,
+        's',
+      ),
+    ).toEqual({ id: 'c', choices: [{ index: 0, delta: { content: 'a' }, logprobs: null }], session_id: 's' });
+    expect(
+      clientResponse(
+        { choices: [{ message: {}, prompt_token_ids: [1], token_ids: [2], logprobs: {} }] },
+        wants,
+        's',
+      ),
+    ).toEqual({ choices: [{ message: {}, logprobs: null }], session_id: 's' });
+  });
+});
+
+describe('engineRequestBody', () => {
+  it('strips session fields and, for main turns only, asks for exact tokens', () => {
+    const parsed = parseChatRequest({
+      messages: [{ role: 'user', content: 'x' }],
+      session_id: 's',
+      turn_type: 'main',
+      session_done: true,
+      stream: true,
+      stream_options: { include_usage: false },
+    });
+    if (!parsed.ok) throw parsed.error;
+    expect(engineRequestBody(parsed.request, true)).toEqual({
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+      stream_options: { include_usage: true },
+      logprobs: true,
+      return_prompt_token_ids: true,
+      return_token_ids: true,
+    });
+    expect(engineRequestBody(parsed.request, false)).toEqual({
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+      stream_options: { include_usage: false },
+    });
+  });
+});
+
+describe('requestHash and parsePolicyVersion', () => {
+  it('hashes the same request the same, whatever the key order', () => {
+    expect(canonicalJson({ b: 1, a: [{ y: 2, x: undefined, z: null }] })).toBe(
+      '{"a":[{"y":2,"z":null}],"b":1}',
+    );
+    const one = requestHash([{ role: 'user', content: 'hi' }], null);
+    expect(requestHash([{ content: 'hi', role: 'user' }], undefined)).toBe(one);
+    expect(requestHash([{ role: 'user', content: 'hi!' }], null)).not.toBe(one);
+    expect(requestHash([{ role: 'user', content: 'hi' }], [{ type: 'function' }])).not.toBe(one);
+  });
+
+  it('reads numeric weight versions out of strings', () => {
+    expect(parsePolicyVersion('0')).toBe(0);
+    expect(parsePolicyVersion(3)).toBe(3);
+    expect(parsePolicyVersion('step-12')).toBe(12);
+    expect(parsePolicyVersion('default')).toBe(0);
+    expect(parsePolicyVersion(undefined)).toBeNull();
+    expect(parsePolicyVersion(null)).toBeNull();
+  });
+});

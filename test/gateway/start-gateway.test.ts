@@ -1,0 +1,53 @@
+// startGateway as the CLI calls it: from the project configuration, connecting to Temporal itself.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { loadConfig } from '../../core/config.js';
+import { type RunningGateway, sampleStoreRoot, startGateway } from '../../gateway/main.js';
+import { freePort } from './gateway-fixture.js';
+
+describe('startGateway', () => {
+  let dir: string;
+  let gateway: RunningGateway;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'openclaw-start-gateway-'));
+    const [port, enginePort] = [await freePort(), await freePort()];
+    const loaded = loadConfig(
+      { OPENCLAW_API_KEYS: 'k1,k2' },
+      { dataDir: dir, gateway: { port }, engine: { url: `http://127.0.0.1:${enginePort}` } },
+    );
+    if (!loaded.ok) throw new Error(loaded.error);
+    expect(sampleStoreRoot(loaded.config)).toBe(join(dir, 'store'));
+    gateway = await startGateway(loaded.config, {
+      temporalAddress: inject('temporalAddress'),
+      temporalNamespace: inject('temporalNamespace'),
+      logger: false,
+    });
+    expect(gateway.url).toBe(`http://127.0.0.1:${port}`);
+  });
+
+  afterAll(async () => {
+    await gateway?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('serves with the configured keys and engine', async () => {
+    expect(await (await fetch(`${gateway.url}/healthz`)).json()).toMatchObject({
+      ok: true,
+      engine: { reachable: false },
+    });
+    const chat = (key: string) =>
+      fetch(`${gateway.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${key}` },
+        body: JSON.stringify({ messages: [{ role: 'user', content: 'hi' }] }),
+      });
+    expect((await chat('nope')).status).toBe(401);
+    expect((await chat('k2')).status).toBe(502);
+    // Process metrics are on for a real gateway.
+    expect(await (await fetch(`${gateway.url}/metrics`)).text()).toContain('process_cpu_user_seconds_total');
+  });
+});

@@ -1,0 +1,71 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * A FAKE judge: an OpenAI-compatible chat endpoint that votes by a fixed rule, standing in for a judge LLM
+ * that cannot run on a test machine. It reads the next state out of the prompt the project sends:
+ * - a next state containing "thanks" → \boxed{1} (and a hint for the hint judge);
+ * - containing "wrong" → \boxed{-1};
+ * - anything else → \boxed{0} (neutral; the hint judge says -1).
+ * `failFirst` makes its first N calls answer 500, to exercise retries.
+ */
+export interface FakeJudge {
+  url: string;
+  calls: number;
+  close(): Promise<void>;
+}
+
+export async function startFakeJudge(
+  options: { failFirst?: number; failAll?: boolean } = {},
+): Promise<FakeJudge> {
+  const state = { calls: 0 };
+  const server: Server = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => {
+      body += chunk;
+    });
+    req.on('end', () => {
+      state.calls++;
+      if (options.failAll || state.calls <= (options.failFirst ?? 0)) {
+        res.writeHead(500, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ error: { message: 'fake judge failure', type: 'server_error' } }));
+        return;
+      }
+      const request = JSON.parse(body) as { messages: { role: string; content: string }[] };
+      const system = request.messages[0]?.content ?? '';
+      const user = request.messages.at(-1)?.content ?? '';
+      const nextState = user.split(/\n## [^\n]*\[role: [a-z]+\]\n/)[1] ?? user;
+      const isHintJudge = system.includes('HINT_START');
+      let content: string;
+      if (/thanks/i.test(nextState)) {
+        content = isHintJudge
+          ? 'Useful. \\boxed{1} [HINT_START]Answer warmly and mention the weather explicitly.[HINT_END]'
+          : 'The user is satisfied. \\boxed{1}';
+      } else if (/wrong/i.test(nextState)) {
+        content = isHintJudge ? 'Nothing to learn. \\boxed{-1}' : 'The user corrects it. \\boxed{-1}';
+      } else {
+        content = isHintJudge ? 'No hint. \\boxed{-1}' : 'Unclear. \\boxed{0}';
+      }
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(
+        JSON.stringify({
+          id: `fake-${state.calls}`,
+          object: 'chat.completion',
+          created: 0,
+          model: 'fake-judge',
+          choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 },
+        }),
+      );
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    get calls() {
+      return state.calls;
+    },
+    close: () => new Promise((resolve) => server.close(() => resolve())),
+  };
+}

@@ -1,0 +1,23 @@
+import { Worker } from '@temporalio/worker';
+import { describe, expect, it } from 'vitest';
+import { workflowsPath } from '../../workers/control-worker.js';
+import { loadHistories } from '../support/histories.js';
+
+// Recorded histories of every workflow replay against today's code: a change that would break running
+// workflows (non-determinism) fails here. Refresh them with `RECORD_HISTORIES=1 npx vitest run test/workflows`
+// only for a deliberate, versioned change.
+describe('workflow replay', () => {
+  it('replays every recorded history without a determinism error', async () => {
+    const histories = await loadHistories();
+    const names = histories.map((h) => h.name);
+    for (const expected of ['session-workflow', 'score-turn-workflow-opd-rl', 'training-workflow']) {
+      expect(names).toContain(expected);
+    }
+    for (const { name, history } of histories) {
+      await expect(
+        Worker.runReplayHistory({ workflowsPath, replayName: name }, history),
+        name,
+      ).resolves.toBeUndefined();
+    }
+  }, 120_000);
+});

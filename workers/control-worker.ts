@@ -1,0 +1,96 @@
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
+import { type Judge, OpenAIJudge } from '../activities/judge-client.js';
+import { PolicyEngineClient } from '../activities/policy-engine-client.js';
+import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
+import { createScoringActivities } from '../activities/scoring-activities.js';
+import type { TrainerBackend } from '../activities/trainer-backend.js';
+import { ReferenceTrainerBackend } from '../activities/trainer-backends/reference-trainer.js';
+import { createTrainingActivities } from '../activities/training-activities.js';
+import type { OpenClawConfig } from '../core/config.js';
+import type { Method } from '../core/types.js';
+import type { TrainingInput } from '../workflows/training-signals.js';
+
+export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface ControlWorkerDependencies {
+  store?: SampleStore;
+  judge?: Judge;
+  trainer?: TrainerBackend;
+}
+
+/** The training run's start input derived from the config (also what the CLI and the UI form send). */
+export function trainingInputFromConfig(
+  config: OpenClawConfig,
+  runId = config.runId,
+  method: Method = config.method,
+): TrainingInput {
+  return {
+    runId,
+    method,
+    settings: {
+      batchSize: config.training.batchSize,
+      maxPolicyLag: config.training.maxPolicyLag,
+      stalenessPolicy: config.training.stalenessPolicy,
+      continueAsNewAfterSteps: config.training.continueAsNewAfterSteps,
+      heartbeatTimeoutMs: config.temporal.heartbeatTimeoutMs,
+      loss: { ...config.loss },
+      optimizer: {
+        learningRate: config.training.learningRate,
+        weightDecay: config.training.weightDecay,
+        betas: config.training.betas,
+      },
+    },
+  };
+}
+
+/**
+ * The control worker: sessions, scoring, the training loop and judge calls, on the `control` task queue.
+ * Everything it talks to comes from the config unless a test passes its own.
+ */
+export async function createControlWorker(
+  config: OpenClawConfig,
+  connection: NativeConnection,
+  client: Client,
+  deps: ControlWorkerDependencies = {},
+  options: Partial<WorkerOptions> = {},
+): Promise<Worker> {
+  const store = deps.store ?? new FileSampleStore(`${config.dataDir}/store`);
+  const engine = new PolicyEngineClient(config.engine.url);
+  const judge =
+    deps.judge ??
+    new OpenAIJudge({
+      baseUrl: config.judge.baseUrl,
+      model: config.judge.model,
+      apiKey: config.judge.apiKey,
+      temperature: config.judge.temperature,
+      maxTokens: config.judge.maxTokens,
+    });
+  const trainer = deps.trainer ?? new ReferenceTrainerBackend(config.engine.url);
+  const activities = {
+    ...createScoringActivities({
+      store,
+      judge,
+      teacher: new PolicyEngineClient(config.teacher.url),
+      teacherTopK: config.teacher.topK,
+      client,
+      controlTaskQueue: options.taskQueue ?? config.temporal.taskQueue,
+      trainingDefaults: (runId, method) => trainingInputFromConfig(config, runId, method),
+    }),
+    ...createTrainingActivities({
+      store,
+      trainer,
+      serving: engine,
+      checkpointDir: `${config.dataDir}/checkpoints`,
+    }),
+  };
+  return Worker.create({
+    connection,
+    namespace: client.options.namespace,
+    taskQueue: config.temporal.taskQueue,
+    workflowsPath,
+    activities,
+    ...options,
+  });
+}

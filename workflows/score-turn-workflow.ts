@@ -1,0 +1,129 @@
+// Scores one main turn once its next state is known (spec 4, 6, 7): m judge votes in parallel, hint votes
+// and teacher log-probs for opd/combine, then exactly one sample or one recorded exclusion, handed to the
+// training run. Every step is an activity with retries; a judge that keeps failing becomes a missing vote,
+// and a turn no judge could score becomes an exclusion with its reason, never a lost turn.
+import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import type { AssembleSampleInput, ScoringActivities } from '../activities/scoring-activities.js';
+import {
+  type JudgeVote,
+  majorityVote,
+  parseHintVote,
+  parseJudgeVote,
+  selectHint,
+} from '../core/judge-votes.js';
+import type { Method, SampleExclusion, SampleRef, TurnRef } from '../core/types.js';
+
+export interface ScoreTurnInput {
+  runId: string;
+  method: Method;
+  judgeVotes: number;
+  /** Heartbeat timeout of the judge and teacher activities (default 30 s). */
+  heartbeatTimeoutMs?: number;
+  turn: TurnRef;
+  /** The turn whose request carries this turn's next state; null when the session ended first. */
+  nextSampleId: string | null;
+}
+
+export type ScoreTurnResult = { ok: true; sample: SampleRef } | { ok: false; exclusion: SampleExclusion };
+
+/** Judge and teacher calls: long, heartbeating, and a judge gets a bounded number of attempts. */
+function modelCalls(heartbeatTimeoutMs: number) {
+  return proxyActivities<ScoringActivities>({
+    startToCloseTimeout: '15 minutes',
+    heartbeatTimeout: heartbeatTimeoutMs,
+    retry: {
+      initialInterval: '2 seconds',
+      backoffCoefficient: 2,
+      maximumInterval: '1 minute',
+      maximumAttempts: 5,
+    },
+  });
+}
+
+const scoring = proxyActivities<ScoringActivities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
+});
+
+/** A judge call that exhausted its retries counts as no vote (spec 4.3: a failed call is `None`). */
+async function vote(call: () => Promise<string>): Promise<string | null> {
+  try {
+    return await call();
+  } catch (error) {
+    if (error instanceof ActivityFailure) return null;
+    throw error;
+  }
+}
+
+export async function scoreTurnWorkflow(input: ScoreTurnInput): Promise<ScoreTurnResult> {
+  const { sampleId } = input.turn;
+  const judge = modelCalls(input.heartbeatTimeoutMs ?? 30_000);
+  const finish = async (result: ScoreTurnResult): Promise<ScoreTurnResult> => {
+    await scoring.deliverToTraining({ runId: input.runId, method: input.method, result });
+    return result;
+  };
+
+  if (input.nextSampleId === null) {
+    const exclusion = await scoring.recordExclusion({
+      sampleId,
+      reason: 'no-next-state',
+      detail: 'the session ended before a next state arrived for this turn',
+    });
+    return finish({ ok: false, exclusion });
+  }
+
+  const target = { sampleId, nextSampleId: input.nextSampleId };
+  const votes = Array.from({ length: input.judgeVotes }, (_, voteIndex) => voteIndex);
+  const wantsEval = input.method === 'rl' || input.method === 'combine';
+  const wantsHint = input.method === 'opd' || input.method === 'combine';
+
+  // Eval and hint votes run concurrently (the original ran them one after the other).
+  const [evalRaw, hintRaw] = await Promise.all([
+    wantsEval
+      ? Promise.all(votes.map((i) => vote(() => judge.judgeVote({ ...target, kind: 'eval', voteIndex: i }))))
+      : null,
+    wantsHint
+      ? Promise.all(votes.map((i) => vote(() => judge.judgeVote({ ...target, kind: 'hint', voteIndex: i }))))
+      : null,
+  ]);
+
+  const evalVotes: JudgeVote[] | null = evalRaw?.map(parseJudgeVote) ?? null;
+  const hint = hintRaw ? selectHint(hintRaw.map(parseHintVote)) : null;
+  const allFailed = [...(evalRaw ?? []), ...(hintRaw ?? [])].every((raw) => raw === null);
+  if (allFailed) {
+    const exclusion = await scoring.recordExclusion({
+      sampleId,
+      reason: 'judge-failed',
+      detail: `every judge call failed after retries (${votes.length} vote(s) per prompt)`,
+    });
+    return finish({ ok: false, exclusion });
+  }
+
+  let hintOutcome: AssembleSampleInput['hint'] =
+    hint === null ? null : hint.accepted ? { accepted: true } : { accepted: false, reason: hint.reason };
+  let teacherStored = false;
+  if (hint?.accepted) {
+    try {
+      await judge.computeTeacherLogprobs({ sampleId, hint: hint.hint });
+      teacherStored = true;
+    } catch (error) {
+      // No teacher after retries: the turn keeps whatever signal it has without one (combine: its vote).
+      if (!(error instanceof ActivityFailure)) throw error;
+      hintOutcome = { accepted: false, reason: 'teacher log-probs failed after retries' };
+    }
+  }
+
+  const assembled = await scoring.assembleSample({
+    method: input.method,
+    sampleId,
+    evalScore: evalVotes ? majorityVote(evalVotes).score : null,
+    hint: hintOutcome,
+    teacherStored,
+    judgeRecord: {
+      evalVotes: evalVotes?.map((v) => v.score) ?? null,
+      hintVotes: hint?.votes.map((v) => v.score) ?? null,
+      hint: hint?.accepted ? hint.hint : null,
+    },
+  });
+  return finish(assembled);
+}
