@@ -6,7 +6,12 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const installed = ['node_modules/tsx', 'node_modules/@temporalio/worker', '.venv/bin/python', '.venv/bin/temporal'];
+const installed = [
+  'node_modules/tsx',
+  'node_modules/@temporalio/worker',
+  '.venv/bin/python',
+  '.venv/bin/temporal',
+];
 if (!installed.every((path) => existsSync(`${root}/${path}`))) {
   console.error('openclaw-rl: first run, installing dependencies (scripts/setup.sh)...');
   const setup = spawnSync('bash', [`${root}/scripts/setup.sh`], { stdio: ['ignore', 'inherit', 'inherit'] });

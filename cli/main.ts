@@ -12,7 +12,9 @@ import { launchEngine } from './engine-launch.js';
 import { formatTrainingStatus, readTrainingStatus } from './train-status.js';
 
 // Worker lifecycle and bundling chatter at INFO drowns what a person needs to read; warnings still show.
-Runtime.install({ logger: new DefaultLogger((process.env.OPENCLAW_LOG_LEVEL as 'INFO' | undefined) ?? 'WARN') });
+Runtime.install({
+  logger: new DefaultLogger((process.env.OPENCLAW_LOG_LEVEL as 'INFO' | undefined) ?? 'WARN'),
+});
 
 /** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
 function untilStopped(): Promise<void> {
