@@ -16,7 +16,7 @@ export const JUDGE_DEFAULTS_BY_METHOD = {
 } as const;
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
-const port = z.number().int().min(1).max(65535);
+const port = z.number().int().min(0).max(65535); // 0: any free port
 const beta = z.number().min(0).lt(1);
 
 const configObject = z.strictObject({
