@@ -7,10 +7,10 @@ export type SampleDelivery = { ok: true; sample: SampleRef } | { ok: false; excl
 /** A scored turn: one usable sample or one exclusion. Deliveries of the same sample id count once. */
 export const sampleScoredSignal = defineSignal<[SampleDelivery]>('sampleScored');
 
-export const pauseUpdate = defineUpdate<TrainingStatus, []>('pause');
-export const resumeUpdate = defineUpdate<TrainingStatus, []>('resume');
+export const pauseUpdate = defineUpdate<TrainingRunStatus, []>('pause');
+export const resumeUpdate = defineUpdate<TrainingRunStatus, []>('resume');
 /** Changes batch size, loss or optimizer settings from the next step on; validated before it is accepted. */
-export const reconfigureUpdate = defineUpdate<TrainingStatus, [TrainingReconfiguration]>('reconfigure');
+export const reconfigureUpdate = defineUpdate<TrainingRunStatus, [TrainingReconfiguration]>('reconfigure');
 
 export const trainingStatusQuery = defineQuery<TrainingRunStatus>('status');
 export const lineageQuery = defineQuery<LineageEntry[], [{ version?: number }?]>('lineage');

@@ -1,0 +1,206 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WorkflowUpdateFailedError } from '@temporalio/client';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
+import { FileSampleStore } from '../../activities/sample-store.js';
+import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { exclusionKey, sampleKey } from '../../core/turn-record.js';
+import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/types.js';
+import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
+import {
+  type EngineProcess,
+  makeTinyModel,
+  startReferenceEngine,
+} from '../../workers/reference-engine-process.js';
+import {
+  lineageQuery,
+  pauseUpdate,
+  reconfigureUpdate,
+  resumeUpdate,
+  sampleScoredSignal,
+  type TrainingRunStatus,
+  trainingStatusQuery,
+  trainingWorkflowId,
+} from '../../workflows/training-signals.js';
+import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+
+// The training run's controls on a real server, worker and engine: start-input validation, pause/resume,
+// reconfigure (validated), duplicate deliveries, and the staleness bound in both of its policies.
+describe('trainingWorkflow controls', () => {
+  let env: TestWorkflowEnvironment;
+  let dir: string;
+  let engine: EngineProcess;
+  let worker: Worker;
+  let running: Promise<void>;
+  let config: OpenClawConfig;
+  let store: FileSampleStore;
+  let taskQueue: string;
+  let tokens: { prompt: number[]; response: number[]; logprobs: number[] };
+
+  beforeAll(async () => {
+    env = await connectTestEnvironment();
+    dir = await mkdtemp(join(tmpdir(), 'training-controls-'));
+    engine = await startReferenceEngine({ model: await makeTinyModel(join(dir, 'model')), trainer: true });
+    taskQueue = uniqueTaskQueue('training');
+    const loaded = loadConfig({}, { dataDir: dir, engine: { url: engine.url }, temporal: { taskQueue } });
+    if (!loaded.ok) throw new Error(loaded.error);
+    config = loaded.config;
+    store = new FileSampleStore(join(dir, 'store'));
+    worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
+    running = worker.run();
+    const sampled = await new PolicyEngineClient(engine.url).generate({
+      text: 'The answer is',
+      sampling_params: { temperature: 1, max_new_tokens: 6, seed: 1, ignore_eos: true },
+      return_logprob: true,
+    });
+    const prompt = (await new PolicyEngineClient(engine.url).request('POST', '/tokenize', {
+      text: 'The answer is',
+    })) as {
+      tokens: number[];
+    };
+    tokens = {
+      prompt: prompt.tokens,
+      response: sampled.output_ids,
+      logprobs: (sampled.meta_info.output_token_logprobs ?? []).map((e) => e[0] ?? 0),
+    };
+  }, 180_000);
+
+  afterAll(async () => {
+    worker?.shutdown();
+    await running?.catch(() => undefined);
+    await engine?.stop();
+    await env?.teardown();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  /** Stores a real rl sample produced by policy `policyVersion` and returns its reference. */
+  async function storedSample(sampleId: string, policyVersion: number): Promise<SampleRef> {
+    const sample: TrainingSample = {
+      sampleId,
+      sessionId: sampleId.split(':')[0] ?? sampleId,
+      turn: 1,
+      tokens: [...tokens.prompt, ...tokens.response],
+      responseLength: tokens.response.length,
+      lossMask: tokens.response.map(() => 1),
+      rolloutLogProbs: tokens.logprobs,
+      reward: 1,
+      policyVersion,
+      method: 'rl',
+      kind: 'rl',
+    };
+    await store.put(sampleKey(sampleId), sample);
+    return {
+      sampleId,
+      method: 'rl',
+      kind: 'rl',
+      policyVersion,
+      reward: 1,
+      responseLength: sample.responseLength,
+    };
+  }
+
+  async function waitFor(
+    runId: string,
+    done: (status: TrainingRunStatus) => boolean,
+  ): Promise<TrainingRunStatus> {
+    const handle = env.client.workflow.getHandle(trainingWorkflowId(runId));
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const status = await handle.query(trainingStatusQuery).catch(() => null);
+      if (status && done(status)) return status;
+      if (Date.now() > deadline) throw new Error(`run ${runId} stuck at ${JSON.stringify(status)}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+  }
+
+  async function startRun(runId: string, settings: Record<string, unknown>) {
+    const input = trainingInputFromConfig(config, runId, 'rl');
+    return env.client.workflow.start('trainingWorkflow', {
+      workflowId: trainingWorkflowId(runId),
+      taskQueue,
+      args: [{ ...input, settings: { ...input.settings, ...settings } }],
+    });
+  }
+
+  it('fails fast, without retrying, on an invalid start input', async () => {
+    const handle = await env.client.workflow.start('trainingWorkflow', {
+      workflowId: trainingWorkflowId(`bad-${taskQueue}`),
+      taskQueue,
+      args: [{ runId: 'has spaces', method: 'rl', settings: { batchSize: 0 } }],
+    });
+    const failure = await handle.result().then(
+      () => null,
+      (error: Error) => error,
+    );
+    expect((failure?.cause as Error | undefined)?.message).toMatch(
+      /invalid training input: runId: .*settings\.batchSize/,
+    );
+    // Non-retryable: the first attempt failed the run, there was no second one.
+    const description = await handle.describe();
+    expect(description.status.name).toBe('FAILED');
+  });
+
+  it('pauses, resumes, reconfigures with validation, and ignores duplicate deliveries', async () => {
+    const runId = `ctl-${taskQueue}`.slice(0, 60);
+    const handle = await startRun(runId, { batchSize: 2 });
+    const paused = await handle.executeUpdate(pauseUpdate);
+    expect(paused.paused).toBe(true);
+
+    const a = await storedSample(`${runId}-a:1`, 0);
+    const b = await storedSample(`${runId}-b:1`, 0);
+    await handle.signal(sampleScoredSignal, { ok: true, sample: a });
+    await handle.signal(sampleScoredSignal, { ok: true, sample: a });
+    await handle.signal(sampleScoredSignal, { ok: true, sample: b });
+    const waiting = await waitFor(runId, (s) => s.pendingSamples === 2);
+    expect(waiting.stepsCompleted).toBe(0);
+
+    await expect(
+      handle.executeUpdate(reconfigureUpdate, { args: [{ batchSize: -3 }] }),
+    ).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
+    const changed = await handle.executeUpdate(reconfigureUpdate, {
+      args: [{ batchSize: 1, optimizer: { learningRate: 1e-4 } }],
+    });
+    expect(changed.settings.batchSize).toBe(1);
+    expect(changed.settings.optimizer.learningRate).toBe(1e-4);
+
+    await handle.executeUpdate(resumeUpdate);
+    const trained = await waitFor(runId, (s) => s.stepsCompleted === 2);
+    expect(trained.samplesTrained).toBe(2);
+    expect(trained.pendingSamples).toBe(0);
+    const lineage = await handle.query(lineageQuery);
+    expect(lineage.flatMap((e) => e.sampleIds).sort()).toEqual([a.sampleId, b.sampleId].sort());
+  }, 90_000);
+
+  it('drops samples older than maxPolicyLag with a recorded reason under the drop policy', async () => {
+    const runId = `drop-${taskQueue}`.slice(0, 60);
+    const handle = await startRun(runId, { batchSize: 1, maxPolicyLag: 0, stalenessPolicy: 'drop' });
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-a:1`, 0) });
+    await waitFor(runId, (s) => s.policyVersion === 1);
+    // Produced by version 0 while the run is at version 1: one version too old.
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-b:1`, 0) });
+    const status = await waitFor(runId, (s) => s.samplesExcluded === 1);
+    expect(status.exclusionsByReason).toEqual({ 'stale-policy': 1 });
+    expect(status.policyVersion).toBe(1);
+    expect((await store.get<SampleExclusion>(exclusionKey(`${runId}-b:1`)))?.reason).toBe('stale-policy');
+  }, 90_000);
+
+  it('trains stale samples with their rollout log-probs under the rollout-logprobs policy', async () => {
+    const runId = `lag-${taskQueue}`.slice(0, 60);
+    const handle = await startRun(runId, {
+      batchSize: 1,
+      maxPolicyLag: 0,
+      stalenessPolicy: 'rollout-logprobs',
+    });
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-a:1`, 0) });
+    await waitFor(runId, (s) => s.policyVersion === 1);
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-b:1`, 0) });
+    const status = await waitFor(runId, (s) => s.policyVersion === 2);
+    expect(status.samplesExcluded).toBe(0);
+    // With rollout log-probs as π_old the ratio is no longer exactly 1: the stored log-probs came from v0.
+    expect(status.lastMetrics?.train_rollout_logprob_abs_diff).toBeGreaterThan(0);
+  }, 90_000);
+});
