@@ -1,0 +1,149 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
+import { FileSampleStore } from '../../activities/sample-store.js';
+import type { ChatMessage } from '../../core/chat-messages.js';
+import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { exclusionKey, sampleKey } from '../../core/turn-record.js';
+import type { TurnRef } from '../../core/types.js';
+import { createControlWorker } from '../../workers/control-worker.js';
+import {
+  type EngineProcess,
+  makeTinyModel,
+  startReferenceEngine,
+} from '../../workers/reference-engine-process.js';
+import {
+  sessionStatusQuery,
+  sessionWorkflowId,
+  turnRecordedSignal,
+} from '../../workflows/session-signals.js';
+import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
+import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
+
+// A long session: it continues-as-new every two turns, a duplicate delivery of an old turn changes
+// nothing, the idle timer closes it, and every turn is settled exactly once.
+describe('sessionWorkflow over a long session', () => {
+  let env: TestWorkflowEnvironment;
+  let dir: string;
+  let engine: EngineProcess;
+  let judge: FakeJudge;
+  let worker: Worker;
+  let running: Promise<void>;
+  let config: OpenClawConfig;
+  let store: FileSampleStore;
+  let taskQueue: string;
+
+  beforeAll(async () => {
+    env = await connectTestEnvironment();
+    dir = await mkdtemp(join(tmpdir(), 'session-'));
+    engine = await startReferenceEngine({ model: await makeTinyModel(join(dir, 'model')), trainer: true });
+    judge = await startFakeJudge();
+    taskQueue = uniqueTaskQueue('session');
+    const loaded = loadConfig(
+      {},
+      {
+        runId: `sess-${taskQueue}`.slice(0, 60),
+        method: 'rl',
+        dataDir: dir,
+        engine: { url: engine.url },
+        teacher: { url: engine.url },
+        judge: { baseUrl: judge.url, model: 'fake', votes: 1 },
+        training: { batchSize: 100 },
+        session: { idleTimeoutMs: 2_000, continueAsNewAfterTurns: 2 },
+        temporal: { taskQueue },
+      },
+    );
+    if (!loaded.ok) throw new Error(loaded.error);
+    config = loaded.config;
+    store = new FileSampleStore(join(dir, 'store'));
+    worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
+    running = worker.run();
+  }, 180_000);
+
+  afterAll(async () => {
+    worker?.shutdown();
+    await running?.catch(() => undefined);
+    await engine?.stop();
+    await judge?.close();
+    await env?.teardown();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('continues as new, ignores a duplicate, closes when idle, and settles every turn once', async () => {
+    const sessionId = `long-${taskQueue}`;
+    const engineClient = new PolicyEngineClient(engine.url);
+    const messages: ChatMessage[] = [{ role: 'user', content: 'Plan my week.' }];
+    const first = await recordTurnDirectly({
+      engine: engineClient,
+      store,
+      client: env.client,
+      config,
+      taskQueue,
+      sessionId,
+      messages,
+      seed: 1,
+    });
+    const firstRunId = (await env.client.workflow.getHandle(sessionWorkflowId(sessionId)).describe()).runId;
+    messages.push(first);
+    for (let turn = 2; turn <= 6; turn++) {
+      messages.push({ role: 'user', content: turn % 2 === 0 ? 'thanks!' : 'that is wrong' });
+      messages.push(
+        await recordTurnDirectly({
+          engine: engineClient,
+          store,
+          client: env.client,
+          config,
+          taskQueue,
+          sessionId,
+          messages: [...messages],
+          seed: turn,
+        }),
+      );
+    }
+    // A late duplicate of turn 2, as a retried gateway would send it.
+    const duplicate: TurnRef = {
+      sessionId,
+      turn: 2,
+      sampleId: `${sessionId}:2`,
+      policyVersion: 0,
+      kind: 'main',
+    };
+    await env.client.workflow.signalWithStart('sessionWorkflow', {
+      workflowId: sessionWorkflowId(sessionId),
+      taskQueue,
+      args: [sessionInputFor(config, sessionId)],
+      signal: turnRecordedSignal,
+      signalArgs: [duplicate],
+    });
+
+    const handle = env.client.workflow.getHandle(sessionWorkflowId(sessionId));
+    const result = (await handle.result()) as { end: string; turnsScored: number };
+    expect(result.end).toBe('idle');
+    const firstRun = await env.client.workflow.getHandle(sessionWorkflowId(sessionId), firstRunId).describe();
+    expect(firstRun.status.name).toBe('CONTINUED_AS_NEW');
+    await expect(handle.query(sessionStatusQuery)).resolves.toMatchObject({ done: false, turnsScored: 6 });
+
+    // Turns 1-5 have next states (+1 after "thanks", -1 after "wrong"); turn 6 was settled by the idle timer.
+    const training = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
+    const deadline = Date.now() + 60_000;
+    while ((await training.query(trainingStatusQuery).catch(() => null))?.pendingSamples !== 5) {
+      if (Date.now() > deadline) throw new Error('samples did not all arrive');
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    for (let turn = 1; turn <= 5; turn++) {
+      const sample = await store.get<{ reward: number }>(sampleKey(`${sessionId}:${turn}`));
+      expect(sample?.reward, `turn ${turn}`).toBe(turn % 2 === 1 ? 1 : -1);
+    }
+    expect((await store.get<{ reason: string }>(exclusionKey(`${sessionId}:6`)))?.reason).toBe(
+      'no-next-state',
+    );
+    const status = await training.query(trainingStatusQuery);
+    expect(status.samplesExcluded).toBe(1);
+  }, 120_000);
+});
