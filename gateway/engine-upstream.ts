@@ -3,6 +3,7 @@
 // with retry-after), its own 4xx relayed with status and message, any other failure → 502.
 // There is no short timeout: while the engine swaps weights it holds requests, and they should just wait.
 
+import { Agent, type Response, type RequestInit, fetch } from 'undici';
 import {
   badGateway,
   DEFAULT_RETRY_AFTER_SECONDS,
@@ -29,6 +30,10 @@ export interface EngineUpstreamOptions {
 export type UpstreamErrorKind = 'unreachable' | 'timeout' | 'unavailable' | 'client_error' | 'server_error';
 
 export class EngineUpstream {
+  // undici's own client: Node's built-in fetch ends a request whose headers or body pause for 300 s, which a
+  // long non-streaming generation exceeds. The overall limit is `timeoutMs`, enforced by the abort signal.
+  private readonly dispatcher = new Agent({ headersTimeout: 0, bodyTimeout: 0 });
+
   constructor(
     readonly baseUrl: string,
     private readonly options: EngineUpstreamOptions,
@@ -109,7 +114,11 @@ export class EngineUpstream {
   private async request(path: string, clientSignal: AbortSignal, init: RequestInit): Promise<Response> {
     let response: Response;
     try {
-      response = await fetch(`${this.baseUrl}${path}`, { ...init, signal: this.signalFor(clientSignal) });
+      response = await fetch(`${this.baseUrl}${path}`, {
+        ...init,
+        dispatcher: this.dispatcher,
+        signal: this.signalFor(clientSignal),
+      });
     } catch (error) {
       throw this.failure(error, clientSignal);
     }
