@@ -107,13 +107,18 @@ export function createTrainingActivities(deps: TrainingDependencies) {
       policyVersion: number;
       maxPolicyLag: number;
     }): Promise<void> {
+      // A dropped sample moves to the exclusions (with its data, for audit), so a turn is never both.
       for (const sampleId of input.sampleIds) {
-        const exclusion: SampleExclusion = {
+        const sample = await store.get<TrainingSample>(sampleKey(sampleId));
+        if (sample === undefined) continue; // moved by an earlier attempt
+        const exclusion: SampleExclusion & { sample: TrainingSample } = {
           sampleId,
           reason: 'stale-policy',
           detail: `more than ${input.maxPolicyLag} versions behind policy v${input.policyVersion}`,
+          sample,
         };
         await store.put(exclusionKey(sampleId), exclusion);
+        await store.delete(sampleKey(sampleId));
       }
     },
   };

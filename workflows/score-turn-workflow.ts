@@ -40,8 +40,9 @@ function modelCalls(heartbeatTimeoutMs: number) {
   });
 }
 
+// Store writes and a signal: quick, so a short timeout lets a dead worker's attempt be retried soon.
 const scoring = proxyActivities<ScoringActivities>({
-  startToCloseTimeout: '5 minutes',
+  startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
 });
 

@@ -45,8 +45,9 @@ function trainerCalls(heartbeatTimeoutMs: number) {
   });
 }
 
+// Store writes only: quick, so a short timeout lets a dead worker's attempt be retried soon.
 const bookkeeping = proxyActivities<TrainingActivities>({
-  startToCloseTimeout: '1 minute',
+  startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
 });
 

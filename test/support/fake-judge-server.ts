@@ -7,24 +7,37 @@ import type { AddressInfo } from 'node:net';
  * - a next state containing "thanks" → \boxed{1} (and a hint for the hint judge);
  * - containing "wrong" → \boxed{-1};
  * - anything else → \boxed{0} (neutral; the hint judge says -1).
- * `failFirst` makes its first N calls answer 500, to exercise retries.
+ * `failFirst` makes its first N calls answer 500, to exercise retries. `delayMs` holds every answer that
+ * long, so a test can catch scoring in flight (`pending` counts calls received and not yet answered).
  */
 export interface FakeJudge {
   url: string;
   calls: number;
+  /** Calls received whose answer is still held back by `delayMs`. */
+  pending: number;
   close(): Promise<void>;
 }
 
-export async function startFakeJudge(
-  options: { failFirst?: number; failAll?: boolean } = {},
-): Promise<FakeJudge> {
-  const state = { calls: 0 };
+export interface FakeJudgeOptions {
+  failFirst?: number;
+  failAll?: boolean;
+  /** Milliseconds each answer waits before it is sent (default 0). */
+  delayMs?: number;
+}
+
+export async function startFakeJudge(options: FakeJudgeOptions = {}): Promise<FakeJudge> {
+  const state = { calls: 0, pending: 0 };
   const server: Server = createServer((req, res) => {
     let body = '';
     req.on('data', (chunk) => {
       body += chunk;
     });
-    req.on('end', () => {
+    req.on('end', async () => {
+      if (options.delayMs) {
+        state.pending++;
+        await new Promise((resolve) => setTimeout(resolve, options.delayMs));
+        state.pending--;
+      }
       state.calls++;
       if (options.failAll || state.calls <= (options.failFirst ?? 0)) {
         res.writeHead(500, { 'content-type': 'application/json' });
@@ -66,6 +79,14 @@ export async function startFakeJudge(
     get calls() {
       return state.calls;
     },
-    close: () => new Promise((resolve) => server.close(() => resolve())),
+    get pending() {
+      return state.pending;
+    },
+    close: () =>
+      new Promise((resolve) => {
+        server.close(() => resolve());
+        // Held answers to callers that died keep sockets open; close() must not wait for them.
+        if (options.delayMs) server.closeAllConnections();
+      }),
   };
 }

@@ -186,6 +186,8 @@ describe('trainingWorkflow controls', () => {
     expect(status.exclusionsByReason).toEqual({ 'stale-policy': 1 });
     expect(status.policyVersion).toBe(1);
     expect((await store.get<SampleExclusion>(exclusionKey(`${runId}-b:1`)))?.reason).toBe('stale-policy');
+    // Moved, not copied: the turn is an exclusion and no longer a sample.
+    expect(await store.get(sampleKey(`${runId}-b:1`))).toBeUndefined();
   }, 90_000);
 
   it('trains stale samples with their rollout log-probs under the rollout-logprobs policy', async () => {

@@ -1,0 +1,186 @@
+// A client conversation driven through the gateway with the `openai` package, the way an agent talks to it:
+// the whole history every turn, an explicit X-Session-Id, streaming or not. It keeps the one fact the crash
+// tests count on: which turns were ACKNOWLEDGED (a non-streaming 200 with a body, or a stream that ended
+// with `data: [DONE]`), and what each acknowledged turn should become under the rule the fake judge votes by.
+import type OpenAI from 'openai';
+import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { SampleExclusionReason } from '../../core/types.js';
+
+/** What one acknowledged turn must end up as in the sample store (method `rl`, fake judge). */
+export type ExpectedOutcome = { sample: 1 | -1 } | { exclusion: SampleExclusionReason };
+
+export interface SendOptions {
+  stream: boolean;
+  /** Sends `X-Session-Done: true`: the turn is the session's last. */
+  done?: boolean;
+  maxTokens?: number;
+  /** Engine extension passed through by the gateway: generate `maxTokens` tokens, however the model likes. */
+  ignoreEos?: boolean;
+  /** Streaming only: called after each content chunk with the number received so far. */
+  onChunk?: (chunks: number) => Promise<void> | void;
+}
+
+export type Attempt =
+  | { acknowledged: true; sampleId: string; content: string; at: number }
+  | { acknowledged: false; error: string; chunks: number; sawDone: boolean };
+
+/** A user message's effect on the turn before it, by the fake judge's rule (test/support/fake-judge-server.ts). */
+function outcomeOfNextState(text: string): ExpectedOutcome {
+  if (/thanks/i.test(text)) return { sample: 1 };
+  if (/wrong/i.test(text)) return { sample: -1 };
+  return { exclusion: 'neutral-score' };
+}
+
+export class Conversation {
+  private readonly history: ChatCompletionMessageParam[] = [];
+  /** Acknowledged turns in order: sample id and the user text that opened the turn. */
+  private readonly turns: { sampleId: string; userText: string; done: boolean }[] = [];
+  private seed = 0;
+
+  constructor(
+    readonly sessionId: string,
+    private readonly openai: OpenAI,
+  ) {}
+
+  /** Sample ids of the acknowledged turns, in order. */
+  get acknowledged(): string[] {
+    return this.turns.map((t) => t.sampleId);
+  }
+
+  /**
+   * What each acknowledged turn should become: the next user message decides (thanks → +1, wrong → -1,
+   * anything else → excluded as neutral); the last turn of an ended session has no next state.
+   */
+  expectations(): Map<string, ExpectedOutcome> {
+    const expected = new Map<string, ExpectedOutcome>();
+    this.turns.forEach((turn, index) => {
+      const next = this.turns[index + 1];
+      if (next) expected.set(turn.sampleId, outcomeOfNextState(next.userText));
+      else if (turn.done) expected.set(turn.sampleId, { exclusion: 'no-next-state' });
+    });
+    return expected;
+  }
+
+  /** Acknowledged turns whose outcome is not decided yet (the session's latest turn, still open). */
+  get open(): string[] {
+    const last = this.turns.at(-1);
+    return last && !last.done ? [last.sampleId] : [];
+  }
+
+  /** Sends `text` (retrying the very same request) until the turn is acknowledged or `timeoutMs` passes. */
+  async send(text: string, options: SendOptions, timeoutMs = 90_000): Promise<{ attempts: Attempt[] }> {
+    const attempts: Attempt[] = [];
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const attempt = await this.attempt(text, options);
+      attempts.push(attempt);
+      if (attempt.acknowledged) return { attempts };
+      if (Date.now() > deadline) {
+        throw new Error(
+          `${this.sessionId}: "${text}" not acknowledged after ${attempts.length} attempts: ${attempt.error}`,
+        );
+      }
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+  }
+
+  /** One request: the history plus `text`. Only an acknowledged answer joins the history. */
+  async attempt(text: string, options: SendOptions): Promise<Attempt> {
+    const messages: ChatCompletionMessageParam[] = [...this.history, { role: 'user', content: text }];
+    const turn = 1 + this.history.filter((m) => m.role === 'assistant').length;
+    const headers: Record<string, string> = { 'X-Session-Id': this.sessionId };
+    if (options.done) headers['X-Session-Done'] = 'true';
+    // A fixed seed per turn: a retry asks for the same reply (it is the same turn to the gateway anyway).
+    const body = {
+      model: 'tiny',
+      messages,
+      max_tokens: options.maxTokens ?? 12,
+      temperature: 1,
+      seed: this.seed + turn,
+      ...(options.ignoreEos && { ignore_eos: true }),
+    };
+    let result: { content: string } | { error: string; chunks: number; sawDone: boolean };
+    try {
+      result = options.stream
+        ? await this.streamed(body, headers, options.onChunk)
+        : await this.plain(body, headers);
+    } catch (error) {
+      result = { error: (error as Error).message, chunks: 0, sawDone: false };
+    }
+    if ('error' in result) return { acknowledged: false, ...result };
+    this.history.push({ role: 'user', content: text }, { role: 'assistant', content: result.content });
+    const sampleId = `${this.sessionId}:${turn}`;
+    this.turns.push({ sampleId, userText: text, done: options.done ?? false });
+    return { acknowledged: true, sampleId, content: result.content, at: Date.now() };
+  }
+
+  private async plain(
+    body: Record<string, unknown>,
+    headers: Record<string, string>,
+  ): Promise<{ content: string } | { error: string; chunks: number; sawDone: boolean }> {
+    const completion = (await this.openai.chat.completions.create(
+      body as unknown as OpenAI.Chat.ChatCompletionCreateParamsNonStreaming,
+      { headers },
+    )) as ChatCompletion;
+    const content = completion.choices[0]?.message?.content;
+    if (typeof content !== 'string') return { error: 'no message content', chunks: 0, sawDone: false };
+    return { content };
+  }
+
+  /**
+   * Streams through the SDK but reads the raw server-sent events, because the acknowledgement is the
+   * `[DONE]` line itself: the SDK's iterator also ends quietly on a stream that just stops.
+   */
+  private async streamed(
+    body: Record<string, unknown>,
+    headers: Record<string, string>,
+    onChunk?: (chunks: number) => Promise<void> | void,
+  ): Promise<{ content: string } | { error: string; chunks: number; sawDone: boolean }> {
+    const response = await this.openai.chat.completions
+      .create({ ...body, stream: true } as unknown as OpenAI.Chat.ChatCompletionCreateParamsStreaming, {
+        headers,
+      })
+      .asResponse();
+    if (!response.body) return { error: 'no body', chunks: 0, sawDone: false };
+    const decoder = new TextDecoder();
+    let buffered = '';
+    let content = '';
+    let chunks = 0;
+    let sawDone = false;
+    try {
+      for await (const bytes of response.body as unknown as AsyncIterable<Uint8Array>) {
+        buffered += decoder.decode(bytes, { stream: true });
+        let end = buffered.indexOf('\n\n');
+        while (end >= 0) {
+          const event = buffered.slice(0, end);
+          buffered = buffered.slice(end + 2);
+          end = buffered.indexOf('\n\n');
+          const data = event
+            .split('\n')
+            .filter((line) => line.startsWith('data:'))
+            .map((line) => line.slice(5).trim())
+            .join('\n');
+          if (data === '') continue;
+          if (data === '[DONE]') {
+            sawDone = true;
+            continue;
+          }
+          const parsed = JSON.parse(data) as {
+            error?: { message?: string };
+            choices?: { delta?: { content?: string | null } }[];
+          };
+          if (parsed.error) return { error: `stream error: ${parsed.error.message}`, chunks, sawDone };
+          const piece = parsed.choices?.[0]?.delta?.content;
+          if (piece) {
+            content += piece;
+            chunks++;
+            await onChunk?.(chunks);
+          }
+        }
+      }
+    } catch (error) {
+      return { error: `stream broke: ${(error as Error).message}`, chunks, sawDone };
+    }
+    return sawDone ? { content } : { error: 'stream ended without [DONE]', chunks, sawDone };
+  }
+}

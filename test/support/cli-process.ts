@@ -1,0 +1,137 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { appendFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+const cliEntry = fileURLToPath(new URL('../../bin/openclaw-rl.mjs', import.meta.url));
+
+// Children still alive when the test process exits (a timeout, a crash) are killed with it, never orphaned.
+const alive = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of alive) child.kill('SIGKILL');
+});
+
+/** Kills `child` with this process if it is still running then (for children started elsewhere). */
+export function killOnExit(child: ChildProcess): void {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  alive.add(child);
+  child.once('exit', () => alive.delete(child));
+}
+
+/** One `openclaw-rl` command running as its own process, the way a user starts it. */
+export interface CliProcess {
+  readonly name: string;
+  readonly child: ChildProcess;
+  /** The last lines it printed (stdout and stderr), for failure messages. */
+  tail(lines?: number): string;
+  /** Resolves with the first printed line matching `pattern`; rejects if it exits or the time runs out. */
+  waitForLine(pattern: RegExp, timeoutMs: number): Promise<string>;
+  /** `kill -9`, then waits until it is gone. */
+  kill9(): Promise<void>;
+  /** SIGTERM (a clean stop), SIGKILL after `graceMs`; resolves once it is gone. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/**
+ * Runs `node bin/openclaw-rl.mjs <args>` from the repository root with `env` added to this process's
+ * environment. Every line it prints goes to `logFile` (kept for a look after a failure) and to `tail()`.
+ */
+export function startCli(name: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): CliProcess {
+  const child = spawn(process.execPath, [cliEntry, ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  alive.add(child);
+  const exited = new Promise<void>((resolve) => {
+    child.once('exit', (code, signal) => {
+      alive.delete(child);
+      remember(`[${name} exited: code ${code}, signal ${signal}]`);
+      resolve();
+    });
+  });
+  const recent: string[] = [];
+  const watchers = new Set<(line: string) => void>();
+  const remember = (line: string) => {
+    recent.push(line);
+    if (recent.length > 300) recent.shift();
+    appendFileSync(logFile, `${new Date().toISOString()} ${line}\n`);
+    for (const watch of watchers) watch(line);
+  };
+  if (child.stdout) createInterface({ input: child.stdout }).on('line', remember);
+  if (child.stderr) createInterface({ input: child.stderr }).on('line', remember);
+  const isGone = () => child.exitCode !== null || child.signalCode !== null;
+
+  return {
+    name,
+    child,
+    tail: (lines = 40) => recent.slice(-lines).join('\n'),
+    waitForLine(pattern, timeoutMs) {
+      const seen = recent.find((line) => pattern.test(line));
+      if (seen !== undefined) return Promise.resolve(seen);
+      return new Promise((resolve, reject) => {
+        const fail = (why: string) => {
+          clearTimeout(timer);
+          watchers.delete(watch);
+          reject(new Error(`${name} ${why} ${pattern}:\n${recent.join('\n')}`));
+        };
+        const watch = (line: string) => {
+          if (!pattern.test(line)) return;
+          clearTimeout(timer);
+          watchers.delete(watch);
+          resolve(line);
+        };
+        const timer = setTimeout(() => fail(`did not print within ${timeoutMs} ms:`), timeoutMs);
+        watchers.add(watch);
+        void exited.then(() => {
+          if (watchers.has(watch)) fail('exited before printing');
+        });
+      });
+    },
+    async kill9() {
+      if (isGone()) return;
+      child.kill('SIGKILL');
+      await exited;
+    },
+    async stop(graceMs = 10_000) {
+      if (isGone()) return;
+      child.kill('SIGTERM');
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** A TCP port nothing listens on right now (the OS picks it). */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** Whether `port` can be bound on 127.0.0.1 now. */
+export function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
+  });
+}
+
+/** A free port whose `+ offset` is free too (the Temporal dev server puts its UI on port + 1000). */
+export async function freePortPair(offset: number): Promise<number> {
+  for (let tries = 0; tries < 50; tries++) {
+    const port = await freePort();
+    if (port + offset <= 65_535 && (await isPortFree(port + offset))) return port;
+  }
+  throw new Error(`no free port pair (port, port + ${offset}) found`);
+}
