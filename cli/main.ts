@@ -9,6 +9,7 @@ import { type CommonFlags, configFromFlags } from './cli-config.js';
 import { connectClient, connectWorker } from './connect.js';
 import { runDev } from './dev.js';
 import { launchEngine } from './engine-launch.js';
+import { registerImageCommands } from './images-command.js';
 import { formatTrainingStatus, readTrainingStatus } from './train-status.js';
 
 // Worker lifecycle and bundling chatter at INFO drowns what a person needs to read; warnings still show.
@@ -193,6 +194,8 @@ for (const [name, update] of [
       }
     });
 }
+
+registerImageCommands(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -1,0 +1,314 @@
+// Sandboxes as Docker containers on one env host (dockerode over the local Engine API). Every container is
+// locked down (no network unless the spec asks, all capabilities dropped, no-new-privileges, memory without
+// swap, CPU quota, pids limit, file-size limit), named after its rollout so `acquire` is idempotent, and
+// leased: it disappears on its own once the lease ends (sandbox-lease.ts), and `reapExpired` removes what is
+// left. See docs/containers.md.
+
+import Docker from 'dockerode';
+import { fnv1a64Hex } from '../core/fnv1a64.js';
+import {
+  isDockerConflict,
+  isDockerNotFound,
+  SandboxFileNotFoundError,
+  SandboxGoneError,
+  SandboxImageMissingError,
+} from './docker-errors.js';
+import { DockerSandbox, type DockerSandboxLimits } from './docker-sandbox-container.js';
+import type { Sandbox, SandboxLease, SandboxProvider, SandboxSpec } from './sandbox.js';
+import {
+  decodeLeaseFile,
+  effectiveExpiry,
+  encodeLeaseFile,
+  LABELS,
+  LEASE_FILE,
+  leaseKeeperCommand,
+} from './sandbox-lease.js';
+
+export { DockerSandbox } from './docker-sandbox-container.js';
+
+export interface DockerSandboxProviderOptions {
+  /** The Engine API client; by default the local socket (or DOCKER_HOST). */
+  docker?: Docker;
+  /** Kept per output stream of one exec; default 1 MiB. */
+  maxOutputBytes?: number;
+  /** Largest file `readFile` returns; default 64 MiB. */
+  maxReadBytes?: number;
+  /** Host-side slack past an exec's own timeout; default 5 s. */
+  execGraceMs?: number;
+  /** Largest file a sandbox process may write (RLIMIT_FSIZE); default 1 GiB. */
+  maxFileBytes?: number;
+  /** How often the in-container keeper checks its lease; default 2 s. */
+  keeperIntervalSeconds?: number;
+}
+
+const ROOT_READABLE = { uid: 0, gid: 0, mode: 0o644 } as const;
+
+/** The container name of a rollout: readable, Docker-safe and unique (a hash of the full id). */
+export function sandboxContainerName(rolloutId: string): string {
+  const slug = rolloutId
+    .toLowerCase()
+    .replace(/[^a-z0-9_.-]+/g, '-')
+    .slice(0, 40);
+  return `openclaw-sandbox-${slug}-${fnv1a64Hex(rolloutId).slice(0, 12)}`;
+}
+
+/** A stable hash of what a container was created from, so a changed spec is not silently reused. */
+function specHash(spec: SandboxSpec): string {
+  const env = Object.entries(spec.env ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  return fnv1a64Hex(
+    JSON.stringify([
+      spec.image,
+      spec.limits.memoryBytes,
+      spec.limits.cpus,
+      spec.limits.pids,
+      spec.network,
+      spec.user ?? null,
+      spec.workdir ?? null,
+      env,
+    ]),
+  );
+}
+
+export class DockerSandboxProvider implements SandboxProvider {
+  private readonly docker: Docker;
+  private readonly limits: DockerSandboxLimits;
+  private readonly maxFileBytes: number;
+  private readonly keeperIntervalSeconds: number;
+
+  constructor(options: DockerSandboxProviderOptions = {}) {
+    this.docker = options.docker ?? new Docker();
+    this.limits = {
+      maxOutputBytes: options.maxOutputBytes ?? 1024 * 1024,
+      maxReadBytes: options.maxReadBytes ?? 64 * 1024 * 1024,
+      execGraceMs: options.execGraceMs ?? 5_000,
+    };
+    this.maxFileBytes = options.maxFileBytes ?? 1024 * 1024 * 1024;
+    this.keeperIntervalSeconds = options.keeperIntervalSeconds ?? 2;
+  }
+
+  async acquire(
+    spec: SandboxSpec,
+    rolloutId: string,
+    leaseMs: number,
+  ): Promise<{ sandbox: Sandbox; lease: SandboxLease }> {
+    const name = sandboxContainerName(rolloutId);
+    const hash = specHash(spec);
+    // A concurrent acquire of the same rollout (a timed-out attempt still running) may win the name: then
+    // this one waits for that container to start and shares it.
+    for (let attempt = 0; ; attempt += 1) {
+      const expiresAt = Date.now() + leaseMs;
+      const existing = await this.settledContainer(name);
+      if (existing !== null) {
+        if (await this.isReusable(existing, rolloutId, hash)) {
+          const sandbox = this.sandboxFor(existing.Id, rolloutId, existing.Config.Labels);
+          await sandbox.writeOwnedFile(LEASE_FILE, encodeLeaseFile(expiresAt), ROOT_READABLE);
+          return { sandbox, lease: { sandboxId: existing.Id, rolloutId, expiresAt } };
+        }
+        await this.removeContainer(existing.Id);
+      }
+      try {
+        const sandbox = await this.create(spec, rolloutId, name, hash, expiresAt);
+        return { sandbox, lease: { sandboxId: sandbox.id, rolloutId, expiresAt } };
+      } catch (error) {
+        if (attempt >= 4 || !(isDockerConflict(error) || isDockerNotFound(error))) throw error;
+        // The Engine reserves a name before the container can be inspected: wait until the winner's shows.
+        if (isDockerConflict(error)) await this.untilNamed(name);
+        await new Promise((resolve) => setTimeout(resolve, 100 * (attempt + 1)));
+      }
+    }
+  }
+
+  /** Waits (up to 10 s) until a container of this name can be inspected. */
+  private async untilNamed(name: string): Promise<void> {
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      if ((await this.inspectByName(name)) !== null) return;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** The named container once it is past creation (another acquire may be starting it), or null. */
+  private async settledContainer(name: string): Promise<Docker.ContainerInspectInfo | null> {
+    for (let attempt = 0; ; attempt += 1) {
+      const info = await this.inspectByName(name);
+      if (info === null || info.State.Status !== 'created' || attempt >= 100) return info;
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+
+  /** A running container of this rollout, made from the same spec, whose lease has not ended. */
+  private async isReusable(
+    info: Docker.ContainerInspectInfo,
+    rolloutId: string,
+    hash: string,
+  ): Promise<boolean> {
+    const labels = info.Config.Labels;
+    if (!info.State.Running || labels[LABELS.rolloutId] !== rolloutId || labels[LABELS.specHash] !== hash) {
+      return false;
+    }
+    try {
+      return (await this.expiryOf(info.Id, labels, Date.now())) > Date.now();
+    } catch (error) {
+      if (error instanceof SandboxGoneError) return false;
+      throw error;
+    }
+  }
+
+  private async create(
+    spec: SandboxSpec,
+    rolloutId: string,
+    name: string,
+    hash: string,
+    expiresAt: number,
+  ): Promise<DockerSandbox> {
+    const execUser = spec.user ?? (await this.imageUser(spec.image));
+    const labels = {
+      [LABELS.managed]: 'true',
+      [LABELS.rolloutId]: rolloutId,
+      [LABELS.leaseExpiresAt]: String(expiresAt),
+      [LABELS.specHash]: hash,
+      [LABELS.execUser]: execUser,
+    };
+    const container = await this.docker.createContainer({
+      name,
+      Image: spec.image,
+      // The keeper runs as root (without capabilities) so the sandbox user's code cannot kill it; commands
+      // run as `execUser`.
+      User: '0:0',
+      Entrypoint: ['/bin/sh', '-c'],
+      Cmd: leaseKeeperCommand(expiresAt, this.keeperIntervalSeconds),
+      ...(spec.workdir !== undefined ? { WorkingDir: spec.workdir } : {}),
+      Env: Object.entries(spec.env ?? {}).map(([key, value]) => `${key}=${value}`),
+      Labels: labels,
+      HostConfig: {
+        Init: true,
+        AutoRemove: true,
+        NetworkMode: spec.network ? 'bridge' : 'none',
+        Memory: spec.limits.memoryBytes,
+        MemorySwap: spec.limits.memoryBytes, // equal to Memory: no swap
+        NanoCpus: Math.round(spec.limits.cpus * 1e9),
+        PidsLimit: spec.limits.pids,
+        CapDrop: ['ALL'],
+        SecurityOpt: ['no-new-privileges'],
+        Ulimits: [{ Name: 'fsize', Soft: this.maxFileBytes, Hard: this.maxFileBytes }],
+      },
+    });
+    try {
+      await container.start();
+    } catch (error) {
+      await this.removeContainer(container.id);
+      throw error;
+    }
+    return this.sandboxFor(container.id, rolloutId, labels);
+  }
+
+  async attach(rolloutId: string): Promise<Sandbox | null> {
+    const info = await this.inspectByName(sandboxContainerName(rolloutId));
+    if (info === null || !info.State.Running || info.Config.Labels[LABELS.rolloutId] !== rolloutId)
+      return null;
+    const now = Date.now();
+    try {
+      if ((await this.expiryOf(info.Id, info.Config.Labels, now)) <= now) return null;
+    } catch (error) {
+      if (error instanceof SandboxGoneError) return null;
+      throw error;
+    }
+    return this.sandboxFor(info.Id, rolloutId, info.Config.Labels);
+  }
+
+  async renew(rolloutId: string, leaseMs: number): Promise<void> {
+    const info = await this.inspectByName(sandboxContainerName(rolloutId));
+    if (info === null || !info.State.Running || info.Config.Labels[LABELS.rolloutId] !== rolloutId) {
+      throw new SandboxGoneError(rolloutId);
+    }
+    const sandbox = this.sandboxFor(info.Id, rolloutId, info.Config.Labels);
+    await sandbox.writeOwnedFile(LEASE_FILE, encodeLeaseFile(Date.now() + leaseMs), ROOT_READABLE);
+  }
+
+  async release(rolloutId: string): Promise<void> {
+    const info = await this.inspectByName(sandboxContainerName(rolloutId));
+    if (info === null || info.Config.Labels[LABELS.rolloutId] !== rolloutId) return;
+    await this.removeContainer(info.Id);
+  }
+
+  async reapExpired(now: number = Date.now()): Promise<string[]> {
+    const containers = await this.docker.listContainers({
+      all: true,
+      filters: { label: [`${LABELS.managed}=true`] },
+    });
+    const reaped: string[] = [];
+    const failures: unknown[] = [];
+    for (const summary of containers) {
+      try {
+        if ((await this.expiryOf(summary.Id, summary.Labels, now)) > now) continue;
+        await this.removeContainer(summary.Id);
+        reaped.push(summary.Id);
+      } catch (error) {
+        // Gone meanwhile is fine; anything else must not stop the other containers from being reaped.
+        if (!(error instanceof SandboxGoneError) && !isDockerNotFound(error)) failures.push(error);
+      }
+    }
+    if (failures.length > 0) {
+      throw new AggregateError(
+        failures,
+        `reaped ${reaped.length} sandboxes; ${failures.length} could not be checked or removed`,
+      );
+    }
+    return reaped;
+  }
+
+  /**
+   * The lease's end: the label's expiry, or the renewal file's when later. The file is read only when the
+   * label alone says the lease ended by `now` (renewals only extend it). Throws `SandboxGoneError`.
+   */
+  private async expiryOf(containerId: string, labels: Record<string, string>, now: number): Promise<number> {
+    const fromLabel = effectiveExpiry(labels[LABELS.leaseExpiresAt], null);
+    if (fromLabel > now) return fromLabel;
+    const sandbox = this.sandboxFor(containerId, labels[LABELS.rolloutId] ?? '', labels);
+    let fromFile: number | null = null;
+    try {
+      fromFile = decodeLeaseFile((await sandbox.readFile(LEASE_FILE)).toString('utf8'));
+    } catch (error) {
+      if (!(error instanceof SandboxFileNotFoundError)) throw error; // never renewed: the label decides
+    }
+    return effectiveExpiry(labels[LABELS.leaseExpiresAt], fromFile);
+  }
+
+  private sandboxFor(containerId: string, rolloutId: string, labels: Record<string, string>): DockerSandbox {
+    return new DockerSandbox(this.docker, containerId, rolloutId, labels[LABELS.execUser] ?? '', this.limits);
+  }
+
+  private async inspectByName(name: string): Promise<Docker.ContainerInspectInfo | null> {
+    try {
+      return await this.docker.getContainer(name).inspect();
+    } catch (error) {
+      if (isDockerNotFound(error)) return null;
+      throw error;
+    }
+  }
+
+  /** Removes a container (killing it first); "already gone" and "already being removed" are success. */
+  private async removeContainer(id: string): Promise<void> {
+    try {
+      await this.docker.getContainer(id).remove({ force: true });
+    } catch (error) {
+      if (isDockerNotFound(error)) return;
+      if (!isDockerConflict(error)) throw error;
+    }
+    // AutoRemove may be removing it at the same moment: wait until it is really gone.
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      if ((await this.inspectByName(id)) === null) return;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+
+  /** The user the image runs as (its USER), checking on the way that the image exists here. */
+  private async imageUser(image: string): Promise<string> {
+    try {
+      const info = await this.docker.getImage(image).inspect();
+      return info.Config.User ?? '';
+    } catch (error) {
+      if (isDockerNotFound(error)) throw new SandboxImageMissingError(image);
+      throw error;
+    }
+  }
+}

@@ -1,0 +1,244 @@
+// Builds the sandbox images from docker/images/<name>/ (image `openclaw/<name>`), on a base given by the
+// caller or the Debian base made locally by docker/base-image.sh (no registry needed). Each image is labelled
+// with a hash of its inputs (its folder, the extra CA certificates and the base image's id), so a second run
+// skips what is up to date and rebuilds only what changed.
+
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import Docker from 'dockerode';
+import { pack } from 'tar-stream';
+import { isDockerNotFound } from './docker-errors.js';
+
+export const DEFAULT_BASE_IMAGE = 'openclaw/debian-base:bookworm';
+const IMAGE_PREFIX = 'openclaw/';
+const CONTEXT_HASH_LABEL = 'openclaw.image-context-hash';
+const REPO_ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+export interface BuildImagesOptions {
+  /** Base image for every sandbox image; default: the local Debian base (made here when missing). */
+  base?: string;
+  /** Build only these images (`sandbox-python` or `openclaw/sandbox-python`). */
+  only?: string[];
+  /** Rebuild even when the image is up to date. */
+  force?: boolean;
+  docker?: Docker;
+  /** Progress lines (what is built or skipped, and the build's own output when `verbose`). */
+  log?: (line: string) => void;
+  verbose?: boolean;
+  /** Folder of the image definitions; default docker/images in this repository. */
+  imagesDir?: string;
+  /** Folder of extra CA certificates to trust in the images; default /usr/local/share/ca-certificates. */
+  caCertificatesDir?: string;
+}
+
+export interface BuiltImage {
+  image: string;
+  seconds: number;
+}
+
+export interface BuildImagesReport {
+  base: string;
+  /** The local Debian base was made by this run. */
+  baseBuilt: boolean;
+  built: BuiltImage[];
+  skipped: string[];
+}
+
+/** The image names defined under `imagesDir` (one folder with a Dockerfile each), sorted. */
+export async function listSandboxImages(imagesDir = join(REPO_ROOT, 'docker/images')): Promise<string[]> {
+  const entries = await readdir(imagesDir, { withFileTypes: true });
+  const names: string[] = [];
+  for (const entry of entries) {
+    if (!entry.isDirectory()) continue;
+    const hasDockerfile = await stat(join(imagesDir, entry.name, 'Dockerfile')).then(
+      () => true,
+      () => false,
+    );
+    if (hasDockerfile) names.push(`${IMAGE_PREFIX}${entry.name}`);
+  }
+  return names.sort();
+}
+
+export async function buildSandboxImages(options: BuildImagesOptions = {}): Promise<BuildImagesReport> {
+  const docker = options.docker ?? new Docker();
+  const log = options.log ?? (() => {});
+  const imagesDir = options.imagesDir ?? join(REPO_ROOT, 'docker/images');
+  const all = await listSandboxImages(imagesDir);
+  const wanted = selectImages(all, options.only);
+
+  let base = options.base ?? DEFAULT_BASE_IMAGE;
+  let baseBuilt = false;
+  let baseId = await imageId(docker, base);
+  if (baseId === null && options.base === undefined) {
+    log(`making the local base image ${base} (debootstrap; a few minutes)`);
+    base = await makeLocalBaseImage(base);
+    baseBuilt = true;
+    baseId = await imageId(docker, base);
+  }
+  // A named base that is not here is left to `docker build`, which pulls it where a registry is reachable.
+
+  const certificates = await readCertificates(
+    options.caCertificatesDir ?? '/usr/local/share/ca-certificates',
+  );
+  const report: BuildImagesReport = { base, baseBuilt, built: [], skipped: [] };
+  for (const image of wanted) {
+    const folder = join(imagesDir, image.slice(IMAGE_PREFIX.length));
+    const files = [...(await readContext(folder)), ...certificates];
+    const hash = contextHash(files, base, baseId);
+    if (!options.force && (await imageLabel(docker, image, CONTEXT_HASH_LABEL)) === hash) {
+      log(`skipped ${image} (up to date)`);
+      report.skipped.push(image);
+      continue;
+    }
+    log(`building ${image} on ${base}`);
+    const previousId = await imageId(docker, image);
+    const started = Date.now();
+    await buildOne(
+      docker,
+      image,
+      files,
+      { BASE_IMAGE: base },
+      { [CONTEXT_HASH_LABEL]: hash },
+      options.verbose ? log : undefined,
+    );
+    const seconds = (Date.now() - started) / 1000;
+    await removeReplacedImage(docker, previousId, await imageId(docker, image));
+    log(`built ${image} in ${seconds.toFixed(1)} s`);
+    report.built.push({ image, seconds });
+  }
+  return report;
+}
+
+function selectImages(all: string[], only: string[] | undefined): string[] {
+  if (only === undefined || only.length === 0) return all;
+  return only.map((name) => {
+    const full = name.startsWith(IMAGE_PREFIX) ? name.replace(/:latest$/, '') : `${IMAGE_PREFIX}${name}`;
+    if (!all.includes(full)) throw new Error(`no image ${name}; known: ${all.join(', ')}`);
+    return full;
+  });
+}
+
+interface ContextFile {
+  /** Path inside the build context. */
+  path: string;
+  content: Buffer;
+}
+
+async function readContext(folder: string): Promise<ContextFile[]> {
+  const entries = await readdir(folder, { recursive: true, withFileTypes: true });
+  const files: ContextFile[] = [];
+  for (const entry of entries) {
+    if (!entry.isFile()) continue;
+    const full = join(entry.parentPath, entry.name);
+    files.push({ path: relative(folder, full), content: await readFile(full) });
+  }
+  return files;
+}
+
+/** The host's extra CAs as `ca-certificates/*.crt`; none is fine (the folder is still created). */
+async function readCertificates(dir: string): Promise<ContextFile[]> {
+  const names = await readdir(dir).catch(() => [] as string[]);
+  const files: ContextFile[] = [];
+  for (const name of names.filter((entry) => entry.endsWith('.crt')).sort()) {
+    files.push({ path: `ca-certificates/${name}`, content: await readFile(join(dir, name)) });
+  }
+  return files;
+}
+
+function contextHash(files: ContextFile[], base: string, baseId: string | null): string {
+  const hash = createHash('sha256').update(`${base}\0${baseId ?? ''}\0`);
+  for (const file of [...files].sort((a, b) => a.path.localeCompare(b.path))) {
+    hash.update(`${file.path}\0${file.content.length}\0`).update(file.content);
+  }
+  return hash.digest('hex').slice(0, 32);
+}
+
+async function buildOne(
+  docker: Docker,
+  image: string,
+  files: ContextFile[],
+  buildargs: Record<string, string>,
+  labels: Record<string, string>,
+  log: ((line: string) => void) | undefined,
+): Promise<void> {
+  const archive = pack();
+  archive.entry({ name: 'ca-certificates/', type: 'directory', mode: 0o755 });
+  for (const file of files)
+    archive.entry({ name: file.path, size: file.content.length, mode: 0o644 }, file.content);
+  archive.finalize();
+  const stream = await docker.buildImage(archive as unknown as NodeJS.ReadableStream, {
+    t: image,
+    buildargs,
+    labels,
+    rm: true,
+    forcerm: true,
+  });
+  const tail: string[] = [];
+  const events = await new Promise<BuildEvent[]>((resolve, reject) => {
+    docker.modem.followProgress(
+      stream,
+      (error: Error | null, result: BuildEvent[]) => (error ? reject(error) : resolve(result)),
+      (event: BuildEvent) => {
+        const line = event.stream?.trimEnd();
+        if (line) {
+          tail.push(line);
+          if (tail.length > 40) tail.shift();
+          log?.(line);
+        }
+      },
+    );
+  });
+  const failure = events.find((event) => event.error !== undefined);
+  if (failure !== undefined) {
+    throw new Error(`building ${image} failed: ${failure.error}\n${tail.join('\n')}`);
+  }
+}
+
+interface BuildEvent {
+  stream?: string;
+  error?: string;
+}
+
+async function imageId(docker: Docker, image: string): Promise<string | null> {
+  try {
+    return (await docker.getImage(image).inspect()).Id;
+  } catch (error) {
+    if (isDockerNotFound(error)) return null;
+    throw error;
+  }
+}
+
+/** Deletes the image a rebuild untagged, so rebuilds do not pile up; one still in use is left alone. */
+async function removeReplacedImage(
+  docker: Docker,
+  previousId: string | null,
+  currentId: string | null,
+): Promise<void> {
+  if (previousId === null || previousId === currentId) return;
+  await docker
+    .getImage(previousId)
+    .remove()
+    .catch(() => undefined);
+}
+
+async function imageLabel(docker: Docker, image: string, label: string): Promise<string | undefined> {
+  try {
+    return (await docker.getImage(image).inspect()).Config.Labels?.[label];
+  } catch (error) {
+    if (isDockerNotFound(error)) return undefined;
+    throw error;
+  }
+}
+
+/** Runs docker/base-image.sh (debootstrap + docker import; needs root) and returns the image it made. */
+async function makeLocalBaseImage(image: string): Promise<string> {
+  const { stdout } = await promisify(execFile)('bash', [join(REPO_ROOT, 'docker/base-image.sh')], {
+    env: { ...process.env, OPENCLAW_BASE_IMAGE: image },
+    maxBuffer: 16 * 1024 * 1024,
+  });
+  return stdout.trim().split('\n').at(-1) ?? image;
+}
