@@ -2,6 +2,7 @@
 // machine, and `train` to look at and steer a training run. Every flag has an environment variable.
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Command, Option } from 'commander';
+import { DockerSandboxProvider } from '../environments/docker-sandbox.js';
 import { startGateway } from '../gateway/main.js';
 import { createControlWorker } from '../workers/control-worker.js';
 import { pauseUpdate, resumeUpdate, trainingWorkflowId } from '../workflows/training-signals.js';
@@ -10,6 +11,7 @@ import { connectClient, connectWorker } from './connect.js';
 import { runDev } from './dev.js';
 import { launchEngine } from './engine-launch.js';
 import { registerImageCommands } from './images-command.js';
+import { registerTrack2Commands } from './track2-commands.js';
 import { formatTrainingStatus, readTrainingStatus } from './train-status.js';
 
 // Worker lifecycle and bundling chatter at INFO drowns what a person needs to read; warnings still show.
@@ -196,6 +198,8 @@ for (const [name, update] of [
 }
 
 registerImageCommands(program);
+// Env hosts run containers through the local Docker engine (DOCKER_HOST or its socket).
+registerTrack2Commands(program, { sandboxProvider: async () => new DockerSandboxProvider() });
 
 try {
   await program.parseAsync(process.argv);

@@ -10,7 +10,15 @@ describe('workflow replay', () => {
   it('replays every recorded history without a determinism error', async () => {
     const histories = await loadHistories();
     const names = histories.map((h) => h.name);
-    for (const expected of ['session-workflow', 'score-turn-workflow-opd-rl', 'training-workflow']) {
+    const expectedNames = [
+      'session-workflow',
+      'score-turn-workflow-opd-rl',
+      'training-workflow',
+      'env-rollout-workflow',
+      'rollout-batch-workflow',
+      'agentic-training-workflow',
+    ];
+    for (const expected of expectedNames) {
       expect(names).toContain(expected);
     }
     for (const { name, history } of histories) {

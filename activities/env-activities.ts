@@ -1,0 +1,365 @@
+// Environment activities of one env host. `acquireSandbox` runs on the shared `env` queue: whichever host
+// takes it creates the rollout's container (if its kind needs one) and answers with its own queue,
+// `<env>-<hostId>`; every later step of the rollout (reset, tool calls, evaluation, release, the policy
+// steps and the optional step judge) is sent there, so it reaches the same container.
+//
+// Leases: a container is labelled with an expiry and removed by the host's reaper once expired. Every
+// activity on the host queue heartbeats, and with its heartbeats renews the lease of the rollout it works
+// for, so a rollout that makes progress keeps its container and an abandoned one loses it.
+//
+// Restarts: a worker that restarts with the same host id finds the container again with `provider.attach`
+// and resumes on it. If the container is gone, it creates a new one, resets it, and replays the tool calls
+// recorded in the sample store (their recorded observations stay what the policy saw).
+
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { buildBinaryJudgeMessages } from '../core/judge-prompts.js';
+import { majorityVote, parseJudgeVote } from '../core/judge-votes.js';
+import type {
+  Environment,
+  EnvironmentRegistry,
+  EnvTask,
+  EpisodeStep,
+  ResetResult,
+} from '../environments/environment.js';
+import type { Sandbox, SandboxProvider } from '../environments/sandbox.js';
+import type { Judge } from './judge-client.js';
+import { createPolicyActivities, whileAlive } from './policy-step.js';
+import {
+  type EvaluationRecord,
+  type JudgeRecord,
+  type ObservationRecord,
+  type PlacementRecord,
+  type RolloutStepRecord,
+  readObservations,
+  readTranscript,
+  rolloutKeys,
+} from './rollout-records.js';
+import type { SampleStore } from './sample-store.js';
+
+/** The queue of one env host's own worker. */
+export function envHostTaskQueue(sharedTaskQueue: string, hostId: string): string {
+  return `${sharedTaskQueue}-${hostId}`;
+}
+
+/** Observations longer than this are cut (the policy's context and the store stay bounded). */
+export const MAX_OBSERVATION_CHARS = 16_384;
+
+export interface EnvHostDependencies {
+  hostId: string;
+  /** Null on a host without containers: it serves container-free kinds only. */
+  provider: SandboxProvider | null;
+  registry: EnvironmentRegistry;
+  store: SampleStore;
+  /** For step-level judge votes (optional). */
+  judge?: Judge;
+  /** Bearer key for a policy behind the gateway (kept out of workflow inputs and histories). */
+  policyApiKey?: string;
+  /** The shared queue (default `env`); the host's own queue is `<sharedTaskQueue>-<hostId>`. */
+  sharedTaskQueue?: string;
+}
+
+/** Which rollout an activity works for: enough to find its environment, task and container. */
+export interface EpisodeRef {
+  rolloutId: string;
+  env: string;
+  taskId: string;
+  leaseMs: number;
+}
+
+export interface AcquireResult {
+  hostId: string;
+  hostQueue: string;
+  containerId: string | null;
+}
+
+export interface HostStepResult {
+  /** The container the step ran in (null for container-free kinds). */
+  containerId: string | null;
+}
+
+interface Lease {
+  sandbox: Sandbox;
+  leaseMs: number;
+  renewedAt: number;
+}
+
+function clip(text: string): string {
+  return text.length <= MAX_OBSERVATION_CHARS
+    ? text
+    : `${text.slice(0, MAX_OBSERVATION_CHARS)}\n[... ${text.length - MAX_OBSERVATION_CHARS} characters cut]`;
+}
+
+function log(): Context['log'] | null {
+  try {
+    return Context.current().log;
+  } catch {
+    return null;
+  }
+}
+
+export function createEnvActivities(deps: EnvHostDependencies) {
+  const { hostId, provider, registry, store } = deps;
+  const hostQueue = envHostTaskQueue(deps.sharedTaskQueue ?? 'env', hostId);
+  const leases = new Map<string, Lease>();
+  const tasks = new Map<string, EnvTask>();
+
+  function environmentOf(kind: string): Environment {
+    const environment = registry.get(kind);
+    if (!environment)
+      throw ApplicationFailure.nonRetryable(
+        `unknown environment kind "${kind}"; this host has: ${[...registry.keys()].join(', ') || 'none'}`,
+        'UnknownEnvironment',
+      );
+    return environment;
+  }
+
+  async function taskOf(environment: Environment, taskId: string): Promise<EnvTask> {
+    const key = `${environment.kind}\u0000${taskId}`;
+    const known = tasks.get(key);
+    if (known) return known;
+    let task: EnvTask;
+    try {
+      task = await environment.loadTask(taskId);
+    } catch (error) {
+      throw ApplicationFailure.nonRetryable(
+        `${environment.kind} task "${taskId}" could not be loaded: ${(error as Error).message}`,
+        'UnknownTask',
+      );
+    }
+    if (tasks.size >= 10_000) tasks.delete(tasks.keys().next().value as string);
+    tasks.set(key, task);
+    return task;
+  }
+
+  function requireProvider(kind: string): SandboxProvider {
+    if (!provider)
+      throw ApplicationFailure.nonRetryable(
+        `environment "${kind}" needs a container and env host ${hostId} has no sandbox provider`,
+        'NoSandboxProvider',
+      );
+    return provider;
+  }
+
+  function keepAlive(rolloutId: string): void {
+    const lease = leases.get(rolloutId);
+    if (!lease || !provider) return;
+    const now = Date.now();
+    if (now - lease.renewedAt < lease.leaseMs / 3) return;
+    lease.renewedAt = now;
+    provider.renew(rolloutId, lease.leaseMs).catch((error: Error) => {
+      log()?.warn('lease renewal failed', { rolloutId, error: error.message });
+    });
+  }
+
+  async function replay(ref: EpisodeRef, environment: Environment, task: EnvTask, sandbox: Sandbox) {
+    if (!(await store.get<ResetResult>(rolloutKeys.reset(ref.rolloutId)))) return; // reset runs next anyway
+    await environment.reset({ task, sandbox, history: [] });
+    const { history } = await readTranscript(store, ref.rolloutId, Number.MAX_SAFE_INTEGER);
+    const replayed: EpisodeStep[] = [];
+    for (const entry of history) {
+      await environment.step({ task, sandbox, history: replayed }, entry.action);
+      replayed.push(entry);
+    }
+    log()?.warn('container re-created and recorded tool calls replayed', {
+      rolloutId: ref.rolloutId,
+      containerId: sandbox.id,
+      calls: replayed.length,
+    });
+  }
+
+  /** The rollout's container on this host: the one in hand, the one still running, or a new one replayed. */
+  async function sandboxFor(
+    ref: EpisodeRef,
+    environment: Environment,
+    task: EnvTask,
+  ): Promise<Sandbox | null> {
+    const spec = environment.sandboxSpec(task);
+    if (!spec) return null;
+    const held = leases.get(ref.rolloutId);
+    if (held) return held.sandbox;
+    const sandboxes = requireProvider(environment.kind);
+    const attached = await sandboxes.attach(ref.rolloutId);
+    if (attached) {
+      await sandboxes.renew(ref.rolloutId, ref.leaseMs);
+      leases.set(ref.rolloutId, { sandbox: attached, leaseMs: ref.leaseMs, renewedAt: Date.now() });
+      return attached;
+    }
+    const { sandbox } = await sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs);
+    leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
+    await replay(ref, environment, task, sandbox);
+    const placement: PlacementRecord = {
+      rolloutId: ref.rolloutId,
+      hostId,
+      containerId: sandbox.id,
+      acquiredAt: new Date().toISOString(),
+    };
+    await store.put(rolloutKeys.placement(ref.rolloutId), placement);
+    return sandbox;
+  }
+
+  async function episode(ref: EpisodeRef) {
+    const environment = environmentOf(ref.env);
+    const task = await taskOf(environment, ref.taskId);
+    const sandbox = await sandboxFor(ref, environment, task);
+    return { environment, task, sandbox, containerId: sandbox?.id ?? null };
+  }
+
+  const policy = createPolicyActivities({ store, keepAlive, policyApiKey: deps.policyApiKey });
+
+  const shared = {
+    /** Creates the rollout's container on this host (if its kind needs one) and names this host's queue. */
+    async acquireSandbox(ref: EpisodeRef): Promise<AcquireResult> {
+      return whileAlive(ref.rolloutId, undefined, async () => {
+        const environment = environmentOf(ref.env);
+        const task = await taskOf(environment, ref.taskId);
+        const spec = environment.sandboxSpec(task);
+        let containerId: string | null = null;
+        if (spec) {
+          const { sandbox } = await requireProvider(ref.env).acquire(spec, ref.rolloutId, ref.leaseMs);
+          leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
+          containerId = sandbox.id;
+        }
+        const placement: PlacementRecord = {
+          rolloutId: ref.rolloutId,
+          hostId,
+          containerId,
+          acquiredAt: new Date().toISOString(),
+        };
+        await store.put(rolloutKeys.placement(ref.rolloutId), placement);
+        return { hostId, hostQueue, containerId };
+      });
+    },
+  };
+
+  const host = {
+    ...policy,
+
+    async resetEpisode(ref: EpisodeRef): Promise<HostStepResult & { tools: number }> {
+      return whileAlive(ref.rolloutId, keepAlive, async () => {
+        const { environment, task, sandbox, containerId } = await episode(ref);
+        const key = rolloutKeys.reset(ref.rolloutId);
+        const recorded = await store.get<ResetResult>(key);
+        if (recorded) return { containerId, tools: recorded.tools.length };
+        const result = await environment.reset({ task, sandbox, history: [] });
+        await store.putIfAbsent(key, result);
+        return { containerId, tools: result.tools.length };
+      });
+    },
+
+    /** Runs the tool calls of policy step `step`, each once: a recorded observation is not run again. */
+    async envStep(
+      ref: EpisodeRef & { step: number },
+    ): Promise<HostStepResult & { done: boolean; executed: number }> {
+      return whileAlive(ref.rolloutId, keepAlive, async () => {
+        const record = await store.get<RolloutStepRecord>(rolloutKeys.step(ref.rolloutId, ref.step));
+        if (record?.action.kind !== 'tools')
+          throw ApplicationFailure.nonRetryable(
+            `step ${ref.step} of ${ref.rolloutId} has no tool calls recorded`,
+            'NoToolCalls',
+          );
+        const { environment, task, sandbox, containerId } = await episode(ref);
+        const { history } = await readTranscript(store, ref.rolloutId, ref.step);
+        let done = false;
+        let executed = 0;
+        for (const [index, call] of record.action.calls.entries()) {
+          const key = rolloutKeys.observation(ref.rolloutId, ref.step, index);
+          let observation = await store.get<ObservationRecord>(key);
+          if (!observation) {
+            const result = await environment.step({ task, sandbox, history }, call);
+            const fresh: ObservationRecord = {
+              step: ref.step,
+              call: index,
+              toolCallId: call.id,
+              name: call.name,
+              observation: clip(result.observation),
+              done: result.done,
+            };
+            if (!(await store.putIfAbsent(key, fresh)))
+              observation = (await store.get<ObservationRecord>(key)) ?? fresh;
+            else observation = fresh;
+          }
+          history.push({ action: call, observation: observation.observation });
+          executed++;
+          if (observation.done) {
+            done = true;
+            break;
+          }
+        }
+        return { containerId, done, executed };
+      });
+    },
+
+    async evaluateEpisode(
+      ref: EpisodeRef & { steps: number; finalAnswer: string | null },
+    ): Promise<HostStepResult & { reward: number; detail: string }> {
+      return whileAlive(ref.rolloutId, keepAlive, async () => {
+        const key = rolloutKeys.evaluation(ref.rolloutId);
+        const recorded = await store.get<EvaluationRecord>(key);
+        const { environment, task, sandbox, containerId } = await episode(ref);
+        if (recorded) return { containerId, reward: recorded.reward, detail: recorded.detail };
+        const { history } = await readTranscript(store, ref.rolloutId, ref.steps);
+        const evaluation = await environment.evaluate({ task, sandbox, history }, ref.finalAnswer);
+        const record: EvaluationRecord = { ...evaluation, finalAnswer: ref.finalAnswer };
+        await store.putIfAbsent(key, record);
+        return { containerId, reward: evaluation.reward, detail: evaluation.detail };
+      });
+    },
+
+    /** Removes the rollout's container, if any; succeeds when it is already gone. */
+    async releaseSandbox(ref: EpisodeRef): Promise<void> {
+      return whileAlive(ref.rolloutId, undefined, async () => {
+        const environment = environmentOf(ref.env);
+        const task = await taskOf(environment, ref.taskId);
+        const held = leases.get(ref.rolloutId);
+        if (held || environment.sandboxSpec(task)) await requireProvider(ref.env).release(ref.rolloutId);
+        leases.delete(ref.rolloutId);
+        await store.put(rolloutKeys.released(ref.rolloutId), {
+          hostId,
+          containerId: held?.sandbox.id ?? null,
+          releasedAt: new Date().toISOString(),
+        });
+      });
+    },
+
+    /** m judge votes on one step (its reply and what the environment answered); the majority is its score. */
+    async judgeStep(input: { rolloutId: string; step: number; votes: number }): Promise<{ score: number }> {
+      const key = rolloutKeys.judge(input.rolloutId, input.step);
+      const recorded = await store.get<JudgeRecord>(key);
+      if (recorded) return { score: recorded.score };
+      const judge = deps.judge;
+      if (!judge)
+        throw ApplicationFailure.nonRetryable(`env host ${hostId} has no judge configured`, 'NoJudge');
+      const record = await store.get<RolloutStepRecord>(rolloutKeys.step(input.rolloutId, input.step));
+      if (!record) throw ApplicationFailure.nonRetryable(`step ${input.step} is not recorded`, 'MissingStep');
+      const observations = await readObservations(store, input.rolloutId, record);
+      const calls = record.message.tool_calls ? `\n${JSON.stringify(record.message.tool_calls)}` : '';
+      const next =
+        record.action.kind === 'invalid'
+          ? record.errorMessages.map((m) => String(m.content ?? '')).join('\n')
+          : observations.map((o) => `[${o.name}] ${o.observation}`).join('\n');
+      const messages = buildBinaryJudgeMessages({
+        responseText: `${String(record.message.content ?? '')}${calls}`,
+        nextStateText: next,
+        nextStateRole: 'tool',
+      });
+      const replies = await whileAlive(input.rolloutId, keepAlive, () =>
+        Promise.all(
+          Array.from({ length: input.votes }, (_, i) =>
+            judge.complete(messages, { seed: i }).catch(() => null as string | null),
+          ),
+        ),
+      );
+      const votes = replies.map(parseJudgeVote);
+      const majority = majorityVote(votes);
+      const result: JudgeRecord = { score: majority.score, votes: votes.map((v) => v.score) };
+      await store.putIfAbsent(key, result);
+      return { score: result.score };
+    },
+  };
+
+  return { hostQueue, shared, host, keepAlive };
+}
+
+export type EnvActivities = ReturnType<typeof createEnvActivities>;
+export type EnvSharedActivities = EnvActivities['shared'];
+export type EnvHostActivities = EnvActivities['host'];

@@ -1,0 +1,122 @@
+// Start inputs of the Track 2 workflows, validated with zod when a workflow starts (a bad input fails it at
+// once, non-retryably) and by the CLI before it sends one. Defaults follow the original's terminal agent
+// (spec 10.1: 10 model turns, 3 parse errors, head/tail truncation) unless a comment says otherwise. zod is
+// pure, so the workflow bundle may use it.
+import { z } from 'zod';
+import { lossSettingsSchema, optimizerSettingsSchema } from './training-settings.js';
+
+const httpUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
+const safeId = (max: number) =>
+  z.string().regex(new RegExp(`^[A-Za-z0-9._-]{1,${max}}$`), `use 1-${max} letters, digits, ".", "_" or "-"`);
+
+export const samplingSchema = z.strictObject({
+  temperature: z.number().min(0).max(100).default(1),
+  topP: z.number().gt(0).max(1).default(1),
+  maxNewTokens: z.number().int().min(1).default(1024),
+  /** Per-step seeds derive from this and the step's sample id, so a retried step samples the same tokens. */
+  seed: z.number().int().min(0).default(0),
+});
+
+export const policySchema = z.strictObject({
+  /** The engine's base URL (engine mode) or the gateway's (gateway mode), without `/v1`. */
+  url: httpUrl,
+  model: z.string().min(1).optional(),
+  /**
+   * engine: tokenise with the engine's chat template, truncate exactly, generate from token ids.
+   * gateway: send messages through the gateway as side turns (never trained as Track 1 turns).
+   */
+  mode: z.enum(['engine', 'gateway']).default('engine'),
+  sampling: samplingSchema.prefault({}),
+  /** One policy call, including its retries inside the activity's start-to-close. */
+  timeoutMs: z.number().int().min(1_000).default(600_000),
+});
+
+export const stepJudgeSchema = z.strictObject({
+  /** Judge calls per step (m); their majority is the step's score (+1, 0, -1). */
+  votes: z.number().int().min(1).max(16).default(1),
+  /** Weight of the step score next to the outcome reward. */
+  coef: z.number().min(0).default(1),
+});
+
+/** How one rollout runs; shared by a single rollout and by every rollout of a training step. */
+export const rolloutSettingsShape = {
+  maxTurns: z.number().int().min(1).max(500).default(10),
+  maxParseErrors: z.number().int().min(1).max(100).default(3),
+  /** Prompt plus new tokens must fit this; longer prompts keep head 30% + marker + tail. */
+  contextBudgetTokens: z.number().int().min(256).default(32_768),
+  /** A container not renewed for this long is removed by its host's reaper. */
+  leaseMs: z.number().int().min(10_000).default(600_000),
+  /** The shared queue sandboxes are acquired on; each host also serves `<envTaskQueue>-<hostId>`. */
+  envTaskQueue: z.string().min(1).default('env'),
+  /** How long a host-queue step may wait for its host (a restarting worker) before the rollout fails. */
+  hostTimeoutMs: z.number().int().min(1_000).default(1_800_000),
+  /** A host activity silent this long is presumed dead and retried. */
+  heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
+  /** Optional per-step judge votes through the env host's judge (spec 10.1 PRM mode). */
+  stepJudge: stepJudgeSchema.optional(),
+};
+
+export const envRolloutInputSchema = z.strictObject({
+  rolloutId: safeId(200),
+  env: z.string().min(1),
+  taskId: z.string().min(1),
+  policy: policySchema,
+  ...rolloutSettingsShape,
+});
+
+export const agenticTrainingSettingsSchema = z.strictObject({
+  /** Where trainStep and publishWeights run (the control worker's queue). */
+  taskQueue: z.string().min(1).default('control'),
+  heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
+  /** false: roll out, group and store, but train and publish nothing (an evaluation or a dry run). */
+  train: z.boolean().default(true),
+  loss: lossSettingsSchema.prefault({}),
+  optimizer: optimizerSettingsSchema.prefault({}),
+});
+
+export const agenticTrainingInputSchema = z
+  .strictObject({
+    runId: safeId(64),
+    env: z.string().min(1),
+    /** The task pool, explicitly. */
+    taskIds: z.array(z.string().min(1)).min(1).optional(),
+    /** Or every task the environment lists (optionally the first `limit`). */
+    taskSet: z
+      .strictObject({ source: z.literal('all'), limit: z.number().int().min(1).optional() })
+      .optional(),
+    /** Tasks per training step, taken in turn from the pool (default: the whole pool every step). */
+    tasksPerStep: z.number().int().min(1).optional(),
+    /** Rollouts per task: one GRPO group. */
+    samplesPerTask: z.number().int().min(1).max(1000).default(4),
+    /** Rollouts running at once across the step (the sliding window). */
+    rolloutsInFlight: z.number().int().min(1).max(100_000).default(64),
+    /** Rollouts per batch child; whole groups stay in one batch. At most 1,000 children per parent. */
+    rolloutsPerBatch: z.number().int().min(1).max(1000).default(250),
+    /** A FAILED rollout is run again with a fresh sandbox this many times; then its group is dropped. */
+    maxRetriesPerRollout: z.number().int().min(0).max(20).default(1),
+    /** A rollout running longer than this fails (and is retried) so a step never stalls. */
+    rolloutTimeoutMs: z.number().int().min(1_000).default(3_600_000),
+    /** Training steps to run; the workflow continues-as-new after each. */
+    steps: z.number().int().min(1).default(1),
+    advantage: z.enum(['grpo', 'step_wise']).default('grpo'),
+    policy: policySchema,
+    ...rolloutSettingsShape,
+    training: agenticTrainingSettingsSchema.prefault({}),
+    initialPolicyVersion: z.number().int().min(0).default(0),
+    carried: z.unknown().optional(),
+  })
+  .superRefine((input, ctx) => {
+    if ((input.taskIds === undefined) === (input.taskSet === undefined))
+      ctx.addIssue({ code: 'custom', path: ['taskIds'], message: 'give exactly one of taskIds and taskSet' });
+    if (input.samplesPerTask > input.rolloutsPerBatch)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['samplesPerTask'],
+        message: 'a group (samplesPerTask) must fit in one batch (rolloutsPerBatch)',
+      });
+  });
+
+export type EnvRolloutSettings = z.output<typeof envRolloutInputSchema>;
+export type AgenticTrainingSettings = z.output<typeof agenticTrainingInputSchema>;
+export type PolicySettings = z.output<typeof policySchema>;
+export type StepJudgeSettings = z.output<typeof stepJudgeSchema>;

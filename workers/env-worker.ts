@@ -1,0 +1,107 @@
+// An env host: two workers in one process. One polls the shared `env` queue, where sandboxes are acquired
+// (and the training step's bookkeeping runs); the other polls this host's own queue `env-<hostId>`, where
+// every later step of the rollouts it holds arrives. A reaper removes containers whose lease expired.
+import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
+import { createAgenticActivities } from '../activities/agentic-activities.js';
+import { createEnvActivities } from '../activities/env-activities.js';
+import type { Judge } from '../activities/judge-client.js';
+import type { SampleStore } from '../activities/sample-store.js';
+import type { EnvironmentRegistry } from '../environments/environment.js';
+import type { SandboxProvider } from '../environments/sandbox.js';
+
+export interface EnvWorkersOptions {
+  connection: NativeConnection;
+  namespace?: string;
+  /** Stable across restarts: a restarted host with the same id picks its rollouts up again. */
+  hostId: string;
+  provider: SandboxProvider | null;
+  registry: EnvironmentRegistry;
+  store: SampleStore;
+  judge?: Judge;
+  /** Bearer key for a policy behind the gateway. */
+  policyApiKey?: string;
+  /** Default `env`; the host's queue is `<sharedTaskQueue>-<hostId>`. */
+  sharedTaskQueue?: string;
+  /** How often expired leases are reaped (default 60 s; 0 turns the reaper off). */
+  reapIntervalMs?: number;
+  /** Extra options for the shared-queue worker (e.g. concurrency). */
+  sharedWorkerOptions?: Partial<WorkerOptions>;
+  /** Extra options for the host-queue worker. */
+  hostWorkerOptions?: Partial<WorkerOptions>;
+}
+
+export interface EnvWorkers {
+  hostId: string;
+  sharedTaskQueue: string;
+  hostTaskQueue: string;
+  shared: Worker;
+  host: Worker;
+  /** Runs both workers (and the reaper) until `shutdown`; rejects if either worker fails. */
+  run(): Promise<void>;
+  shutdown(): void;
+}
+
+/** Host ids become queue names: letters, digits, `.`, `_`, `-`. */
+export function validHostId(hostId: string): string {
+  if (!/^[A-Za-z0-9._-]{1,100}$/.test(hostId))
+    throw new Error(`host id must be 1-100 letters, digits, ".", "_" or "-", got "${hostId}"`);
+  return hostId;
+}
+
+export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvWorkers> {
+  const hostId = validHostId(options.hostId);
+  const sharedTaskQueue = options.sharedTaskQueue ?? 'env';
+  const activities = createEnvActivities({
+    hostId,
+    provider: options.provider,
+    registry: options.registry,
+    store: options.store,
+    judge: options.judge,
+    policyApiKey: options.policyApiKey,
+    sharedTaskQueue,
+  });
+  const agentic = createAgenticActivities({ store: options.store, registry: options.registry });
+  const common = { connection: options.connection, namespace: options.namespace ?? 'default' };
+  const shared = await Worker.create({
+    ...common,
+    taskQueue: sharedTaskQueue,
+    activities: { ...activities.shared, ...agentic },
+    ...options.sharedWorkerOptions,
+  });
+  const host = await Worker.create({
+    ...common,
+    taskQueue: activities.hostQueue,
+    activities: activities.host,
+    ...options.hostWorkerOptions,
+  });
+
+  let reaper: NodeJS.Timeout | undefined;
+  const reapEvery = options.reapIntervalMs ?? 60_000;
+  return {
+    hostId,
+    sharedTaskQueue,
+    hostTaskQueue: activities.hostQueue,
+    shared,
+    host,
+    async run() {
+      const provider = options.provider;
+      if (provider && reapEvery > 0) {
+        reaper = setInterval(() => {
+          provider.reapExpired().catch(() => undefined);
+        }, reapEvery);
+      }
+      try {
+        await Promise.all([shared.run(), host.run()]);
+      } finally {
+        if (reaper) clearInterval(reaper);
+      }
+    },
+    shutdown() {
+      if (reaper) clearInterval(reaper);
+      for (const worker of [shared, host]) {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+      }
+    },
+  };
+}

@@ -1,0 +1,168 @@
+// Inputs, results, signals, queries and updates of the Track 2 workflows (envRolloutWorkflow,
+// rolloutBatchWorkflow, agenticTrainingWorkflow), importable by clients (CLI, tests) and activities.
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { z } from 'zod';
+import type { agenticTrainingInputSchema, envRolloutInputSchema } from '../core/rollout-settings.js';
+
+/**
+ * COMPLETED: the policy gave a final answer (or the environment said the episode is over);
+ * TRUNCATED: max turns reached, or the last answer was cut off at the token limit (both are evaluated);
+ * FAILED: too many parse errors, or an environment/engine failure (not trained);
+ * ABORTED: cancelled (not trained). The sandbox is released in every case.
+ */
+export type RolloutStatus = 'COMPLETED' | 'TRUNCATED' | 'FAILED' | 'ABORTED';
+
+/** One rollout's start input: one JSON object (the Temporal UI's Start Workflow form sends one). */
+export type EnvRolloutInput = z.input<typeof envRolloutInputSchema>;
+
+export interface EnvRolloutResult {
+  rolloutId: string;
+  status: RolloutStatus;
+  /** The evaluated outcome reward; null when the rollout was not evaluated (FAILED, ABORTED). */
+  reward: number | null;
+  /** Policy steps taken: one sample each, `<rolloutId>:<step>`. */
+  steps: number;
+  sampleIds: string[];
+  /** Every container the rollout ran in (more than one when a host lost it and it was re-created). */
+  containerIds: string[];
+  /** The env hosts that held it. */
+  hostIds: string[];
+  parseErrors: number;
+  /** Why it ended, in a sentence. */
+  detail: string;
+  /** Per-step judge scores (+1, 0, -1) when a step judge was configured, else null. */
+  stepScores: number[] | null;
+}
+
+export function envRolloutWorkflowId(rolloutId: string): string {
+  return `rollout-${rolloutId}`;
+}
+
+/** One rollout position in a training step: sample `sample` of group (task) `group`. */
+export interface RolloutSlot {
+  group: number;
+  sample: number;
+  taskId: string;
+}
+
+/** What every rollout of a step shares: everything of EnvRolloutInput but the rollout id and the task. */
+export type RolloutTemplate = Omit<EnvRolloutInput, 'rolloutId' | 'taskId'>;
+
+export interface RolloutBatchInput {
+  /** Rollout ids are `<idPrefix>-g<group>-n<sample>-a<attempt>`. */
+  idPrefix: string;
+  batchIndex: number;
+  /** The training step the batch belongs to (progress signals carry it). */
+  step: number;
+  slots: RolloutSlot[];
+  /** Rollouts of this batch running at once. */
+  window: number;
+  maxRetriesPerRollout: number;
+  rolloutTimeoutMs: number;
+  template: RolloutTemplate;
+  /** Workflow to send progress signals to (the training run), if any. */
+  reportTo?: string;
+}
+
+export interface SlotResult {
+  group: number;
+  sample: number;
+  taskId: string;
+  /** The last attempt's rollout id. */
+  rolloutId: string;
+  attempts: number;
+  status: RolloutStatus;
+  reward: number | null;
+  steps: number;
+  stepScores: number[] | null;
+  containerIds: string[];
+}
+
+export interface RolloutBatchResult {
+  batchIndex: number;
+  results: SlotResult[];
+}
+
+export interface BatchProgress {
+  step: number;
+  batchIndex: number;
+  total: number;
+  done: number;
+  failed: number;
+  inFlight: number;
+  retried: number;
+  rewardSum: number;
+  rewardCount: number;
+}
+
+/** A batch's progress, sent to the training run every few rollouts (at most ~10 signals per batch). */
+export const rolloutProgressSignal = defineSignal<[BatchProgress]>('rolloutProgress');
+export const batchStatusQuery = defineQuery<BatchProgress>('batchStatus');
+
+export type AgenticTrainingInput = z.input<typeof agenticTrainingInputSchema> & { carried?: AgenticCarry };
+
+export interface StepSummary {
+  step: number;
+  stepId: string;
+  rollouts: number;
+  byStatus: Record<RolloutStatus, number>;
+  /** Rollouts run again after a failure. */
+  retried: number;
+  groups: number;
+  /** Groups whose rewards were all equal (GRPO gives them nothing to learn). */
+  groupsConstant: number;
+  /** Groups with a rollout that still failed after its retries. */
+  groupsFailed: number;
+  samplesTrained: number;
+  meanReward: number | null;
+  /** The version published after this step; unchanged when nothing was trained. */
+  policyVersion: number;
+  metrics: Record<string, number> | null;
+}
+
+export interface AgenticCarry {
+  policyVersion: number;
+  stepsCompleted: number;
+  /** Resolved once from taskIds or the environment's list. */
+  taskPool: string[];
+  lastStepId: string | null;
+  lastCheckpoint: string | null;
+  lastMetrics: Record<string, number> | null;
+  recentSteps: StepSummary[];
+  paused: boolean;
+}
+
+export type AgenticPhase =
+  | 'waiting'
+  | 'paused'
+  | 'rollouts'
+  | 'grouping'
+  | 'training'
+  | 'publishing'
+  | 'done';
+
+export interface AgenticStatus {
+  runId: string;
+  env: string;
+  phase: AgenticPhase;
+  /** The step in progress (0-based) and the number of steps the run was asked for. */
+  step: number;
+  steps: number;
+  stepsCompleted: number;
+  policyVersion: number;
+  paused: boolean;
+  rollouts: { total: number; done: number; failed: number; inFlight: number; retried: number };
+  /** Mean reward of the step's evaluated rollouts so far. */
+  meanReward: number | null;
+  lastStep: StepSummary | null;
+  lastMetrics: Record<string, number> | null;
+}
+
+export const agenticStatusQuery = defineQuery<AgenticStatus>('status');
+/** Stops starting new steps (the step in progress finishes); resume lets the next one start. */
+export const pauseAgenticUpdate = defineUpdate<AgenticStatus, []>('pause');
+export const resumeAgenticUpdate = defineUpdate<AgenticStatus, []>('resume');
+
+export function agenticWorkflowId(runId: string): string {
+  return `agentic-${runId}`;
+}

@@ -1,0 +1,134 @@
+// One branch of a training step's fan-out tree: runs at most 1,000 rollouts as child workflows, `window` at
+// a time, runs a FAILED rollout again (a new rollout id, so a fresh sandbox) up to `maxRetriesPerRollout`
+// times, and returns one small result per slot. A rollout that overruns `rolloutTimeoutMs` counts as
+// failed, so the step never waits on it. Progress goes to the training run by signal, a few times per batch.
+import {
+  CancellationScope,
+  executeChild,
+  getExternalWorkflowHandle,
+  isCancellation,
+  ParentClosePolicy,
+  setHandler,
+} from '@temporalio/workflow';
+import {
+  type BatchProgress,
+  batchStatusQuery,
+  type EnvRolloutResult,
+  envRolloutWorkflowId,
+  type RolloutBatchInput,
+  type RolloutBatchResult,
+  rolloutProgressSignal,
+  type SlotResult,
+} from './agentic-signals.js';
+import { describeFailure, envRolloutWorkflow } from './env-rollout-workflow.js';
+
+/** Progress signals per batch: few enough that a parent with 1,000 batches stays under 10,000 signals. */
+const REPORTS_PER_BATCH = 8;
+
+export function rolloutIdFor(idPrefix: string, group: number, sample: number, attempt: number): string {
+  return `${idPrefix}-g${group}-n${sample}-a${attempt}`;
+}
+
+export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<RolloutBatchResult> {
+  const { slots } = input;
+  const progress: BatchProgress = {
+    step: input.step,
+    batchIndex: input.batchIndex,
+    total: slots.length,
+    done: 0,
+    failed: 0,
+    inFlight: 0,
+    retried: 0,
+    rewardSum: 0,
+    rewardCount: 0,
+  };
+  setHandler(batchStatusQuery, () => ({ ...progress }));
+  const parent = input.reportTo ? getExternalWorkflowHandle(input.reportTo) : null;
+  const reportEvery = Math.max(1, Math.ceil(slots.length / REPORTS_PER_BATCH));
+  const report = async () => {
+    if (!parent) return;
+    try {
+      await parent.signal(rolloutProgressSignal, { ...progress });
+    } catch {
+      // Progress is informational; a parent that is gone or continuing-as-new misses one update.
+    }
+  };
+
+  const results: SlotResult[] = [];
+  const runSlot = async (index: number): Promise<void> => {
+    const slot = slots[index];
+    if (!slot) return;
+    let attempt = 0;
+    for (;;) {
+      const rolloutId = rolloutIdFor(input.idPrefix, slot.group, slot.sample, attempt);
+      let outcome: EnvRolloutResult;
+      try {
+        outcome = await executeChild(envRolloutWorkflow, {
+          workflowId: envRolloutWorkflowId(rolloutId),
+          args: [{ ...input.template, rolloutId, taskId: slot.taskId }],
+          // A closing batch asks its rollouts to stop, and they release their sandboxes.
+          parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+          workflowRunTimeout: input.rolloutTimeoutMs,
+        });
+      } catch (error) {
+        if (isCancellation(error)) throw error;
+        // The child failed, timed out or was terminated: the same as a FAILED rollout.
+        outcome = {
+          rolloutId,
+          status: 'FAILED',
+          reward: null,
+          steps: 0,
+          sampleIds: [],
+          containerIds: [],
+          hostIds: [],
+          parseErrors: 0,
+          detail: describeFailure(error),
+          stepScores: null,
+        };
+      }
+      if (outcome.status === 'FAILED' && attempt < input.maxRetriesPerRollout) {
+        attempt++;
+        progress.retried++;
+        continue;
+      }
+      results[index] = {
+        group: slot.group,
+        sample: slot.sample,
+        taskId: slot.taskId,
+        rolloutId,
+        attempts: attempt + 1,
+        status: outcome.status,
+        reward: outcome.reward,
+        steps: outcome.steps,
+        stepScores: outcome.stepScores,
+        containerIds: outcome.containerIds,
+      };
+      return;
+    }
+  };
+
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < slots.length && !CancellationScope.current().consideredCancelled) {
+      const index = next++;
+      progress.inFlight++;
+      try {
+        await runSlot(index);
+      } finally {
+        progress.inFlight--;
+      }
+      const done = results[index];
+      progress.done++;
+      if (done && (done.status === 'FAILED' || done.status === 'ABORTED')) progress.failed++;
+      if (done?.reward !== null && done?.reward !== undefined) {
+        progress.rewardSum += done.reward;
+        progress.rewardCount++;
+      }
+      if (progress.done % reportEvery === 0 && progress.done < slots.length) await report();
+    }
+  };
+  const lanes = Math.max(1, Math.min(input.window, slots.length));
+  await Promise.all(Array.from({ length: lanes }, lane));
+  await report();
+  return { batchIndex: input.batchIndex, results: results.filter((r): r is SlotResult => r !== undefined) };
+}
