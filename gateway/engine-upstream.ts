@@ -3,7 +3,7 @@
 // with retry-after), its own 4xx relayed with status and message, any other failure → 502.
 // There is no short timeout: while the engine swaps weights it holds requests, and they should just wait.
 
-import { Agent, type Response, type RequestInit, fetch } from 'undici';
+import { Agent, fetch, type RequestInit, type Response } from 'undici';
 import {
   badGateway,
   DEFAULT_RETRY_AFTER_SECONDS,
