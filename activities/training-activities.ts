@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { exclusionKey, sampleKey } from '../core/turn-record.js';
@@ -8,6 +9,7 @@ import type { PolicyEngineClient } from './policy-engine-client.js';
 import type { SampleStore } from './sample-store.js';
 import { storeKey } from './sample-store.js';
 import type { LossMethod, TrainerBackend, TrainerSample } from './trainer-backend.js';
+import { TRAINER_LOST_STEP } from './training-errors.js';
 
 export interface TrainingDependencies {
   store: SampleStore;
@@ -92,7 +94,17 @@ export function createTrainingActivities(deps: TrainingDependencies) {
     async publishWeights(input: { runId: string; stepId: string; version: number }): Promise<string> {
       return withHeartbeats(`publish v${input.version}`, async () => {
         const path = join(deps.checkpointDir, input.runId, `v${input.version}`);
-        await trainer.exportForServing(path);
+        if (await trainer.hasApplied(input.stepId)) {
+          await trainer.exportForServing(path);
+        } else if (!existsSync(join(path, 'config.json'))) {
+          // The trainer restarted after the step and before its checkpoint: publishing now would ship the
+          // weights it restarted with. The workflow trains the step again (trainAndPublish).
+          throw ApplicationFailure.nonRetryable(
+            `the trainer no longer holds step ${input.stepId} and v${input.version} was never saved`,
+            TRAINER_LOST_STEP,
+          );
+        }
+        // Checkpoints are written atomically, so one that exists is whole: (re)load it into serving.
         await deps.serving.updateWeightsFromDisk(path, String(input.version));
         return path;
       });

@@ -149,8 +149,15 @@ program
     const config = configFromFlags(flags);
     const { engine, model, version } = await launchEngine(config, (line) => console.error(line));
     console.log(`engine ${engine.url} model=${model} policy version ${version}`);
-    await Promise.race([untilStopped(), new Promise((r) => engine.process.once('exit', r))]);
+    const exited = new Promise<string>((resolve) =>
+      engine.process.once('exit', (code, signal) =>
+        resolve(`the engine exited (code ${code}, signal ${signal})`),
+      ),
+    );
+    const outcome = await Promise.race([untilStopped().then(() => 'stopped'), exited]);
     await engine.stop();
+    // A supervisor (systemd, compose) restarts on failure: an engine that died is one.
+    if (outcome !== 'stopped') throw new Error(outcome);
   });
 
 const train = program.command('train').description('look at and steer a training run');

@@ -36,6 +36,7 @@ import {
   type StepSummary,
 } from './agentic-signals.js';
 import { rolloutBatchWorkflow } from './rollout-batch-workflow.js';
+import { trainAndPublish } from './train-and-publish.js';
 
 const RECENT_STEPS_KEPT = 20;
 const MAX_CHILDREN = 1000;
@@ -268,20 +269,24 @@ export async function agenticTrainingWorkflow(rawInput: AgenticTrainingInput): P
 
   let metrics: Record<string, number> | null = null;
   if (input.training.train && assembled.sampleIds.length > 0) {
-    phase = 'training';
-    metrics = await trainer.trainStep({
-      runId: input.runId,
-      stepId,
-      sampleIds: assembled.sampleIds,
-      method: 'rl',
-      loss: input.training.loss,
-      optimizer: input.training.optimizer,
-      useRolloutLogprobs: false,
-      resume: { lastStepId: state.lastStepId, lastCheckpoint: state.lastCheckpoint },
-    });
-    phase = 'publishing';
     const version = state.policyVersion + 1;
-    state.lastCheckpoint = await trainer.publishWeights({ runId: input.runId, stepId, version });
+    phase = 'training';
+    const published = await trainAndPublish(
+      trainer,
+      {
+        runId: input.runId,
+        stepId,
+        sampleIds: assembled.sampleIds,
+        method: 'rl',
+        loss: input.training.loss,
+        optimizer: input.training.optimizer,
+        useRolloutLogprobs: false,
+        resume: { lastStepId: state.lastStepId, lastCheckpoint: state.lastCheckpoint },
+      },
+      version,
+    );
+    metrics = published.metrics;
+    state.lastCheckpoint = published.checkpoint;
     state.policyVersion = version;
     state.lastStepId = stepId;
     state.lastMetrics = metrics;

@@ -19,6 +19,7 @@ import {
   trainingInputSchema,
 } from '../core/training-settings.js';
 import type { SampleRef, TrainingStatus } from '../core/types.js';
+import { trainAndPublish } from './train-and-publish.js';
 import {
   type LineageEntry,
   lineageQuery,
@@ -170,18 +171,21 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
     const batch = state.pending.slice(0, settings.batchSize);
     const version = state.policyVersion + 1;
     const stepId = `${runId}:v${version}`;
-    const metrics = await training.trainStep({
-      runId,
-      stepId,
-      sampleIds: batch.map((ref) => ref.sampleId),
-      method,
-      loss: settings.loss,
-      optimizer: settings.optimizer,
-      // Samples from policies too far behind use their rollout log-probs for the importance ratio.
-      useRolloutLogprobs: batch.some(isStale),
-      resume: { lastStepId: state.lastStepId, lastCheckpoint: state.lastCheckpoint },
-    });
-    const checkpoint = await training.publishWeights({ runId, stepId, version });
+    const { metrics, checkpoint } = await trainAndPublish(
+      training,
+      {
+        runId,
+        stepId,
+        sampleIds: batch.map((ref) => ref.sampleId),
+        method,
+        loss: settings.loss,
+        optimizer: settings.optimizer,
+        // Samples from policies too far behind use their rollout log-probs for the importance ratio.
+        useRolloutLogprobs: batch.some(isStale),
+        resume: { lastStepId: state.lastStepId, lastCheckpoint: state.lastCheckpoint },
+      },
+      version,
+    );
     const entry: LineageEntry = {
       version,
       stepId,

@@ -2,7 +2,7 @@
 // the whole history every turn, an explicit X-Session-Id, streaming or not. It keeps the one fact the crash
 // tests count on: which turns were ACKNOWLEDGED (a non-streaming 200 with a body, or a stream that ended
 // with `data: [DONE]`), and what each acknowledged turn should become under the rule the fake judge votes by.
-import type OpenAI from 'openai';
+import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { SampleExclusionReason } from '../../core/types.js';
 
@@ -22,7 +22,14 @@ export interface SendOptions {
 
 export type Attempt =
   | { acknowledged: true; sampleId: string; content: string; at: number }
-  | { acknowledged: false; error: string; chunks: number; sawDone: boolean };
+  | {
+      acknowledged: false;
+      error: string;
+      chunks: number;
+      sawDone: boolean;
+      /** The gateway's HTTP status when it refused the request outright (502, 503, ...). */
+      status?: number;
+    };
 
 /** A user message's effect on the turn before it, by the fake judge's rule (test/support/fake-judge-server.ts). */
 function outcomeOfNextState(text: string): ExpectedOutcome {
@@ -99,13 +106,14 @@ export class Conversation {
       seed: this.seed + turn,
       ...(options.ignoreEos && { ignore_eos: true }),
     };
-    let result: { content: string } | { error: string; chunks: number; sawDone: boolean };
+    let result: { content: string } | { error: string; chunks: number; sawDone: boolean; status?: number };
     try {
       result = options.stream
         ? await this.streamed(body, headers, options.onChunk)
         : await this.plain(body, headers);
     } catch (error) {
-      result = { error: (error as Error).message, chunks: 0, sawDone: false };
+      const status = error instanceof OpenAI.APIError ? error.status : undefined;
+      result = { error: (error as Error).message, chunks: 0, sawDone: false, ...(status && { status }) };
     }
     if ('error' in result) return { acknowledged: false, ...result };
     this.history.push({ role: 'user', content: text }, { role: 'assistant', content: result.content });

@@ -1,8 +1,10 @@
-// Crash recovery, with real processes: the control worker and the gateway run as `openclaw-rl` commands,
-// the Temporal dev server keeps its database in a file, the reference engine trains for real, and only the
-// judge is a fake (it votes by rule, slowly, so scoring can be caught in flight). Each crash is followed by
-// a full count (recovery-count.ts): every acknowledged turn is exactly one sample or one exclusion, no sample
-// is trained twice, and training goes on from its last checkpoint. docs/recovery.md describes the scenarios.
+// Crash recovery, with real processes: the policy engine, the control worker and the gateway run as
+// `openclaw-rl` commands, the Temporal dev server keeps its database in a file, the reference engine trains
+// for real, and only the judge is a fake (it votes by rule, slowly, so scoring can be caught in flight).
+// Each crash is followed by a full count (recovery-count.ts): every acknowledged turn is exactly one sample
+// or one exclusion, no sample is trained twice, and training goes on from its last checkpoint.
+// docs/recovery.md describes the scenarios.
+import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,17 +17,20 @@ import { configFromFlags } from '../../cli/cli-config.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import { ensureTrainingRun } from '../../cli/training-run.js';
 import { turnRecordKey } from '../../core/turn-record.js';
-import {
-  type EngineProcess,
-  makeTinyModel,
-  startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
+import { makeTinyModel } from '../../workers/reference-engine-process.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type CliProcess, freePort, freePortPair, killOnExit, startCli } from '../support/cli-process.js';
 import { type DelayingProxy, startDelayingProxy } from '../support/delaying-proxy.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { Conversation, type ExpectedOutcome } from './conversation.js';
-import { activityAttempts, type CountContext, type CountResult, fullCount } from './recovery-count.js';
+import {
+  activityAttempts,
+  type CountContext,
+  type CountResult,
+  fullCount,
+  servedVersion,
+  trainerInfo,
+} from './recovery-count.js';
 
 const RUN_ID = 'recovery';
 const BATCH_SIZE = 2;
@@ -51,6 +56,57 @@ async function waitFor<T>(
   }
 }
 
+/**
+ * The engine process an `openclaw-rl engine` command started: its child running `openclaw_engine` (Linux
+ * /proc). That Python process holds the served weights and the trainer's state; the command only launched it.
+ */
+function engineChildOf(pid: number): number {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((task) =>
+    readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(/\s+/).filter(Boolean).map(Number),
+  );
+  const engine = children.find((child) => {
+    try {
+      return readFileSync(`/proc/${child}/cmdline`, 'utf8').includes('openclaw_engine');
+    } catch {
+      return false;
+    }
+  });
+  if (engine === undefined) throw new Error(`no openclaw_engine child under the engine command (pid ${pid})`);
+  return engine;
+}
+
+/** Engine pids still running: killed with the test process, since killing their command leaves them behind. */
+const enginePids = new Set<number>();
+process.once('exit', () => {
+  for (const pid of enginePids) killPid(pid);
+});
+
+/** SIGKILL to `pid` if it still is an engine process (a pid freed by a dead engine may have been reused). */
+function killPid(pid: number): void {
+  try {
+    if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('openclaw_engine'))
+      process.kill(pid, 'SIGKILL');
+  } catch {
+    // already gone
+  }
+}
+
+/** A forward pass's log-probs of a fixed text: two engines that give the same ones serve the same weights. */
+async function servedLogProbs(engine: PolicyEngineClient): Promise<number[]> {
+  const out = await engine.generate({
+    text: 'The sea was calm and the boats came home before the storm.',
+    sampling_params: { temperature: 0, max_new_tokens: 1 },
+    return_logprob: true,
+    logprob_start_len: 0,
+  });
+  return (out.meta_info.input_token_logprobs ?? []).flatMap(([value]) => (value === null ? [] : [value]));
+}
+
+function maxDifference(a: number[], b: number[]): number {
+  expect(a.length).toBe(b.length);
+  return Math.max(...a.map((value, index) => Math.abs(value - (b[index] ?? Number.NaN))));
+}
+
 /** This process's environment without any OPENCLAW_ or TEMPORAL_ setting a developer may have exported. */
 function cleanEnvironment(): NodeJS.ProcessEnv {
   const env: NodeJS.ProcessEnv = {};
@@ -65,7 +121,12 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
   let dataDir: string;
   let temporalAddress: string;
   let temporal: DevServer | undefined;
-  let engine: EngineProcess | undefined;
+  /** `openclaw-rl engine`, and the Python engine process it started. */
+  let engine: CliProcess | undefined;
+  let enginePid: number | undefined;
+  let engineEnv: NodeJS.ProcessEnv;
+  /** The base model's log-probs (version 0), to tell a restart that lost the trained weights. */
+  let baseLogProbs: number[] = [];
   let judge: FakeJudge | undefined;
   let proxy: DelayingProxy | undefined;
   let worker: CliProcess | undefined;
@@ -94,6 +155,26 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     return server;
   };
 
+  /**
+   * `openclaw-rl engine` with the suite's engine URL, data dir, run id and model, as a user starts it; resolves
+   * with the policy version it reports (the run's newest published one, loaded before it says so).
+   */
+  const startEngine = async (): Promise<number> => {
+    const started = startCli('engine', ['engine'], engineEnv, join(dir, 'engine.log'));
+    engine = started;
+    const line = await started.waitForLine(/^engine http\S+ model=.* policy version \d+$/, 180_000);
+    const pid = started.child.pid;
+    if (pid === undefined) throw new Error('engine command has no pid');
+    enginePid = engineChildOf(pid);
+    enginePids.add(enginePid);
+    return Number(/policy version (\d+)$/.exec(line)?.[1]);
+  };
+
+  /** `kill -9` the engine process itself; its command notices and exits, which reaps it. */
+  const killEngine = (): void => {
+    if (enginePid !== undefined) killPid(enginePid);
+  };
+
   const startWorker = async (): Promise<CliProcess> => {
     const started = startCli('worker', ['worker', 'control'], workerEnv, join(dir, 'worker.log'));
     worker = started;
@@ -117,6 +198,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     [
       `worker:\n${worker?.tail(30) ?? '(none)'}`,
       `gateway:\n${gateway?.tail(15) ?? '(none)'}`,
+      `engine:\n${engine?.tail(15) ?? '(none)'}`,
       `logs in ${dir}`,
     ].join('\n');
 
@@ -168,6 +250,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     await mkdir(dataDir, { recursive: true });
     temporalAddress = `127.0.0.1:${await freePortPair(1000)}`;
     gatewayPort = await freePort();
+    const engineUrl = `http://127.0.0.1:${await freePort()}`;
 
     // Each is kept as soon as it runs, so afterAll stops it even when another one failed to start.
     const [, model, fakeJudge] = await Promise.all([
@@ -178,15 +261,21 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
         return started;
       }),
     ]);
-    engine = await startReferenceEngine({ model, trainer: true });
-    killOnExit(engine.process);
-    proxy = await startDelayingProxy(engine.url);
+    engineEnv = {
+      ...cleanEnvironment(),
+      OPENCLAW_ENGINE_URL: engineUrl,
+      OPENCLAW_DATA_DIR: dataDir,
+      OPENCLAW_RUN_ID: RUN_ID,
+      OPENCLAW_MODEL: model,
+    };
+    expect(await startEngine()).toBe(0);
+    proxy = await startDelayingProxy(engineUrl);
 
     gatewayEnv = {
       ...cleanEnvironment(),
       TEMPORAL_ADDRESS: temporalAddress,
       OPENCLAW_DATA_DIR: dataDir,
-      OPENCLAW_ENGINE_URL: engine.url,
+      OPENCLAW_ENGINE_URL: engineUrl,
       OPENCLAW_JUDGE_URL: fakeJudge.url,
       OPENCLAW_JUDGE_MODEL: 'fake-judge',
       OPENCLAW_METHOD: 'rl',
@@ -205,7 +294,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     ctx = {
       client,
       store: new FileSampleStore(join(dataDir, 'store')),
-      engine: new PolicyEngineClient(engine.url),
+      engine: new PolicyEngineClient(engineUrl),
       runId: RUN_ID,
       batchSize: BATCH_SIZE,
     };
@@ -217,6 +306,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
       timeout: 120_000,
     });
 
+    baseLogProbs = await servedLogProbs(ctx.engine);
     await Promise.all([startWorker(), startGatewayProcess()]);
     expect(await ensureTrainingRun(client, config, 0)).toBe('started');
     console.log(`[recovery] setup: ${((Date.now() - started) / 1000).toFixed(1)} s (${dir})`);
@@ -227,7 +317,10 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     await worker?.kill9();
     await connection?.close().catch(() => undefined);
     await temporal?.stop();
+    // A clean stop of the command stops its engine; a leftover engine process is killed by its pid.
     await engine?.stop();
+    for (const pid of enginePids) killPid(pid);
+    enginePids.clear();
     await proxy?.close();
     await judge?.close();
     // The logs and the store stay for a look when a phase failed (or on request).
@@ -381,5 +474,117 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     expect(gateway).toBe(runningGateway);
     expect(worker?.child.exitCode).toBeNull();
     expect(gateway?.child.exitCode).toBeNull();
+  });
+
+  phase('5. kill -9 the policy engine, restart it with `openclaw-rl engine`, count', async () => {
+    const before = counts.at(-1);
+    const version = before?.status.policyVersion ?? 0;
+    const newest = before?.snapshot.lineage.at(-1);
+    expect(version).toBeGreaterThan(0);
+    expect(newest?.version).toBe(version);
+    const servedBefore = await servedLogProbs(ctx.engine);
+    const h = conversation('h');
+    const i = conversation('i');
+    const j = conversation('j');
+    await h.send('Tell me about the sea.', { stream: false });
+
+    // The engine dies under a streamed answer (the Python process itself: weights and trainer state go).
+    const long = { stream: true, maxTokens: 400, ignoreEos: true } as const;
+    const command = engine;
+    const broken = await h.attempt('thanks, tell me more', {
+      ...long,
+      onChunk: (chunks) => {
+        if (chunks === 3) killEngine();
+      },
+    });
+    await waitFor(
+      'the engine command to exit with its engine',
+      () => command?.child.exitCode !== null || command?.child.signalCode !== null,
+      15_000,
+    );
+    if (enginePid !== undefined) enginePids.delete(enginePid);
+    // A broken stream is not an acknowledgement; an answer that still ended with [DONE] counts as usual.
+    if (!broken.acknowledged) expect(broken.sawDone).toBe(false);
+
+    // While it is down, the gateway refuses turns (502/503, nothing acknowledged); any it did acknowledge
+    // would be counted like every other turn.
+    const down = [
+      { c: i, text: 'Hello, is anyone there?', options: { stream: false } },
+      { c: j, text: 'Hi, one question', options: { stream: true, done: true } },
+    ] as const;
+    const refusals = [];
+    for (const { c, text, options } of down) {
+      const attempt = await c.attempt(text, options);
+      if (!attempt.acknowledged) expect([502, 503], attempt.error).toContain(attempt.status);
+      refusals.push(attempt);
+    }
+
+    // Restarted the way a user restarts it, with the same settings.
+    const restartStarted = Date.now();
+    expect(await startEngine()).toBe(version);
+    const restartSeconds = (Date.now() - restartStarted) / 1000;
+    // (a) Before any new step it serves the run's newest published version, from that version's checkpoint,
+    // and its trainer starts empty: whatever it knows after the next step came from the checkpoint.
+    const info = await ctx.engine.modelInfo();
+    expect(String(info.weight_version)).toBe(String(version));
+    expect(info.model_path).toBe(newest?.checkpoint);
+    const servedAfter = await servedLogProbs(ctx.engine);
+    const sameWeights = maxDifference(servedAfter, servedBefore);
+    const fromBase = maxDifference(servedAfter, baseLogProbs);
+    expect(sameWeights).toBeLessThan(1e-5);
+    // And the check can tell: the trained weights give clearly different log-probs from the base model's.
+    expect(fromBase).toBeGreaterThan(1e-4);
+    const emptyTrainer = await trainerInfo(ctx.engine);
+    expect(emptyTrainer.step_count).toBe(0);
+    expect(emptyTrainer.step_ids).toEqual([]);
+    expect(await runVersion(version)).toBe(version);
+    console.log(
+      `[recovery] engine command exited with code ${command?.child.exitCode} after its engine was killed; ` +
+        `restart: ${restartSeconds.toFixed(1)} s; stream ${broken.acknowledged ? 'completed' : `broke after ${broken.chunks} chunks`}; ` +
+        `while down: ${refusals.map((a) => (a.acknowledged ? 'acknowledged' : a.status)).join(', ')}; ` +
+        `log-probs vs before ${sameWeights.toExponential(1)}, vs base ${fromBase.toExponential(1)}`,
+    );
+
+    // The clients retry what was not acknowledged and go on: h:1 and i:1 become samples (+1, -1), which with
+    // the one or none left pending fills exactly one batch.
+    if (!broken.acknowledged) await h.send('thanks, tell me more', long);
+    for (const [index, { c, text, options }] of down.entries())
+      if (!refusals[index]?.acknowledged) await c.send(text, options);
+    await i.send('that is wrong', { stream: true, done: true });
+    await h.send('ok, bye', { stream: false, done: true });
+
+    // (c) The next step resumed the trainer from the last checkpoint: it knows every earlier step (restored)
+    // and the new one, each once, and the engine serves the new version.
+    await waitFor('the next training step', () => runVersion(version + 1), 60_000, 100);
+    const trainer = await trainerInfo(ctx.engine);
+    const stepIds = [
+      ...(before?.snapshot.lineage ?? []).map((entry) => entry.stepId),
+      `${RUN_ID}:v${version + 1}`,
+    ];
+    expect(trainer.step_ids).toEqual(stepIds);
+    expect(trainer.step_count).toBe(version + 1);
+    // The restarted engine's own log: trainStep loaded the checkpoint once, before training.
+    const trainerCalls = await waitFor(
+      'the step in the engine log',
+      () => {
+        const calls = [...(engine?.tail(300) ?? '').matchAll(/"POST (\/load_checkpoint|\/train_step) HTTP/g)];
+        return calls.length >= 2 && calls.map((call) => call[1]);
+      },
+      10_000,
+    );
+    expect(trainerCalls).toEqual(['/load_checkpoint', '/train_step']);
+    await waitFor(
+      'the new version served',
+      async () => (await servedVersion(ctx.engine)) === version + 1,
+      30_000,
+    );
+
+    // (d) The full count, over every phase's turns.
+    const result = await count();
+    expect(result.status.policyVersion).toBe(version + 1);
+    expect((await ctx.engine.modelInfo()).model_path).toBe(result.snapshot.lineage.at(-1)?.checkpoint);
+    const resumed = result.steps.at(-1);
+    expect(resumed?.input.resume).toEqual({ lastStepId: newest?.stepId, lastCheckpoint: newest?.checkpoint });
+    expect(engine?.child.exitCode).toBeNull();
   });
 });

@@ -73,11 +73,11 @@ export async function readStore(store: FileSampleStore, runId: string): Promise<
   };
 }
 
-async function trainerInfo(engine: PolicyEngineClient): Promise<TrainerInfo> {
+export async function trainerInfo(engine: PolicyEngineClient): Promise<TrainerInfo> {
   return (await engine.request('GET', '/trainer_info')) as TrainerInfo;
 }
 
-async function servedVersion(engine: PolicyEngineClient): Promise<number> {
+export async function servedVersion(engine: PolicyEngineClient): Promise<number> {
   return Number((await engine.modelInfo()).weight_version);
 }
 

@@ -7,6 +7,9 @@ import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
+import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
+import { createTrainingActivities } from '../../activities/training-activities.js';
+import { TRAINER_LOST_STEP } from '../../activities/training-errors.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/types.js';
@@ -205,4 +208,28 @@ describe('trainingWorkflow controls', () => {
     // With rollout log-probs as π_old the ratio is no longer exactly 1: the stored log-probs came from v0.
     expect(status.lastMetrics?.train_rollout_logprob_abs_diff).toBeGreaterThan(0);
   }, 90_000);
+
+  it('refuses to publish a step the trainer no longer holds, and republishes one already saved', async () => {
+    const trainer = new ReferenceTrainerBackend(engine.url);
+    const activities = createTrainingActivities({
+      store,
+      trainer,
+      serving: new PolicyEngineClient(engine.url),
+      checkpointDir: join(dir, 'lost-step'),
+    });
+    // As after an engine restart between trainStep and publishWeights: nothing to publish but base weights.
+    await expect(
+      activities.publishWeights({ runId: 'lost', stepId: 'lost:v7', version: 7 }),
+    ).rejects.toMatchObject({
+      type: TRAINER_LOST_STEP,
+      nonRetryable: true,
+    });
+    // Saved before the restart: the checkpoint is whole, so it is (re)loaded into serving, not refused.
+    const path = join(dir, 'lost-step', 'lost', 'v7');
+    await trainer.saveCheckpoint(path);
+    await expect(activities.publishWeights({ runId: 'lost', stepId: 'lost:v7', version: 7 })).resolves.toBe(
+      path,
+    );
+    expect(String((await new PolicyEngineClient(engine.url).modelInfo()).weight_version)).toBe('7');
+  }, 60_000);
 });
