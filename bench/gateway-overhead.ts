@@ -1,0 +1,253 @@
+// Gateway overhead versus calling the engine directly, measured side by side in one run.
+//
+//   npx tsx bench/gateway-overhead.ts [--rounds1 50] [--rounds32 3] [--perLane 2] [--maxTokens 16]
+//                                      [--settleMs 20] [--settle32Ms 300] [--engineNodelay 0|1]
+//   npm run bench:gateway
+//
+// Starts a Temporal dev server, the reference engine (tiny random model, --trainer), the control worker and
+// the gateway, then sends the same chat completion (fixed seed, `ignore_eos`, `max_tokens` tokens) four ways:
+//   direct           to the engine, the client's body as it is;
+//   direct+rl        to the engine, plus what the gateway adds for a main turn (log-probs, exact token ids);
+//   gateway side     through the gateway with `X-Turn-Type: side` (proxy only, nothing recorded);
+//   gateway main     through the gateway with a fresh `X-Session-Id` each (recorded: store write and
+//                    signal-with-start of a new session workflow before the response completes).
+// Non-streaming latency, streaming time to first token and streaming time to `[DONE]`, at concurrency 1
+// (variants and modes interleaved request by request) and 32 (block by block), in a seeded shuffled order,
+// each request (c1) or block (c32) starting once the control worker is idle, so the session workflows a
+// main turn starts are not charged to the request that happens to follow it. Prints medians, p99s, ratios
+// and differences against direct; never passes or fails on time. `--engineNodelay 1` is a diagnostic: the
+// engine with TCP_NODELAY forced on its sockets (see bench/support/engine-nodelay/sitecustomize.py).
+
+import { timedChat } from './support/chat-client.js';
+import { type Stack, startStack, stopOnSignal } from './support/stack.js';
+import {
+  intOptions,
+  median,
+  ms,
+  p99,
+  printTable,
+  ratio,
+  runConcurrently,
+  seededRandom,
+  shuffled,
+  signedMs,
+} from './support/stats.js';
+
+const options = intOptions(
+  {
+    rounds1: 50,
+    rounds32: 3,
+    perLane: 2,
+    maxTokens: 16,
+    seed: 1234,
+    settleMs: 20,
+    settle32Ms: 300,
+    engineNodelay: 0,
+  },
+  'npx tsx bench/gateway-overhead.ts [options]',
+);
+
+const VARIANTS = ['direct', 'direct+rl', 'gateway side', 'gateway main'] as const;
+type Variant = (typeof VARIANTS)[number];
+type Mode = 'json' | 'stream';
+
+interface Samples {
+  json: number[];
+  ttft: number[];
+  streamTotal: number[];
+}
+
+const MESSAGES = [
+  { role: 'system', content: 'You are a concise assistant.' },
+  { role: 'user', content: 'What is the weather like in Lisbon today? Answer briefly.' },
+];
+
+let stack = null as Stack | null;
+stopOnSignal(() => stack);
+let sessionCounter = 0;
+
+function request(
+  variant: Variant,
+  mode: Mode,
+): Promise<{ totalMs: number; ttftMs: number; content: string }> {
+  if (!stack?.gateway) throw new Error('stack not started');
+  const stream = mode === 'stream';
+  const body: Record<string, unknown> = {
+    model: 'tiny',
+    messages: MESSAGES,
+    max_tokens: options.maxTokens,
+    temperature: 1,
+    seed: options.seed,
+    ignore_eos: true,
+    stream,
+  };
+  switch (variant) {
+    case 'direct':
+      return timedChat(`${stack.engine.url}/v1/chat/completions`, body);
+    case 'direct+rl':
+      return timedChat(`${stack.engine.url}/v1/chat/completions`, {
+        ...body,
+        logprobs: true,
+        return_prompt_token_ids: true,
+        return_token_ids: true,
+        ...(stream ? { stream_options: { include_usage: true } } : {}),
+      });
+    case 'gateway side':
+      return timedChat(`${stack.gateway.url}/v1/chat/completions`, body, { 'x-turn-type': 'side' });
+    case 'gateway main':
+      return timedChat(`${stack.gateway.url}/v1/chat/completions`, body, {
+        'x-session-id': `bench-${process.pid}-${sessionCounter++}`,
+      });
+  }
+}
+
+function emptySamples(): Record<Variant, Samples> {
+  const samples = {} as Record<Variant, Samples>;
+  for (const v of VARIANTS) samples[v] = { json: [], ttft: [], streamTotal: [] };
+  return samples;
+}
+
+const random = seededRandom(options.seed);
+const PAIRS = VARIANTS.flatMap((variant) => (['json', 'stream'] as const).map((mode) => ({ variant, mode })));
+let settledMs = 0;
+
+async function one(samples: Samples, variant: Variant, mode: Mode): Promise<void> {
+  const t = await request(variant, mode);
+  if (mode === 'json') samples.json.push(t.totalMs);
+  else {
+    samples.ttft.push(t.ttftMs);
+    samples.streamTotal.push(t.totalMs);
+  }
+}
+
+/**
+ * Concurrency 1: every round sends each variant once per mode, in a shuffled order. After each request the
+ * control worker is left to finish what the request started (a main turn's session workflow), so that
+ * work is not charged to whichever request comes next.
+ */
+async function measureSequential(rounds: number): Promise<Record<Variant, Samples>> {
+  const samples = emptySamples();
+  for (let round = 0; round < rounds; round++) {
+    for (const { variant, mode } of shuffled(PAIRS, random)) {
+      await one(samples[variant], variant, mode);
+      settledMs += (await stack?.settle(options.settleMs)) ?? 0;
+    }
+  }
+  return samples;
+}
+
+/**
+ * Concurrency c: every round runs one block of c x perLane requests per variant and mode, in a shuffled
+ * order, each block starting once the control worker has been idle for `settle32Ms`.
+ */
+async function measureConcurrent(
+  c: number,
+  rounds: number,
+  perLane: number,
+): Promise<Record<Variant, Samples>> {
+  const samples = emptySamples();
+  for (let round = 0; round < rounds; round++) {
+    for (const { variant, mode } of shuffled(PAIRS, random)) {
+      settledMs += (await stack?.settle(options.settle32Ms)) ?? 0;
+      await runConcurrently(c * perLane, c, () => one(samples[variant], variant, mode));
+    }
+  }
+  return samples;
+}
+
+function report(title: string, samples: Record<Variant, Samples>, handOffMs: number[]): void {
+  const count = samples.direct.json.length;
+  console.log(`\n### ${title} (${count} requests per variant and mode)\n`);
+  const figures: [string, (s: Samples) => number][] = [
+    ['non-streaming p50', (s) => median(s.json)],
+    ['non-streaming p99', (s) => p99(s.json)],
+    ['stream TTFT p50', (s) => median(s.ttft)],
+    ['stream TTFT p99', (s) => p99(s.ttft)],
+    ['stream to [DONE] p50', (s) => median(s.streamTotal)],
+    ['stream to [DONE] p99', (s) => p99(s.streamTotal)],
+  ];
+  const rows = figures.map(([name, f]) => {
+    const [direct, rl, side, main] = VARIANTS.map((v) => f(samples[v])) as [number, number, number, number];
+    return [
+      name,
+      ms(direct),
+      ms(rl),
+      ms(side),
+      ms(main),
+      `${ratio(side / direct)} (${signedMs(side - direct)})`,
+      `${ratio(main / direct)} (${signedMs(main - direct)})`,
+      signedMs(main - side),
+    ];
+  });
+  printTable(
+    [
+      'figure',
+      'direct',
+      'direct+rl',
+      'gateway side',
+      'gateway main',
+      'side vs direct',
+      'main vs direct',
+      'main - side',
+    ],
+    rows,
+  );
+  console.log(
+    `\ndurable hand-off inside the gateway (store write + signal-with-start), ${handOffMs.length} main turns: ` +
+      `p50 ${ms(median(handOffMs))}, p99 ${ms(p99(handOffMs))}`,
+  );
+}
+
+function engineLine(): string {
+  return options.engineNodelay === 1
+    ? 'engine: DIAGNOSTIC run, TCP_NODELAY forced on its sockets (bench/support/engine-nodelay)'
+    : 'engine: as shipped (TCP_NODELAY on its sockets)';
+}
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  console.log(
+    'starting: temporal dev server, reference engine (tiny model, --trainer), control worker, gateway',
+  );
+  stack = await startStack({
+    engineNoDelay: options.engineNodelay === 1,
+    gateway: true,
+    // Each main turn opens its own session, which stays open (no scoring runs during the measurement).
+    config: { runId: 'bench-gateway', method: 'rl', session: { idleTimeoutMs: 3_600_000 } },
+  });
+  console.log(engineLine());
+  console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  console.log(
+    `parameters: max_tokens ${options.maxTokens} (ignore_eos), seed ${options.seed}, temperature 1; ` +
+      `concurrency 1: ${options.rounds1} rounds; concurrency 32: ${options.rounds32} rounds x ` +
+      `${32 * options.perLane} requests per block; settle: control worker idle ${options.settleMs} ms ` +
+      `before each c1 request, ${options.settle32Ms} ms before each c32 block`,
+  );
+
+  // Same output on every path (same seed), so every path does the same engine work.
+  const outputs = await Promise.all(VARIANTS.map((v) => request(v, 'json')));
+  const identical = outputs.every((o) => o.content === outputs[0]?.content);
+  console.log(
+    `same output on all four paths: ${identical ? 'yes' : 'NO'} (${JSON.stringify(outputs[0]?.content)})`,
+  );
+
+  // Warm-up: connection pools, the engine's first batches, the worker's first session workflows.
+  await measureSequential(3);
+  await measureConcurrent(32, 1, 1);
+  stack.recordTimes.length = 0;
+
+  const c1 = await measureSequential(options.rounds1);
+  report('Concurrency 1', c1, stack.recordTimes.splice(0));
+  console.log(`(waiting for the control worker to settle: ${(settledMs / 1000).toFixed(1)} s in all)`);
+  settledMs = 0;
+  const c32 = await measureConcurrent(32, options.rounds32, options.perLane);
+  report('Concurrency 32', c32, stack.recordTimes.splice(0));
+  console.log(`(waiting for the control worker to settle: ${(settledMs / 1000).toFixed(1)} s in all)`);
+  console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
+}
+
+try {
+  await main();
+} finally {
+  await stack?.close();
+}

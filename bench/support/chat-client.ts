@@ -1,0 +1,80 @@
+// A minimal chat-completions client on Node's built-in fetch that times a request: the whole response, and
+// for streams the first generated text (time to first token) and the final `[DONE]`.
+
+import { now } from './stats.js';
+
+export interface ChatTiming {
+  /** Request sent to complete response (the JSON body, or `[DONE]` when streaming), ms. */
+  totalMs: number;
+  /** Streaming only: request sent to the first chunk carrying generated text, ms (NaN otherwise). */
+  ttftMs: number;
+  /** Generated text, for checking that two paths produced the same output. */
+  content: string;
+  /** Wall-clock time (Date.now()) the response completed. */
+  completedAt: number;
+}
+
+interface ChunkShape {
+  choices?: { delta?: { content?: string | null; reasoning_content?: string | null } }[];
+  error?: unknown;
+}
+
+interface BodyShape {
+  choices?: { message?: { content?: string | null; reasoning_content?: string | null } }[];
+}
+
+export async function timedChat(
+  url: string,
+  body: Record<string, unknown>,
+  headers: Record<string, string> = {},
+): Promise<ChatTiming> {
+  const started = now();
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+  if (!response.ok) throw new Error(`${url}: HTTP ${response.status}: ${await response.text()}`);
+  if (!body.stream) {
+    const parsed = (await response.json()) as BodyShape;
+    const message = parsed.choices?.[0]?.message;
+    const totalMs = now() - started;
+    return {
+      totalMs,
+      ttftMs: Number.NaN,
+      content: `${message?.reasoning_content ?? ''}${message?.content ?? ''}`,
+      completedAt: Date.now(),
+    };
+  }
+  if (!response.body) throw new Error(`${url}: empty stream`);
+  const decoder = new TextDecoder();
+  let buffer = '';
+  let content = '';
+  let ttftMs = Number.NaN;
+  let done = false;
+  for await (const bytes of response.body) {
+    buffer += decoder.decode(bytes as Uint8Array, { stream: true });
+    let cut = buffer.indexOf('\n\n');
+    while (cut >= 0) {
+      const event = buffer.slice(0, cut);
+      buffer = buffer.slice(cut + 2);
+      cut = buffer.indexOf('\n\n');
+      for (const line of event.split('\n')) {
+        if (!line.startsWith('data:')) continue;
+        const data = line.slice(5).trim();
+        if (data === '[DONE]') {
+          done = true;
+          continue;
+        }
+        const chunk = JSON.parse(data) as ChunkShape;
+        if (chunk.error) throw new Error(`${url}: stream error ${JSON.stringify(chunk.error)}`);
+        const delta = chunk.choices?.[0]?.delta;
+        const text = `${delta?.reasoning_content ?? ''}${delta?.content ?? ''}`;
+        if (text && Number.isNaN(ttftMs)) ttftMs = now() - started;
+        content += text;
+      }
+    }
+  }
+  if (!done) throw new Error(`${url}: stream ended without [DONE]`);
+  return { totalMs: now() - started, ttftMs, content, completedAt: Date.now() };
+}
