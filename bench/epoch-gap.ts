@@ -30,7 +30,7 @@ import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import { intOptions, median, ms, p99, printTable, ratio, runConcurrently } from './support/stats.js';
 
 const options = intOptions(
-  { steps: 24, batch: 4, responseTokens: 32, continueAsNewAfter: 8, engineNodelay: 0 },
+  { steps: 24, batch: 4, responseTokens: 32, continueAsNewAfter: 8 },
   'npx tsx bench/epoch-gap.ts [options]',
 );
 
@@ -100,19 +100,12 @@ interface Step {
   lineage: ActivitySpan;
 }
 
-function engineLine(): string {
-  return options.engineNodelay === 1
-    ? 'engine: DIAGNOSTIC run, TCP_NODELAY forced on its sockets (bench/support/engine-nodelay)'
-    : 'engine: as shipped (TCP_NODELAY on its sockets)';
-}
-
 async function main(): Promise<void> {
   const started = Date.now();
   console.log(
     'starting: temporal dev server, reference engine (tiny model, --trainer); control worker later',
   );
   stack = await startStack({
-    engineNoDelay: options.engineNodelay === 1,
     startWorker: false,
     config: {
       runId: 'bench-epochs',
@@ -127,7 +120,6 @@ async function main(): Promise<void> {
     },
   });
   const { client, config } = stack;
-  console.log(engineLine());
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const total = options.steps * options.batch;
   console.log(

@@ -1,7 +1,7 @@
 // Gateway overhead versus calling the engine directly, measured side by side in one run.
 //
 //   npx tsx bench/gateway-overhead.ts [--rounds1 50] [--rounds32 3] [--perLane 2] [--maxTokens 16]
-//                                      [--settleMs 20] [--settle32Ms 300] [--engineNodelay 0|1]
+//                                      [--settleMs 20] [--settle32Ms 300]
 //   npm run bench:gateway
 //
 // Starts a Temporal dev server, the reference engine (tiny random model, --trainer), the control worker and
@@ -15,8 +15,7 @@
 // (variants and modes interleaved request by request) and 32 (block by block), in a seeded shuffled order,
 // each request (c1) or block (c32) starting once the control worker is idle, so the session workflows a
 // main turn starts are not charged to the request that happens to follow it. Prints medians, p99s, ratios
-// and differences against direct; never passes or fails on time. `--engineNodelay 1` is a diagnostic: the
-// engine with TCP_NODELAY forced on its sockets (see bench/support/engine-nodelay/sitecustomize.py).
+// and differences against direct; never passes or fails on time.
 
 import { timedChat } from './support/chat-client.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
@@ -42,7 +41,6 @@ const options = intOptions(
     seed: 1234,
     settleMs: 20,
     settle32Ms: 300,
-    engineNodelay: 0,
   },
   'npx tsx bench/gateway-overhead.ts [options]',
 );
@@ -198,24 +196,16 @@ function report(title: string, samples: Record<Variant, Samples>, handOffMs: num
   );
 }
 
-function engineLine(): string {
-  return options.engineNodelay === 1
-    ? 'engine: DIAGNOSTIC run, TCP_NODELAY forced on its sockets (bench/support/engine-nodelay)'
-    : 'engine: as shipped (TCP_NODELAY on its sockets)';
-}
-
 async function main(): Promise<void> {
   const started = Date.now();
   console.log(
     'starting: temporal dev server, reference engine (tiny model, --trainer), control worker, gateway',
   );
   stack = await startStack({
-    engineNoDelay: options.engineNodelay === 1,
     gateway: true,
     // Each main turn opens its own session, which stays open (no scoring runs during the measurement).
     config: { runId: 'bench-gateway', method: 'rl', session: { idleTimeoutMs: 3_600_000 } },
   });
-  console.log(engineLine());
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   console.log(
     `parameters: max_tokens ${options.maxTokens} (ignore_eos), seed ${options.seed}, temperature 1; ` +

@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
 //                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
-//                                   [--engineNodelay 0|1]
+//
 //   npm run bench:ingest
 //
 // Starts a Temporal dev server, the reference engine (tiny random model, --trainer), the fake judge, the
@@ -19,7 +19,7 @@
 // worker's drain (the session workflows, and for follow the scoring, the block left behind). Afterwards the
 // histories of up to `historySessions` sessions of the last c32 main block show how long the session
 // workflow took to take in each turn after the server accepted its signal. Figures only; never passes or
-// fails. `--engineNodelay 1` is a diagnostic: the engine with TCP_NODELAY forced on its sockets.
+// fails.
 
 import { type ChatTiming, timedChat } from './support/chat-client.js';
 import { signalDeliveries } from './support/history.js';
@@ -46,7 +46,6 @@ const options = intOptions(
     maxTokens: 1,
     settleMs: 300,
     settleCapMs: 20_000,
-    engineNodelay: 0,
   },
   'npx tsx bench/turn-ingestion.ts [options]',
 );
@@ -174,19 +173,12 @@ async function historyCheck(cell: Cell): Promise<{ handled: number[]; afterClien
   return { handled, afterClient };
 }
 
-function engineLine(): string {
-  return options.engineNodelay === 1
-    ? 'engine: DIAGNOSTIC run, TCP_NODELAY forced on its sockets (bench/support/engine-nodelay)'
-    : 'engine: as shipped (TCP_NODELAY on its sockets)';
-}
-
 async function main(): Promise<void> {
   const started = Date.now();
   console.log(
     'starting: temporal dev server, reference engine (tiny model, --trainer), fake judge, control worker, gateway',
   );
   stack = await startStack({
-    engineNoDelay: options.engineNodelay === 1,
     gateway: true,
     judge: true,
     config: {
@@ -197,7 +189,6 @@ async function main(): Promise<void> {
       session: { idleTimeoutMs: 3_600_000 },
     },
   });
-  console.log(engineLine());
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   const levels: [number, number][] = [
     [1, options.turns1],

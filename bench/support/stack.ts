@@ -5,8 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { FileSampleStore } from '../../activities/sample-store.js';
@@ -32,11 +31,6 @@ export interface StackOptions {
   gateway?: boolean;
   /** Start the control worker now (default); false leaves it to `startWorker()`. */
   startWorker?: boolean;
-  /**
-   * Diagnostic: start the engine with TCP_NODELAY on its sockets (bench/support/engine-nodelay), to show
-   * what the engine's Nagle delays cost. Off by default: the engine as it ships.
-   */
-  engineNoDelay?: boolean;
 }
 
 export interface Stack {
@@ -132,10 +126,6 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     cleanups.push(() => server.stop());
 
     const model = await makeTinyModel(join(dir, 'model'));
-    if (options.engineNoDelay) {
-      const patch = fileURLToPath(new URL('./engine-nodelay', import.meta.url));
-      process.env.PYTHONPATH = [patch, process.env.PYTHONPATH].filter(Boolean).join(delimiter);
-    }
     const engine = await startReferenceEngine({ model, trainer: true });
     cleanups.push(() => engine.stop());
 
