@@ -228,8 +228,9 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
   const phase = (name: string, body: () => Promise<void>) =>
     it(
       name,
-      async (test) => {
-        if (failed) test.skip();
+      async () => {
+        // Each phase builds on the state the last one left: after a failure it cannot run meaningfully.
+        if (failed) throw new Error(`not run: an earlier phase failed`);
         const started = Date.now();
         try {
           await body();
