@@ -3,20 +3,22 @@
  * container on a GPU host, or Tinker's cloud. Every implementation lives in trainer-backends/ in its own file.
  */
 
+import type { TrainingSample } from '../core/types.js';
+
 export type LossMethod = 'grpo' | 'opd' | 'combine' | 'topk_distill';
 
-export interface TrainerSample {
-  /** Prompt and response token ids, exactly as the engine saw and sampled them. */
-  tokens: number[];
-  /** The last `responseLength` entries of `tokens` are the response. */
-  responseLength: number;
-  lossMask: number[];
-  rolloutLogProbs: number[];
-  reward: number;
-  teacherLogProbs?: number[];
-  teacherTopkLogProbs?: number[][];
-  teacherTopkIndices?: number[][];
-}
+/** The training fields of a stored sample (core/types.ts), which is what every backend trains on. */
+export type TrainerSample = Pick<
+  TrainingSample,
+  | 'tokens'
+  | 'responseLength'
+  | 'lossMask'
+  | 'rolloutLogProbs'
+  | 'reward'
+  | 'teacherLogProbs'
+  | 'teacherTopkLogProbs'
+  | 'teacherTopkIndices'
+>;
 
 export interface LossConfig {
   method: LossMethod;
