@@ -21,7 +21,7 @@ import type {
   EpisodeStep,
   ResetResult,
 } from '../environments/environment.js';
-import type { Sandbox, SandboxProvider } from '../environments/sandbox.js';
+import type { Sandbox, SandboxProvider, SandboxSpec } from '../environments/sandbox.js';
 import type { Judge } from './judge-client.js';
 import { createPolicyActivities, whileAlive } from './policy-step.js';
 import {
@@ -39,6 +39,11 @@ import type { SampleStore } from './sample-store.js';
 /** The queue of one env host's own worker. */
 export function envHostTaskQueue(sharedTaskQueue: string, hostId: string): string {
   return `${sharedTaskQueue}-${hostId}`;
+}
+
+/** The rollout id an evaluation container is labelled with. */
+export function evaluationRolloutId(rolloutId: string): string {
+  return `${rolloutId}.eval`;
 }
 
 /** Observations longer than this are cut (the policy's context and the store stay bounded). */
@@ -197,6 +202,25 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     return sandbox;
   }
 
+  /** A throwaway container for the evaluation (its own lease), always removed afterwards. */
+  function freshSandboxFor(ref: EpisodeRef, sandboxes: SandboxProvider) {
+    return async <T>(spec: SandboxSpec, use: (sandbox: Sandbox) => Promise<T>): Promise<T> => {
+      const id = evaluationRolloutId(ref.rolloutId);
+      await sandboxes.release(id); // a half-used one from an attempt that died is not fresh
+      const { sandbox } = await sandboxes.acquire(spec, id, ref.leaseMs);
+      try {
+        return await use(sandbox);
+      } finally {
+        await sandboxes.release(id).catch((error: Error) => {
+          log()?.warn('evaluation container not removed (its lease will expire)', {
+            id,
+            error: error.message,
+          });
+        });
+      }
+    };
+  }
+
   async function episode(ref: EpisodeRef) {
     const environment = environmentOf(ref.env);
     const task = await taskOf(environment, ref.taskId);
@@ -272,6 +296,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
               toolCallId: call.id,
               name: call.name,
               observation: clip(result.observation),
+              ...(result.images && result.images.length > 0 && { images: result.images }),
               done: result.done,
             };
             if (!(await store.putIfAbsent(key, fresh)))
@@ -298,7 +323,10 @@ export function createEnvActivities(deps: EnvHostDependencies) {
         const { environment, task, sandbox, containerId } = await episode(ref);
         if (recorded) return { containerId, reward: recorded.reward, detail: recorded.detail };
         const { history } = await readTranscript(store, ref.rolloutId, ref.steps);
-        const evaluation = await environment.evaluate({ task, sandbox, history }, ref.finalAnswer);
+        const evaluation = await environment.evaluate(
+          { task, sandbox, history, ...(provider && { freshSandbox: freshSandboxFor(ref, provider) }) },
+          ref.finalAnswer,
+        );
         const record: EvaluationRecord = { ...evaluation, finalAnswer: ref.finalAnswer };
         await store.putIfAbsent(key, record);
         return { containerId, reward: evaluation.reward, detail: evaluation.detail };
@@ -311,7 +339,12 @@ export function createEnvActivities(deps: EnvHostDependencies) {
         const environment = environmentOf(ref.env);
         const task = await taskOf(environment, ref.taskId);
         const held = leases.get(ref.rolloutId);
-        if (held || environment.sandboxSpec(task)) await requireProvider(ref.env).release(ref.rolloutId);
+        if (held || environment.sandboxSpec(task)) {
+          const sandboxes = requireProvider(ref.env);
+          await sandboxes.release(ref.rolloutId);
+          // An evaluation container left by a worker that died mid-evaluation.
+          await sandboxes.release(evaluationRolloutId(ref.rolloutId));
+        }
         leases.delete(ref.rolloutId);
         await store.put(rolloutKeys.released(ref.rolloutId), {
           hostId,

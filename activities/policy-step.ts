@@ -10,7 +10,7 @@
 // turns), asking for the same token extensions; truncation is by whole messages with an estimated size.
 
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { parseErrorObservation, parsePolicyAction } from '../core/action-parsing.js';
+import { type PolicyAction, parseErrorObservation, parsePolicyAction } from '../core/action-parsing.js';
 import type { ChatMessage } from '../core/chat-messages.js';
 import {
   OMITTED_MIDDLE,
@@ -138,6 +138,15 @@ export async function whileAlive<T>(
   } finally {
     clearInterval(timer);
   }
+}
+
+/** A turn with more tool calls than the environment allows is a parse error (the swe kind: one command). */
+export function limitCallsPerTurn(action: PolicyAction, maxCalls: number | undefined): PolicyAction {
+  if (action.kind !== 'tools' || maxCalls === undefined || action.calls.length <= maxCalls) return action;
+  return {
+    kind: 'invalid',
+    error: `${action.calls.length} tool calls in one turn; this environment takes at most ${maxCalls} per turn`,
+  };
 }
 
 export function summariseStep(record: RolloutStepRecord): PolicyStepResult {
@@ -275,7 +284,7 @@ export function createPolicyActivities(deps: PolicyDependencies) {
         );
       const policyVersion = parseVersion(response.metadata?.weight_version) ?? 0;
       const output = choice.message ?? {};
-      const action = parsePolicyAction(output, toolNames);
+      const action = limitCallsPerTurn(parsePolicyAction(output, toolNames), transcript.maxCallsPerTurn);
       const message: ChatMessage = { role: 'assistant', content: output.content ?? '' };
       if (output.reasoning_content) message.reasoning_content = output.reasoning_content;
       if (output.tool_calls && output.tool_calls.length > 0) message.tool_calls = output.tool_calls;

@@ -65,6 +65,8 @@ export interface ObservationRecord {
   toolCallId: string;
   name: string;
   observation: string;
+  /** Screenshots returned with the observation, as data URLs (gui kind). */
+  images?: string[];
   done: boolean;
 }
 
@@ -110,14 +112,23 @@ export async function readObservations(
   return out;
 }
 
-/** The tool message answering one call. */
+/** The tool message answering one call: its text, and its images as `image_url` parts when it has any. */
 export function toolMessage(record: ObservationRecord): ChatMessage {
-  return { role: 'tool', tool_call_id: record.toolCallId, name: record.name, content: record.observation };
+  const content: ChatMessage['content'] =
+    record.images && record.images.length > 0
+      ? [
+          { type: 'text', text: record.observation },
+          ...record.images.map((url) => ({ type: 'image_url', image_url: { url } })),
+        ]
+      : record.observation;
+  return { role: 'tool', tool_call_id: record.toolCallId, name: record.name, content };
 }
 
 export interface Transcript {
   messages: ChatMessage[];
   tools: ResetResult['tools'];
+  /** The most tool calls one turn may make (unset: no limit). */
+  maxCallsPerTurn?: number;
   /** Every executed tool call with its observation, in order (what `EpisodeContext.history` holds). */
   history: { action: ToolCallAction; observation: string }[];
 }
@@ -141,5 +152,5 @@ export async function readTranscript(
       if (call) history.push({ action: call, observation: observation.observation });
     }
   }
-  return { messages, tools: reset.tools, history };
+  return { messages, tools: reset.tools, maxCallsPerTurn: reset.maxCallsPerTurn, history };
 }

@@ -30,11 +30,21 @@ export interface ResetResult {
   /** The conversation the policy starts from: usually a system prompt and the task as the user message. */
   messages: ChatMessage[];
   tools: ToolSchema[];
+  /**
+   * The most tool calls one policy turn may make (the swe kind allows one command per turn); a turn with
+   * more is a parse error. Unset: no limit.
+   */
+  maxCallsPerTurn?: number;
 }
 
 export interface StepResult {
   /** The tool message content returned to the policy. */
   observation: string;
+  /**
+   * Images shown with the observation (the gui kind's screenshots), as `data:image/png;base64,...` URLs.
+   * They are stored with the observation and sent as `image_url` parts of the tool message.
+   */
+  images?: string[];
   /** The environment considers the episode over (e.g. a `submit` tool). */
   done: boolean;
 }
@@ -62,6 +72,12 @@ export interface EpisodeContext<Data = unknown> {
    * kinds with a container may ignore it.
    */
   history?: readonly EpisodeStep[];
+  /**
+   * Runs `use` in a new container of `spec` and removes it afterwards (the swe kind evaluates a patch in a
+   * fresh container). Given by env hosts with a sandbox provider; the container carries a lease like any
+   * other, so a worker that dies mid-way leaves nothing behind.
+   */
+  freshSandbox?: <T>(spec: SandboxSpec, use: (sandbox: Sandbox) => Promise<T>) => Promise<T>;
 }
 
 export interface Environment<Data = unknown> {

@@ -29,8 +29,8 @@ export interface BuildImagesOptions {
   /** Progress lines (what is built or skipped, and the build's own output when `verbose`). */
   log?: (line: string) => void;
   verbose?: boolean;
-  /** Folder of the image definitions; default docker/images in this repository. */
-  imagesDir?: string;
+  /** Folder(s) of the image definitions; default docker/images and environments/<kind>/images. */
+  imagesDir?: string | string[];
   /** Folder of extra CA certificates to trust in the images; default /usr/local/share/ca-certificates. */
   caCertificatesDir?: string;
 }
@@ -48,27 +48,66 @@ export interface BuildImagesReport {
   skipped: string[];
 }
 
-/** The image names defined under `imagesDir` (one folder with a Dockerfile each), sorted. */
-export async function listSandboxImages(imagesDir = join(REPO_ROOT, 'docker/images')): Promise<string[]> {
-  const entries = await readdir(imagesDir, { withFileTypes: true });
-  const names: string[] = [];
-  for (const entry of entries) {
-    if (!entry.isDirectory()) continue;
-    const hasDockerfile = await stat(join(imagesDir, entry.name, 'Dockerfile')).then(
-      () => true,
-      () => false,
-    );
-    if (hasDockerfile) names.push(`${IMAGE_PREFIX}${entry.name}`);
+/** Where image definitions live: docker/images/<name>/ and each environment kind's environments/<kind>/images/<name>/. */
+export async function defaultImageDirs(): Promise<string[]> {
+  const dirs = [join(REPO_ROOT, 'docker/images')];
+  const kinds = await readdir(join(REPO_ROOT, 'environments'), { withFileTypes: true });
+  for (const kind of kinds
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort()) {
+    const dir = join(REPO_ROOT, 'environments', kind, 'images');
+    if (await isDirectory(dir)) dirs.push(dir);
   }
-  return names.sort();
+  return dirs;
+}
+
+async function isDirectory(path: string): Promise<boolean> {
+  return stat(path).then(
+    (info) => info.isDirectory(),
+    () => false,
+  );
+}
+
+/** One image definition: the image `openclaw/<folder name>` built from a folder holding a Dockerfile. */
+export interface ImageDefinition {
+  image: string;
+  folder: string;
+}
+
+/** The image definitions under `imagesDirs` (one folder with a Dockerfile each), sorted by image name. */
+export async function listImageDefinitions(imagesDirs?: string | string[]): Promise<ImageDefinition[]> {
+  const dirs = imagesDirs === undefined ? await defaultImageDirs() : [imagesDirs].flat();
+  const definitions = new Map<string, ImageDefinition>();
+  for (const dir of dirs) {
+    for (const entry of await readdir(dir, { withFileTypes: true })) {
+      if (!entry.isDirectory()) continue;
+      const folder = join(dir, entry.name);
+      const hasDockerfile = await stat(join(folder, 'Dockerfile')).then(
+        () => true,
+        () => false,
+      );
+      if (!hasDockerfile) continue;
+      const image = `${IMAGE_PREFIX}${entry.name}`;
+      const other = definitions.get(image);
+      if (other) throw new Error(`image ${image} is defined twice: ${other.folder} and ${folder}`);
+      definitions.set(image, { image, folder });
+    }
+  }
+  return [...definitions.values()].sort((a, b) => a.image.localeCompare(b.image));
+}
+
+/** The image names defined under `imagesDirs` (default: every definition in this repository), sorted. */
+export async function listSandboxImages(imagesDirs?: string | string[]): Promise<string[]> {
+  return (await listImageDefinitions(imagesDirs)).map((definition) => definition.image);
 }
 
 export async function buildSandboxImages(options: BuildImagesOptions = {}): Promise<BuildImagesReport> {
   const docker = options.docker ?? new Docker();
   const log = options.log ?? (() => {});
-  const imagesDir = options.imagesDir ?? join(REPO_ROOT, 'docker/images');
-  const all = await listSandboxImages(imagesDir);
-  const wanted = selectImages(all, options.only);
+  const definitions = await listImageDefinitions(options.imagesDir);
+  const folders = new Map(definitions.map((definition) => [definition.image, definition.folder]));
+  const wanted = selectImages([...folders.keys()], options.only);
 
   let base = options.base ?? DEFAULT_BASE_IMAGE;
   let baseBuilt = false;
@@ -86,31 +125,90 @@ export async function buildSandboxImages(options: BuildImagesOptions = {}): Prom
   );
   const report: BuildImagesReport = { base, baseBuilt, built: [], skipped: [] };
   for (const image of wanted) {
-    const folder = join(imagesDir, image.slice(IMAGE_PREFIX.length));
-    const files = [...(await readContext(folder)), ...certificates];
-    const hash = contextHash(files, base, baseId);
-    if (!options.force && (await imageLabel(docker, image, CONTEXT_HASH_LABEL)) === hash) {
-      log(`skipped ${image} (up to date)`);
-      report.skipped.push(image);
-      continue;
-    }
-    log(`building ${image} on ${base}`);
-    const previousId = await imageId(docker, image);
-    const started = Date.now();
-    await buildOne(
-      docker,
-      image,
-      files,
-      { BASE_IMAGE: base },
-      { [CONTEXT_HASH_LABEL]: hash },
-      options.verbose ? log : undefined,
-    );
-    const seconds = (Date.now() - started) / 1000;
-    await removeReplacedImage(docker, previousId, await imageId(docker, image));
-    log(`built ${image} in ${seconds.toFixed(1)} s`);
-    report.built.push({ image, seconds });
+    const built = await buildFolderIfChanged(docker, image, folders.get(image) as string, {
+      base,
+      baseId,
+      certificates,
+      force: options.force,
+      log,
+      verbose: options.verbose,
+    });
+    if (built === null) report.skipped.push(image);
+    else report.built.push(built);
   }
   return report;
+}
+
+interface FolderBuildOptions {
+  base: string;
+  baseId: string | null;
+  certificates: ContextFile[];
+  force?: boolean;
+  log: (line: string) => void;
+  verbose?: boolean;
+}
+
+/** Builds `image` from `folder` unless its label says it is up to date; null when skipped. */
+async function buildFolderIfChanged(
+  docker: Docker,
+  image: string,
+  folder: string,
+  options: FolderBuildOptions,
+): Promise<BuiltImage | null> {
+  const { base, log } = options;
+  const files = [...(await readContext(folder)), ...options.certificates];
+  const hash = contextHash(files, base, options.baseId);
+  if (!options.force && (await imageLabel(docker, image, CONTEXT_HASH_LABEL)) === hash) {
+    log(`skipped ${image} (up to date)`);
+    return null;
+  }
+  log(`building ${image} on ${base}`);
+  const previousId = await imageId(docker, image);
+  const started = Date.now();
+  await buildOne(
+    docker,
+    image,
+    files,
+    { BASE_IMAGE: base },
+    { [CONTEXT_HASH_LABEL]: hash },
+    options.verbose ? log : undefined,
+  );
+  const seconds = (Date.now() - started) / 1000;
+  await removeReplacedImage(docker, previousId, await imageId(docker, image));
+  log(`built ${image} in ${seconds.toFixed(1)} s`);
+  return { image, seconds };
+}
+
+export interface FolderImageOptions {
+  docker?: Docker;
+  /** Passed as the build argument BASE_IMAGE (default: the local Debian base). */
+  base?: string;
+  force?: boolean;
+  log?: (line: string) => void;
+  caCertificatesDir?: string;
+}
+
+/**
+ * Builds one image from any folder with a Dockerfile (a user's task folder), skipping it when up to date.
+ * Loaders use it for tasks that bring their own Dockerfile.
+ */
+export async function buildImageFromFolder(
+  image: string,
+  folder: string,
+  options: FolderImageOptions = {},
+): Promise<BuiltImage | null> {
+  const docker = options.docker ?? new Docker();
+  const base = options.base ?? DEFAULT_BASE_IMAGE;
+  const certificates = await readCertificates(
+    options.caCertificatesDir ?? '/usr/local/share/ca-certificates',
+  );
+  return buildFolderIfChanged(docker, image, folder, {
+    base,
+    baseId: await imageId(docker, base),
+    certificates,
+    force: options.force,
+    log: options.log ?? (() => {}),
+  });
 }
 
 function selectImages(all: string[], only: string[] | undefined): string[] {
