@@ -10,7 +10,7 @@
 // turns), asking for the same token extensions; truncation is by whole messages with an estimated size.
 
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { type PolicyAction, parseErrorObservation, parsePolicyAction } from '../core/action-parsing.js';
+import { limitCallsPerTurn, parseErrorObservation, parsePolicyAction } from '../core/action-parsing.js';
 import type { ChatMessage } from '../core/chat-messages.js';
 import {
   OMITTED_MIDDLE,
@@ -138,15 +138,6 @@ export async function whileAlive<T>(
   } finally {
     clearInterval(timer);
   }
-}
-
-/** A turn with more tool calls than the environment allows is a parse error (the swe kind: one command). */
-export function limitCallsPerTurn(action: PolicyAction, maxCalls: number | undefined): PolicyAction {
-  if (action.kind !== 'tools' || maxCalls === undefined || action.calls.length <= maxCalls) return action;
-  return {
-    kind: 'invalid',
-    error: `${action.calls.length} tool calls in one turn; this environment takes at most ${maxCalls} per turn`,
-  };
 }
 
 export function summariseStep(record: RolloutStepRecord): PolicyStepResult {

@@ -65,6 +65,15 @@ export function parsePolicyAction(output: AssistantOutput, toolNames: readonly s
   return { kind: 'tools', calls };
 }
 
+/** A turn with more tool calls than the environment allows is a parse error (the swe kind: one command). */
+export function limitCallsPerTurn(action: PolicyAction, maxCalls: number | undefined): PolicyAction {
+  if (action.kind !== 'tools' || maxCalls === undefined || action.calls.length <= maxCalls) return action;
+  return {
+    kind: 'invalid',
+    error: `${action.calls.length} tool calls in one turn; this environment takes at most ${maxCalls} per turn`,
+  };
+}
+
 /** The text the policy sees after a parse error. */
 export function parseErrorObservation(error: string): string {
   return `[PARSE_ERROR] ${error}. Call one of the offered tools with valid JSON arguments, or give your final answer without a tool call.`;

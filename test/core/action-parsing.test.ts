@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { parseErrorObservation, parsePolicyAction } from '../../core/action-parsing.js';
+import { limitCallsPerTurn, parseErrorObservation, parsePolicyAction } from '../../core/action-parsing.js';
 
 const tools = ['calculator', 'submit'];
 const call = (name: string, args: unknown, id = 'call_1') => ({
@@ -52,5 +52,20 @@ describe('parsePolicyAction', () => {
 
   it('words the error observation for the policy', () => {
     expect(parseErrorObservation('tool call 1: bad')).toMatch(/^\[PARSE_ERROR\] tool call 1: bad\. /);
+  });
+
+  it('turns a turn with more calls than allowed into a parse error', () => {
+    const two = parsePolicyAction(
+      { tool_calls: [call('calculator', '{"expression": "1+1"}'), call('submit', '{"answer": 2}')] },
+      tools,
+    );
+    expect(limitCallsPerTurn(two, undefined)).toBe(two);
+    expect(limitCallsPerTurn(two, 2)).toBe(two);
+    expect(limitCallsPerTurn(two, 1)).toEqual({
+      kind: 'invalid',
+      error: '2 tool calls in one turn; this environment takes at most 1 per turn',
+    });
+    const final = parsePolicyAction({ content: 'done' }, tools);
+    expect(limitCallsPerTurn(final, 1)).toBe(final);
   });
 });
