@@ -5,6 +5,8 @@ export default defineConfig({
     // Temporal's native worker and WebAssembly do not survive worker threads (sdk-typescript#876).
     pool: 'forks',
     include: ['test/**/*.test.ts'],
+    // The compose smoke test runs alone: vitest.compose.config.ts.
+    exclude: ['test/compose/**', '**/node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
     setupFiles: ['test/support/quiet-runtime.ts'],
     testTimeout: 60_000,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Makes this machine's Docker engine usable for the sandboxes: installs docker.io and debootstrap when they
-# are missing (Debian/Ubuntu, as root), starts dockerd when nothing answers, and waits until `docker info`
-# works. Safe to run again: each step is skipped when already done.
+# Makes this machine's Docker engine usable for the sandboxes and compose: installs docker.io, debootstrap and
+# docker-compose when they are missing (Debian/Ubuntu, as root), starts dockerd when nothing answers, and waits
+# until `docker info` works. Safe to run again: each step is skipped when already done.
 set -euo pipefail
 
 as_root() { if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi; }
@@ -10,6 +10,11 @@ missing=()
 command -v docker >/dev/null 2>&1 || missing+=(docker.io)
 command -v dockerd >/dev/null 2>&1 || missing+=(docker.io)
 command -v debootstrap >/dev/null 2>&1 || missing+=(debootstrap)
+# Compose: the v2 plugin where the machine has it, else Debian's docker-compose 1.29 (the compose file keeps to
+# syntax both accept).
+if ! docker compose version >/dev/null 2>&1 && ! command -v docker-compose >/dev/null 2>&1; then
+  missing+=(docker-compose)
+fi
 if [ "${#missing[@]}" -gt 0 ]; then
   echo "== installing ${missing[*]}"
   as_root apt-get update -qq

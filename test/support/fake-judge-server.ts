@@ -23,6 +23,8 @@ export interface FakeJudgeOptions {
   failAll?: boolean;
   /** Milliseconds each answer waits before it is sent (default 0). */
   delayMs?: number;
+  /** Address to listen on (default 127.0.0.1; 0.0.0.0 lets containers reach it). */
+  host?: string;
 }
 
 export async function startFakeJudge(options: FakeJudgeOptions = {}): Promise<FakeJudge> {
@@ -72,7 +74,7 @@ export async function startFakeJudge(options: FakeJudgeOptions = {}): Promise<Fa
       );
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  await new Promise<void>((resolve) => server.listen(0, options.host ?? '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}/v1`,

@@ -1,0 +1,250 @@
+// The compose smoke test: what a new user does with `docker compose up`, on this machine's Docker engine.
+// Every image is built here (docker-compose.local.yml: a locally made Debian base, Temporal's dev server in
+// place of the official images), the services come up through their health checks, a training run is started
+// with the same JSON a user pastes into the Temporal UI's Start Workflow form, chat turns go through the
+// gateway, an epoch completes and the engine serves the next policy version; then the control worker is
+// killed (SIGKILL), Docker restarts it, and the run goes on with nothing lost.
+//
+// Runs alone (vitest.compose.config.ts, `npm run test:compose`): it builds images and starts a whole stack.
+import { execFile } from 'node:child_process';
+import { cp, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import OpenAI from 'openai';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
+import { FileSampleStore } from '../../activities/sample-store.js';
+import { findTemporalExecutable } from '../../cli/temporal-cli.js';
+import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { Conversation, type ExpectedOutcome } from '../recovery/conversation.js';
+import { type CountContext, fullCount, servedVersion } from '../recovery/recovery-count.js';
+import { freePort } from '../support/cli-process.js';
+import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, '../..');
+const RUN_ID = 'default';
+const BATCH_SIZE = 4; // docs/examples/start-training-run.json
+const COMPOSE_FILES = [
+  '-f',
+  'docker-compose.yml',
+  '-f',
+  'docker-compose.local.yml',
+  '-f',
+  'test/compose/docker-compose.smoke.yml',
+];
+
+/** `docker compose` (v2) where installed, else docker-compose 1.29. */
+async function composeCommand(): Promise<string[]> {
+  try {
+    await run('docker', ['compose', 'version']);
+    return ['docker', 'compose'];
+  } catch {
+    return ['docker-compose'];
+  }
+}
+
+async function waitFor<T>(what: string, probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  for (;;) {
+    try {
+      const value = await probe();
+      if (value !== null) return value;
+    } catch (error) {
+      last = (error as Error).message;
+    }
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms ${last}`);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
+describe('docker compose up (local images)', () => {
+  let compose: string[];
+  let env: NodeJS.ProcessEnv;
+  let dataDir: string;
+  let judge: FakeJudge;
+  let client: Client;
+  let connection: Connection;
+  let ports: { gateway: number; temporal: number; ui: number; engine: number };
+  const conversations: Conversation[] = [];
+
+  const composeRun = async (args: string[], timeoutMs = 60_000) => {
+    const [command, ...prefix] = compose;
+    return run(command as string, [...prefix, ...COMPOSE_FILES, ...args], {
+      cwd: ROOT,
+      env,
+      timeout: timeoutMs,
+      maxBuffer: 64 * 1024 * 1024,
+    });
+  };
+  const containerOf = async (service: string) => (await composeRun(['ps', '-q', service])).stdout.trim();
+  const logs = async () =>
+    (await composeRun(['logs', '--no-color', '--tail', '40']).catch((e: Error) => ({ stdout: e.message })))
+      .stdout;
+
+  beforeAll(async () => {
+    compose = await composeCommand();
+    // Trust the same extra CAs as this machine in the images (as docker/build-images.sh does).
+    const cas = await readdir('/usr/local/share/ca-certificates').catch(() => [] as string[]);
+    for (const name of cas.filter((n) => n.endsWith('.crt')))
+      await cp(join('/usr/local/share/ca-certificates', name), join(ROOT, 'docker/ca-certificates', name));
+    await run('bash', [join(ROOT, 'docker/base-image.sh')], { timeout: 15 * 60_000 });
+
+    judge = await startFakeJudge({ host: '0.0.0.0' });
+    dataDir = await mkdtemp(join(tmpdir(), 'compose-smoke-'));
+    ports = {
+      gateway: await freePort(),
+      temporal: await freePort(),
+      ui: await freePort(),
+      engine: await freePort(),
+    };
+    env = {
+      ...process.env,
+      COMPOSE_PROJECT_NAME: `openclaw-smoke-${process.pid}`,
+      GATEWAY_PORT: String(ports.gateway),
+      TEMPORAL_PORT: String(ports.temporal),
+      TEMPORAL_UI_PORT: String(ports.ui),
+      ENGINE_PORT: String(ports.engine),
+      SMOKE_JUDGE_URL: `http://host.docker.internal:${new URL(judge.url).port}/v1`,
+      SMOKE_DATA_DIR: dataDir,
+      DOCKER_GID: String((await stat('/var/run/docker.sock')).gid),
+    };
+    const started = Date.now();
+    await composeRun(['build'], 40 * 60_000);
+    console.log(`[compose] images built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    await composeRun(['up', '-d'], 10 * 60_000);
+    console.log(`[compose] started after ${((Date.now() - started) / 1000).toFixed(0)} s`);
+    await waitFor(
+      'the gateway is healthy',
+      async () =>
+        (await fetch(`http://127.0.0.1:${ports.gateway}/healthz`, { signal: AbortSignal.timeout(5000) })).ok
+          ? true
+          : null,
+      5 * 60_000,
+    );
+    connection = await Connection.connect({ address: `127.0.0.1:${ports.temporal}` });
+    client = new Client({ connection });
+    console.log(`[compose] up and healthy after ${((Date.now() - started) / 1000).toFixed(0)} s`);
+  }, 60 * 60_000);
+
+  afterAll(async () => {
+    if (compose && env) {
+      console.log(await logs());
+      await composeRun(['down', '-v', '--remove-orphans'], 5 * 60_000).catch((error: Error) =>
+        console.error(`compose down failed: ${error.message}`),
+      );
+    }
+    await connection?.close();
+    await judge?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  }, 6 * 60_000);
+
+  const engine = () => new PolicyEngineClient(`http://127.0.0.1:${ports.engine}`);
+  const openai = () =>
+    new OpenAI({ baseURL: `http://127.0.0.1:${ports.gateway}/v1`, apiKey: 'unused', maxRetries: 0 });
+
+  /** A session of three turns: thanks → the first is +1, wrong → the second is -1, the last has no next state. */
+  async function session(name: string): Promise<void> {
+    const conversation = new Conversation(`${name}-${process.pid}`, openai());
+    conversations.push(conversation);
+    await conversation.send('Hello, what is the weather like?', { stream: false, maxTokens: 8 });
+    await conversation.send('thanks, and tomorrow?', { stream: true, maxTokens: 8 });
+    await conversation.send('wrong, try again', { stream: false, maxTokens: 8, done: true });
+  }
+
+  const ctx = (): CountContext => ({
+    client,
+    store: new FileSampleStore(join(dataDir, 'store')),
+    engine: engine(),
+    runId: RUN_ID,
+    batchSize: BATCH_SIZE,
+  });
+
+  it('serves the Temporal UI and the model list', async () => {
+    expect(
+      (await fetch(`http://127.0.0.1:${ports.ui}/`, { signal: AbortSignal.timeout(10_000) })).status,
+    ).toBe(200);
+    const models = await openai().models.list();
+    expect(models.data.length).toBeGreaterThan(0);
+  });
+
+  it(
+    'starts a run with the UI form JSON, trains on chat turns and serves the next version',
+    async () => {
+      const temporal = findTemporalExecutable();
+      if (temporal.type !== 'existing-path')
+        throw new Error('the temporal CLI is not installed (scripts/setup.sh)');
+      const { stdout } = await run(temporal.path, [
+        'workflow',
+        'start',
+        '--address',
+        `127.0.0.1:${ports.temporal}`,
+        '--task-queue',
+        'control',
+        '--type',
+        'trainingWorkflow',
+        '--workflow-id',
+        trainingWorkflowId(RUN_ID),
+        '--input-file',
+        join(ROOT, 'docs/examples/start-training-run.json'),
+      ]);
+      expect(stdout).toMatch(/Running execution/);
+
+      await session('smoke-a');
+      await session('smoke-b');
+      const handle = client.workflow.getHandle(trainingWorkflowId(RUN_ID));
+      const version = await waitFor(
+        'the run publishes policy version 1',
+        async () => {
+          const status = await handle.query(trainingStatusQuery);
+          return status.policyVersion >= 1 ? status.policyVersion : null;
+        },
+        5 * 60_000,
+      );
+      expect(await servedVersion(engine())).toBeGreaterThanOrEqual(version);
+    },
+    10 * 60_000,
+  );
+
+  it(
+    'a control worker killed with SIGKILL is restarted by Docker and the run continues with nothing lost',
+    async () => {
+      const container = await containerOf('control-worker');
+      const restartsBefore = Number(
+        (await run('docker', ['inspect', '-f', '{{.RestartCount}}', container])).stdout,
+      );
+      // A crash: the container's main process dies by SIGKILL. (`docker kill` itself counts as a manual stop
+      // on Docker 20.10, whose restart policy then leaves the container down; a crash is what restarts cover.)
+      const pid = (await run('docker', ['inspect', '-f', '{{.State.Pid}}', container])).stdout.trim();
+      process.kill(Number(pid), 'SIGKILL');
+      // Turns keep arriving while the worker is down: the gateway records them durably.
+      await session('smoke-c');
+      await session('smoke-d');
+      await waitFor(
+        'Docker restarts the control worker',
+        async () => {
+          const { stdout } = await run('docker', [
+            'inspect',
+            '-f',
+            '{{.State.Running}} {{.RestartCount}}',
+            container,
+          ]);
+          const [running, restarts] = stdout.trim().split(' ');
+          return running === 'true' && Number(restarts) > restartsBefore ? true : null;
+        },
+        2 * 60_000,
+      );
+
+      const expected = new Map<string, ExpectedOutcome>();
+      for (const c of conversations) for (const [id, outcome] of c.expectations()) expected.set(id, outcome);
+      expect(expected.size).toBe(12);
+      const result = await fullCount(ctx(), expected, [], () => 'see the compose logs below', 5 * 60_000);
+      expect(result.status.policyVersion).toBeGreaterThanOrEqual(2);
+      expect(await servedVersion(engine())).toBe(result.status.policyVersion);
+    },
+    10 * 60_000,
+  );
+});
