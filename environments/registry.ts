@@ -4,6 +4,10 @@
 
 import { ArithEnvironment } from './arith/arith-environment.js';
 import type { Environment, EnvironmentRegistry } from './environment.js';
+import type { SweConfigInput } from './swe/swe-config.js';
+import { SweEnvironment } from './swe/swe-environment.js';
+import type { TerminalConfigInput } from './terminal/terminal-config.js';
+import { TerminalEnvironment } from './terminal/terminal-environment.js';
 import type { ToolcallConfigInput } from './toolcall/toolcall-config.js';
 import { ToolcallEnvironment } from './toolcall/toolcall-environment.js';
 
@@ -15,6 +19,8 @@ export type EnvironmentFactory = (options: EnvironmentOptions) => Environment;
 const factories = new Map<string, EnvironmentFactory>([
   ['arith', () => new ArithEnvironment()],
   ['toolcall', (options) => new ToolcallEnvironment({ config: options.toolcall as ToolcallConfigInput })],
+  ['swe', (options) => new SweEnvironment({ config: options.swe as SweConfigInput })],
+  ['terminal', (options) => new TerminalEnvironment({ config: options.terminal as TerminalConfigInput })],
 ]);
 
 /** Adds a kind (or replaces one with the same name). */

@@ -1,0 +1,45 @@
+// The terminal environment's settings (spec 10.1): the default sandbox image, container limits, the shell
+// tool's timeout (CAMEL TerminalToolkit's 20 s) and output clip, the evaluation's time cap (600 s), and where a
+// user's own terminal-bench tasks live. Validated with zod at the edge; everything else takes the parsed object.
+
+import { z } from 'zod';
+import { describeZodError } from '../../core/training-settings.js';
+
+export const terminalConfigSchema = z.strictObject({
+  /** Image for tasks that bring neither a Dockerfile nor an image name (environments/terminal/images/sandbox-terminal). */
+  image: z.string().min(1).default('openclaw/sandbox-terminal'),
+  limits: z
+    .strictObject({
+      memoryBytes: z
+        .number()
+        .int()
+        .min(32 * 1024 * 1024)
+        .default(2 * 1024 * 1024 * 1024),
+      cpus: z.number().positive().default(1),
+      pids: z.number().int().min(8).default(256),
+    })
+    .prefault({}),
+  /** A folder of terminal-bench task folders (one folder per task, named by the task); served by name. */
+  tasksDir: z.string().min(1).optional(),
+  /** Build the image of a task that brings a Dockerfile when the task is loaded (skipped when up to date). */
+  buildTaskImages: z.boolean().default(true),
+  /** `shell_exec`'s timeout when the call names none. */
+  commandTimeoutMs: z.number().int().min(100).default(20_000),
+  /** The longest timeout a `shell_exec` call may ask for. */
+  maxCommandTimeoutMs: z.number().int().min(100).default(600_000),
+  /** Characters of a command's output the policy sees (head and tail kept, the middle cut). */
+  maxOutputChars: z.number().int().min(64).default(8_000),
+  /** The evaluation runs at most min(this, 4 · max_test_timeout_sec) seconds. */
+  evalTimeoutCapSec: z.number().positive().default(600),
+  /** How long a task's setup.sh may run at reset. */
+  setupTimeoutMs: z.number().int().min(100).default(300_000),
+});
+
+export type TerminalConfig = z.infer<typeof terminalConfigSchema>;
+export type TerminalConfigInput = z.input<typeof terminalConfigSchema>;
+
+export function parseTerminalConfig(input: TerminalConfigInput = {}): TerminalConfig {
+  const parsed = terminalConfigSchema.safeParse(input);
+  if (!parsed.success) throw new Error(`invalid terminal options: ${describeZodError(parsed.error)}`);
+  return parsed.data;
+}
