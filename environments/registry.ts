@@ -4,6 +4,7 @@
 
 import { ArithEnvironment } from './arith/arith-environment.js';
 import type { Environment, EnvironmentRegistry } from './environment.js';
+import { type GuiConfigInput, GuiEnvironment } from './gui/gui-environment.js';
 import type { SweConfigInput } from './swe/swe-config.js';
 import { SweEnvironment } from './swe/swe-environment.js';
 import type { TerminalConfigInput } from './terminal/terminal-config.js';
@@ -19,6 +20,7 @@ export type EnvironmentFactory = (options: EnvironmentOptions) => Environment;
 const factories = new Map<string, EnvironmentFactory>([
   ['arith', () => new ArithEnvironment()],
   ['toolcall', (options) => new ToolcallEnvironment({ config: options.toolcall as ToolcallConfigInput })],
+  ['gui', (options) => new GuiEnvironment({ config: options.gui as GuiConfigInput })],
   ['swe', (options) => new SweEnvironment({ config: options.swe as SweConfigInput })],
   ['terminal', (options) => new TerminalEnvironment({ config: options.terminal as TerminalConfigInput })],
 ]);

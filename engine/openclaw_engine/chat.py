@@ -19,6 +19,10 @@ THINK_START = "<think>"
 THINK_END = "</think>"
 TOOL_START = "<tool_call>"
 TOOL_END = "</tool_call>"
+# The engine serves text-only models: an image content part (`image_url` or `image`) is shown to the
+# chat template as this text part instead, so the prompt says where an image was without its pixels.
+IMAGE_PLACEHOLDER = "<image>"
+IMAGE_PART_TYPES = ("image_url", "image")
 
 
 # ---------------------------------------------------------------------------------------- rendering
@@ -26,7 +30,8 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Make OpenAI messages template-friendly without changing what they say.
 
     `developer` is a `system` turn; assistant tool-call arguments given as JSON strings are parsed
-    to objects (SGLang does the same) so templates can `tojson` them; `None` content becomes "".
+    to objects (SGLang does the same) so templates can `tojson` them; `None` content becomes "";
+    image content parts become the text part IMAGE_PLACEHOLDER (the model reads text only).
     """
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -35,10 +40,18 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
             msg["role"] = "system"
         if msg.get("content") is None:
             msg["content"] = ""
+        elif isinstance(msg["content"], list):
+            msg["content"] = [_image_as_placeholder(part) for part in msg["content"]]
         if msg.get("role") == "assistant" and isinstance(msg.get("tool_calls"), list):
             msg["tool_calls"] = [_parse_arguments(call) for call in msg["tool_calls"]]
         out.append(msg)
     return out
+
+
+def _image_as_placeholder(part: Any) -> Any:
+    if isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES:
+        return {"type": "text", "text": IMAGE_PLACEHOLDER}
+    return part
 
 
 def _parse_arguments(call: dict[str, Any]) -> dict[str, Any]:

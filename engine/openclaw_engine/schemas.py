@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from fastapi import Request
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from .chat import IMAGE_PART_TYPES
 from .errors import EngineError
 
 MAX_STOP_STRINGS = 32
@@ -171,12 +172,17 @@ class ChatMessageIn(_Lenient):
     reasoning_content: str | None = None
 
     @model_validator(mode="after")
-    def _text_only(self) -> ChatMessageIn:
+    def _text_and_images(self) -> ChatMessageIn:
         if isinstance(self.content, list):
             for part in self.content:
+                # Images are accepted so multimodal clients (the gui environment's screenshots) can use
+                # this text-only engine: chat.normalize_messages renders each as IMAGE_PLACEHOLDER.
+                if part.type in IMAGE_PART_TYPES:
+                    continue
                 if part.type != "text" or part.text is None:
                     raise FieldProblem(
-                        "content", f"only text content parts are supported (got type {part.type!r})"
+                        "content",
+                        f"only text and image content parts are supported (got type {part.type!r})",
                     )
         return self
 

@@ -46,7 +46,7 @@ CASES: list[tuple[str, dict, str]] = [
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
     (
         "/v1/chat/completions",
-        {"messages": [{"role": "user", "content": [{"type": "image_url"}]}]},
+        {"messages": [{"role": "user", "content": [{"type": "input_audio"}]}]},
         "messages[0].content",
     ),
     ("/v1/chat/completions", {**OK_CHAT, "max_tokens": -1}, "max_tokens"),

@@ -1,5 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { flattenContent } from '../../core/chat-messages.js';
 
 /**
  * TEST DOUBLE of the policy engine: a deterministic OpenAI-compatible server that plays scripted turns
@@ -102,7 +103,8 @@ export async function startScriptedPolicy(script: Script, options: { weightVersi
     if (path !== '/v1/chat/completions') return null;
 
     const messages = (body.messages ?? []) as ScriptContext['messages'];
-    const task = String(messages.find((m) => m.role === 'user')?.content ?? '');
+    // Text parts only: a user message may carry images as content parts (the gui kind's screenshots).
+    const task = flattenContent(messages.find((m) => m.role === 'user')?.content ?? '');
     const step = messages.filter((m) => m.role === 'assistant').length;
     const rid = typeof body.rid === 'string' ? body.rid : null;
     const context: ScriptContext = { task, step, rid, messages };
