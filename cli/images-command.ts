@@ -1,5 +1,6 @@
-// `openclaw-rl images build`: builds the sandbox images (docker/images/*) on this host's Docker engine,
-// making the local Debian base first when no base is given and none exists. Up-to-date images are skipped.
+// `openclaw-rl images build`: builds the sandbox images (docker/images/*, environments/*/images/*) and the
+// bundled terminal tasks' own images on this host's Docker engine, making the local Debian base first when no
+// base is given and none exists. Up-to-date images are skipped.
 
 import type { Command } from 'commander';
 import {
@@ -7,6 +8,10 @@ import {
   buildSandboxImages,
   DEFAULT_BASE_IMAGE,
 } from '../environments/sandbox-images.js';
+import { buildBundledTaskImages } from '../environments/terminal/task-image.js';
+
+/** The terminal kind's default image, the base of its tasks' own Dockerfiles. */
+const TERMINAL_IMAGE = 'openclaw/sandbox-terminal';
 
 interface ImagesBuildFlags {
   base?: string;
@@ -34,6 +39,12 @@ export function registerImageCommands(program: Command): void {
         verbose: flags.verbose === true,
         log: (line) => console.log(line),
       });
+      // The bundled terminal tasks that bring their own Dockerfile, on top of the terminal sandbox image.
+      if (flags.only === undefined) {
+        const tasks = await buildBundledTaskImages(TERMINAL_IMAGE, (line) => console.log(line));
+        report.built.push(...tasks.built);
+        report.skipped.push(...tasks.skipped);
+      }
       console.log(formatBuildReport(report));
     });
 }

@@ -2,8 +2,10 @@
 // image built from its own Dockerfile (`openclaw/tbench-<task name>`, built on the kind's default image given
 // as the build argument BASE_IMAGE), else the kind's default image.
 
-import { buildImageFromFolder } from '../sandbox-images.js';
-import type { TerminalTaskData } from './terminal-tasks.js';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { type BuiltImage, buildImageFromFolder } from '../sandbox-images.js';
+import { BUNDLED_TASKS_DIR, readTerminalTaskFolder, type TerminalTaskData } from './terminal-tasks.js';
 
 export function taskImageName(task: TerminalTaskData, defaultImage: string): string {
   if (task.image !== null) return task.image;
@@ -21,4 +23,25 @@ export async function ensureTaskImage(task: TerminalTaskData, defaultImage: stri
       `the image of terminal task ${task.folder} could not be built: ${(error as Error).message}`,
     );
   }
+}
+
+/**
+ * Builds the images of the bundled tasks that bring a Dockerfile (for `openclaw-rl images build`, so a first
+ * rollout does not wait on a build); returns the images built and those already up to date.
+ */
+export async function buildBundledTaskImages(
+  defaultImage: string,
+  log: (line: string) => void = () => {},
+): Promise<{ built: BuiltImage[]; skipped: string[] }> {
+  const report = { built: [] as BuiltImage[], skipped: [] as string[] };
+  const entries = await readdir(BUNDLED_TASKS_DIR, { withFileTypes: true });
+  for (const entry of entries.filter((e) => e.isDirectory()).sort((a, b) => a.name.localeCompare(b.name))) {
+    const task = await readTerminalTaskFolder(join(BUNDLED_TASKS_DIR, entry.name));
+    if (task.image !== null || !task.hasDockerfile) continue;
+    const image = taskImageName(task, defaultImage);
+    const built = await buildImageFromFolder(image, task.folder, { base: defaultImage, log });
+    if (built === null) report.skipped.push(image);
+    else report.built.push(built);
+  }
+  return report;
 }

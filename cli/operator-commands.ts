@@ -1,0 +1,258 @@
+// What an operator runs besides `train status|pause|resume`: start a training run (with the same JSON the
+// Temporal UI's Start Workflow form takes), list the runs, list the sessions. Human tables by default,
+// `--json` for scripts.
+import { readFile } from 'node:fs/promises';
+import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { type Command, Option } from 'commander';
+import type { z } from 'zod';
+import type { OpenClawConfig } from '../core/config.js';
+import { describeZodError, trainingInputSchema } from '../core/training-settings.js';
+import { trainingInputFromConfig } from '../workers/control-worker.js';
+import { type SessionStatus, sessionStatusQuery } from '../workflows/session-signals.js';
+import {
+  type TrainingInput,
+  type TrainingRunStatus,
+  trainingStatusQuery,
+  trainingWorkflowId,
+} from '../workflows/training-signals.js';
+import { configFromFlags } from './cli-config.js';
+import { connectClient } from './connect.js';
+
+type Json = Record<string, unknown>;
+
+function isObject(value: unknown): value is Json {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** `over` on top of `base`, objects merged key by key (arrays and scalars replaced). */
+export function mergeJson(base: Json, over: Json): Json {
+  const out: Json = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    out[key] = isObject(value) && isObject(out[key]) ? mergeJson(out[key] as Json, value) : value;
+  }
+  return out;
+}
+
+export interface TrainStartFlags {
+  run?: string;
+  method?: string;
+  batchSize?: string;
+  /** A JSON object or a path to a JSON file: the UI form's input. */
+  input?: string;
+}
+
+/** The run's start input: the configured defaults, then `--input`, then the flags; validated. */
+export type ResolvedTrainingInput = z.output<typeof trainingInputSchema>;
+
+export async function trainingInputFromFlags(
+  config: OpenClawConfig,
+  flags: TrainStartFlags,
+): Promise<ResolvedTrainingInput> {
+  let given: Json = {};
+  if (flags.input !== undefined) {
+    const text = flags.input.trim().startsWith('{') ? flags.input : await readFile(flags.input, 'utf8');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch (error) {
+      throw new Error(`--input is not valid JSON: ${(error as Error).message}`);
+    }
+    if (!isObject(parsed)) throw new Error('--input must be a JSON object (the Start Workflow input)');
+    given = parsed;
+  }
+  let input = mergeJson(trainingInputFromConfig(config) as unknown as Json, given);
+  if (flags.run !== undefined) input = { ...input, runId: flags.run };
+  if (flags.method !== undefined) input = { ...input, method: flags.method };
+  if (flags.batchSize !== undefined)
+    input = mergeJson(input, { settings: { batchSize: Number(flags.batchSize) } });
+  const parsed = trainingInputSchema.safeParse(input);
+  if (!parsed.success) throw new Error(`invalid training run input: ${describeZodError(parsed.error)}`);
+  return parsed.data;
+}
+
+/** Starts `training-<runId>`; a run already going is left as it is. */
+export async function startTrainingRun(
+  client: Client,
+  taskQueue: string,
+  input: ResolvedTrainingInput,
+): Promise<{ workflowId: string; started: boolean }> {
+  const workflowId = trainingWorkflowId(input.runId);
+  try {
+    await client.workflow.start('trainingWorkflow', {
+      workflowId,
+      taskQueue,
+      args: [input as TrainingInput],
+    });
+    return { workflowId, started: true };
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return { workflowId, started: false };
+    throw error;
+  }
+}
+
+export interface WorkflowRow<Status> {
+  workflowId: string;
+  status: string;
+  startTime: string;
+  closeTime: string | null;
+  /** The workflow's `status` query, for running ones (null when closed or not answering). */
+  state: Status | null;
+}
+
+async function listByType<Status>(
+  client: Client,
+  workflowType: string,
+  limit: number,
+  query: (workflowId: string) => Promise<Status>,
+): Promise<WorkflowRow<Status>[]> {
+  const rows: WorkflowRow<Status>[] = [];
+  for await (const execution of client.workflow.list({ query: `WorkflowType = '${workflowType}'` })) {
+    // Continue-as-new leaves one closed execution per run; list each workflow id once, newest first.
+    if (rows.some((row) => row.workflowId === execution.workflowId)) continue;
+    const running = execution.status.name === 'RUNNING';
+    rows.push({
+      workflowId: execution.workflowId,
+      status: execution.status.name,
+      startTime: execution.startTime.toISOString(),
+      closeTime: execution.closeTime?.toISOString() ?? null,
+      state: running ? await query(execution.workflowId).catch(() => null) : null,
+    });
+    if (rows.length >= limit) break;
+  }
+  return rows;
+}
+
+export function listTrainingRuns(client: Client, limit = 50): Promise<WorkflowRow<TrainingRunStatus>[]> {
+  return listByType(client, 'trainingWorkflow', limit, (id) =>
+    client.workflow.getHandle(id).query(trainingStatusQuery),
+  );
+}
+
+export function listSessions(client: Client, limit = 50): Promise<WorkflowRow<SessionStatus>[]> {
+  return listByType(client, 'sessionWorkflow', limit, (id) =>
+    client.workflow.getHandle(id).query(sessionStatusQuery),
+  );
+}
+
+/** Left-aligned columns with a header, the way `docker ps` prints. */
+export function formatTable(header: string[], rows: string[][]): string {
+  const widths = header.map((title, i) =>
+    Math.max(title.length, ...rows.map((row) => (row[i] ?? '').length)),
+  );
+  const line = (cells: string[]) =>
+    cells
+      .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return [line(header), ...rows.map(line)].join('\n');
+}
+
+export function formatTrainingRuns(rows: WorkflowRow<TrainingRunStatus>[]): string {
+  if (rows.length === 0) return 'no training runs';
+  return formatTable(
+    ['RUN', 'STATUS', 'METHOD', 'VERSION', 'EPOCHS', 'WAITING', 'TRAINED', 'EXCLUDED', 'STARTED'],
+    rows.map(({ workflowId, status, startTime, state }) => [
+      state?.runId ?? workflowId.replace(/^training-/, ''),
+      state?.paused ? 'PAUSED' : status,
+      state?.method ?? '',
+      state ? String(state.policyVersion) : '',
+      state ? String(state.stepsCompleted) : '',
+      state ? `${state.pendingSamples}/${state.settings.batchSize}` : '',
+      state ? String(state.samplesTrained) : '',
+      state ? String(state.samplesExcluded) : '',
+      startTime,
+    ]),
+  );
+}
+
+export function formatSessions(rows: WorkflowRow<SessionStatus>[]): string {
+  if (rows.length === 0) return 'no sessions';
+  return formatTable(
+    ['SESSION', 'STATUS', 'TURNS', 'SCORED', 'WAITING', 'STARTED'],
+    rows.map(({ workflowId, status, startTime, state }) => [
+      state?.sessionId ?? workflowId.replace(/^session-/, ''),
+      state?.done ? 'DONE' : status,
+      state ? String(state.highestTurn) : '', // turns are numbered from 1
+      state ? String(state.turnsScored) : '',
+      state ? String(state.waitingTurns.length) : '',
+      startTime,
+    ]),
+  );
+}
+
+function limitOf(text: string | undefined): number {
+  const limit = text === undefined ? 50 : Number(text);
+  if (!Number.isInteger(limit) || limit < 1)
+    throw new Error(`--limit must be a positive integer, got ${text}`);
+  return limit;
+}
+
+const temporalOption = () =>
+  new Option(
+    '--temporal-address <host:port>',
+    'Temporal frontend (TEMPORAL_ADDRESS; default 127.0.0.1:7233)',
+  );
+
+/** `train start`, `train list` (under `train`) and `sessions`. */
+export function registerOperatorCommands(program: Command, train: Command): void {
+  train
+    .command('start')
+    .description('start a training run (the same input as the Temporal UI form; flags on top)')
+    .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
+    .addOption(new Option('--method <method>', 'rl | opd | combine (OPENCLAW_METHOD; default combine)'))
+    .addOption(new Option('--batch-size <n>', 'samples per epoch (OPENCLAW_BATCH_SIZE; default 16)'))
+    .addOption(new Option('--input <json|file>', 'the start input as JSON or a JSON file'))
+    .addOption(temporalOption())
+    .option('--json', 'print JSON')
+    .action(async (flags: TrainStartFlags & { temporalAddress?: string; json?: boolean }) => {
+      const config = configFromFlags({ temporalAddress: flags.temporalAddress });
+      const input = await trainingInputFromFlags(config, flags);
+      const { client, close } = await connectClient(config);
+      try {
+        const result = await startTrainingRun(client, config.temporal.taskQueue, input);
+        if (flags.json) console.log(JSON.stringify({ ...result, input }, null, 2));
+        else
+          console.log(
+            result.started
+              ? `started ${result.workflowId} (${input.method}, batch ${input.settings.batchSize}) on task queue ${config.temporal.taskQueue}`
+              : `${result.workflowId} is already running (its input is unchanged; use the reconfigure update)`,
+          );
+      } finally {
+        await close();
+      }
+    });
+
+  train
+    .command('list')
+    .description('list training runs, newest first, with the state of the running ones')
+    .addOption(new Option('--limit <n>', 'at most this many (default 50)'))
+    .addOption(temporalOption())
+    .option('--json', 'print JSON')
+    .action(async (flags: { limit?: string; temporalAddress?: string; json?: boolean }) => {
+      const config = configFromFlags({ temporalAddress: flags.temporalAddress });
+      const { client, close } = await connectClient(config);
+      try {
+        const rows = await listTrainingRuns(client, limitOf(flags.limit));
+        console.log(flags.json ? JSON.stringify(rows, null, 2) : formatTrainingRuns(rows));
+      } finally {
+        await close();
+      }
+    });
+
+  program
+    .command('sessions')
+    .description('list chat sessions, newest first: turns seen, scored and waiting for their next state')
+    .addOption(new Option('--limit <n>', 'at most this many (default 50)'))
+    .addOption(temporalOption())
+    .option('--json', 'print JSON')
+    .action(async (flags: { limit?: string; temporalAddress?: string; json?: boolean }) => {
+      const config = configFromFlags({ temporalAddress: flags.temporalAddress });
+      const { client, close } = await connectClient(config);
+      try {
+        const rows = await listSessions(client, limitOf(flags.limit));
+        console.log(flags.json ? JSON.stringify(rows, null, 2) : formatSessions(rows));
+      } finally {
+        await close();
+      }
+    });
+}
