@@ -3,22 +3,19 @@
 // task's windows may take to appear. Validated with zod at the edge; everything else takes the parsed object.
 
 import { z } from 'zod';
+import { sandboxLimitsSchema } from '../sandbox-limits-schema.js';
 
 export const guiConfigSchema = z.strictObject({
   /** Xvfb, openbox, xdotool, xwd + netpbm and the task applications (environments/gui/images/sandbox-desktop). */
   image: z.string().min(1).default('openclaw/sandbox-desktop'),
-  limits: z
-    .strictObject({
-      memoryBytes: z
-        .number()
-        .int()
-        .min(64 * 1024 * 1024)
-        .default(1024 * 1024 * 1024),
-      cpus: z.number().positive().default(1),
-      // The X server, the window manager, each application and every xdotool/xwd run are processes.
-      pids: z.number().int().min(32).default(256),
-    })
-    .prefault({}),
+  // The X server, the window manager, each application and every xdotool/xwd run are processes.
+  limits: sandboxLimitsSchema({
+    memoryBytes: 1024 ** 3,
+    cpus: 1,
+    pids: 256,
+    minMemoryBytes: 64 * 1024 ** 2,
+    minPids: 32,
+  }),
   screen: z
     .strictObject({
       width: z.number().int().min(320).max(7680).default(1280),

@@ -3,23 +3,20 @@
 // processes per container, evaluation for up to an hour. Validated with zod at the edge.
 
 import { z } from 'zod';
+import { sandboxLimitsSchema } from '../sandbox-limits-schema.js';
 
 export const sweConfigSchema = z.strictObject({
   /** A JSONL file of SWE-bench / SWE-Gym rows served beside the bundled instances (ids must not clash). */
   instancesFile: z.string().min(1).optional(),
   /** Image of a row that names none: SWE-bench's `swebench/sweb.eval.x86_64.*` or SWE-Gym's `xingyaoww/...`. */
   imageNaming: z.enum(['swebench', 'swe-gym']).default('swebench'),
-  limits: z
-    .strictObject({
-      memoryBytes: z
-        .number()
-        .int()
-        .min(64 * 1024 * 1024)
-        .default(4 * 1024 * 1024 * 1024),
-      cpus: z.number().positive().default(1),
-      pids: z.number().int().min(16).default(256),
-    })
-    .prefault({}),
+  limits: sandboxLimitsSchema({
+    memoryBytes: 4 * 1024 ** 3,
+    cpus: 1,
+    pids: 256,
+    minMemoryBytes: 64 * 1024 ** 2,
+    minPids: 16,
+  }),
   /** Commands run as this user; unset: the image's own user (`agent` in the bundled images, root in SWE-bench's). */
   user: z.string().min(1).optional(),
   workdir: z.string().startsWith('/').default('/testbed'),

@@ -4,21 +4,18 @@
 
 import { z } from 'zod';
 import { describeZodError } from '../../core/training-settings.js';
+import { sandboxLimitsSchema } from '../sandbox-limits-schema.js';
 
 export const terminalConfigSchema = z.strictObject({
   /** Image for tasks that bring neither a Dockerfile nor an image name (environments/terminal/images/sandbox-terminal). */
   image: z.string().min(1).default('openclaw/sandbox-terminal'),
-  limits: z
-    .strictObject({
-      memoryBytes: z
-        .number()
-        .int()
-        .min(32 * 1024 * 1024)
-        .default(2 * 1024 * 1024 * 1024),
-      cpus: z.number().positive().default(1),
-      pids: z.number().int().min(8).default(256),
-    })
-    .prefault({}),
+  limits: sandboxLimitsSchema({
+    memoryBytes: 2 * 1024 ** 3,
+    cpus: 1,
+    pids: 256,
+    minMemoryBytes: 32 * 1024 ** 2,
+    minPids: 8,
+  }),
   /** A folder of terminal-bench task folders (one folder per task, named by the task); served by name. */
   tasksDir: z.string().min(1).optional(),
   /** Build the image of a task that brings a Dockerfile when the task is loaded (skipped when up to date). */

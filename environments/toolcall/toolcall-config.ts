@@ -3,6 +3,7 @@
 // shaping of wrong answers. Validated with zod at the edge; everything else takes the parsed object.
 
 import { z } from 'zod';
+import { sandboxLimitsSchema } from '../sandbox-limits-schema.js';
 
 const rewardShaping = z.strictObject({
   /** A wrong answer's reward never rises above this. */
@@ -16,17 +17,13 @@ const rewardShaping = z.strictObject({
 export const toolcallConfigSchema = z.strictObject({
   /** Image with python3, numpy, sympy and the user `agent` (docker/images/sandbox-python). */
   image: z.string().min(1).default('openclaw/sandbox-python'),
-  limits: z
-    .strictObject({
-      memoryBytes: z
-        .number()
-        .int()
-        .min(32 * 1024 * 1024)
-        .default(4 * 1024 * 1024 * 1024),
-      cpus: z.number().positive().default(1),
-      pids: z.number().int().min(8).default(128),
-    })
-    .prefault({}),
+  limits: sandboxLimitsSchema({
+    memoryBytes: 4 * 1024 ** 3,
+    cpus: 1,
+    pids: 128,
+    minMemoryBytes: 32 * 1024 ** 2,
+    minPids: 8,
+  }),
   /** Model turns per episode: enforced by the rollout loop, which reads it from here. */
   maxTurns: z.number().int().min(1).default(16),
   /** Code runs per episode; the call that reaches it ends the episode. */
