@@ -13,8 +13,6 @@ import type { ChatMessage } from '../../core/chat-messages.js';
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import type { ResetResult } from '../../environments/environment.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
-import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
-import { envRolloutWorkflowId } from '../../workflows/agentic-signals.js';
 import { KNOWN_BAD, KNOWN_GOOD } from '../environments/gui-scripts.js';
 import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
 import {
@@ -64,23 +62,16 @@ describe('envRolloutWorkflow with the gui environment and a scripted policy', ()
     await ids.removeAll();
   });
 
-  const run = (rolloutId: string) => {
-    const input: EnvRolloutInput = {
+  const run = (rolloutId: string) =>
+    t2.executeRollout({
       rolloutId,
       env: 'gui',
       taskId: TASK,
       policy: { url: policy.url, sampling: { maxNewTokens: 64 } },
-      envTaskQueue: t2.envQueue,
       maxTurns: 5,
       // The test double's tokens are bytes, and screenshots travel as base64 in the prompt.
       contextBudgetTokens: 4_000_000,
-    };
-    return env.client.workflow.execute('envRolloutWorkflow', {
-      taskQueue: t2.workflowQueue,
-      workflowId: envRolloutWorkflowId(rolloutId),
-      args: [input],
-    }) as Promise<EnvRolloutResult>;
-  };
+    });
 
   it('a good and a bad sequence give exactly +1 and −1, with screenshots recorded and sent, and no container left', async () => {
     const [goodResult, badResult] = await Promise.all([run(goodId), run(badId)]);

@@ -9,8 +9,6 @@ import { type RolloutStepRecord, rolloutKeys } from '../../activities/rollout-re
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
 import { SUBMIT_COMMAND } from '../../environments/swe/swe-patch.js';
-import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
-import { envRolloutWorkflowId } from '../../workflows/agentic-signals.js';
 import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
 import {
   type ScriptedPolicyServer,
@@ -101,22 +99,15 @@ describe('envRolloutWorkflow with the swe environment', () => {
     await ids.removeAll();
   });
 
-  const run = (rolloutId: string, taskId: string) => {
-    const input: EnvRolloutInput = {
+  const run = (rolloutId: string, taskId: string) =>
+    t2.executeRollout({
       rolloutId,
       env: 'swe',
       taskId,
       policy: { url: policy.url, sampling: { maxNewTokens: 1024 } },
-      envTaskQueue: t2.envQueue,
       maxTurns: 6,
       contextBudgetTokens: 100_000,
-    };
-    return env.client.workflow.execute('envRolloutWorkflow', {
-      taskQueue: t2.workflowQueue,
-      workflowId: envRolloutWorkflowId(rolloutId),
-      args: [input],
-    }) as Promise<EnvRolloutResult>;
-  };
+    });
 
   it('a good sequence (read, sed fix, submit) → COMPLETED, reward +1, no container left', async () => {
     const rolloutId = ids.next('good');

@@ -10,8 +10,6 @@ import { type RolloutStepRecord, rolloutKeys } from '../../activities/rollout-re
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
 import { BUNDLED_TASKS_DIR } from '../../environments/terminal/terminal-tasks.js';
-import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
-import { envRolloutWorkflowId } from '../../workflows/agentic-signals.js';
 import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
 import {
   type ScriptedPolicyServer,
@@ -81,22 +79,15 @@ describe('envRolloutWorkflow with the terminal environment and a scripted policy
     await ids.removeAll();
   });
 
-  const run = (rolloutId: string, taskId: string) => {
-    const input: EnvRolloutInput = {
+  const run = (rolloutId: string, taskId: string) =>
+    t2.executeRollout({
       rolloutId,
       env: 'terminal',
       taskId,
       policy: { url: policy.url, sampling: { maxNewTokens: 64 } },
-      envTaskQueue: t2.envQueue,
       maxTurns: 10,
       contextBudgetTokens: 100_000,
-    };
-    return env.client.workflow.execute('envRolloutWorkflow', {
-      taskQueue: t2.workflowQueue,
-      workflowId: envRolloutWorkflowId(rolloutId),
-      args: [input],
-    }) as Promise<EnvRolloutResult>;
-  };
+    });
 
   it('a good sequence (the reference solution through the tools) → COMPLETED, reward 1', async () => {
     const rolloutId = ids.next('good');

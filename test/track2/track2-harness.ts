@@ -12,6 +12,11 @@ import { createEnvironmentRegistry } from '../../environments/registry.js';
 import type { SandboxProvider } from '../../environments/sandbox.js';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers, type EnvWorkers } from '../../workers/env-worker.js';
+import {
+  type EnvRolloutInput,
+  type EnvRolloutResult,
+  envRolloutWorkflowId,
+} from '../../workflows/agentic-signals.js';
 import { uniqueTaskQueue } from '../support/temporal.js';
 
 export interface RunningEnvHost {
@@ -33,6 +38,8 @@ export interface Track2Harness {
     hostWorkerOptions?: Partial<WorkerOptions>;
     sharedWorkerOptions?: Partial<WorkerOptions>;
   }): Promise<RunningEnvHost>;
+  /** Runs one rollout on the harness's queues (its workflow id `rollout-<rolloutId>`) and returns its result. */
+  executeRollout(input: Omit<EnvRolloutInput, 'envTaskQueue'>): Promise<EnvRolloutResult>;
   close(): Promise<void>;
 }
 
@@ -89,6 +96,13 @@ export async function startTrack2(
       };
       hosts.push(started);
       return started;
+    },
+    executeRollout(input) {
+      return env.client.workflow.execute('envRolloutWorkflow', {
+        taskQueue: workflowQueue,
+        workflowId: envRolloutWorkflowId(input.rolloutId),
+        args: [{ ...input, envTaskQueue: envQueue } satisfies EnvRolloutInput],
+      }) as Promise<EnvRolloutResult>;
     },
     async close() {
       for (const host of hosts) await host.stop();
