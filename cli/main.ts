@@ -10,7 +10,9 @@ import { type CommonFlags, configFromFlags } from './cli-config.js';
 import { connectClient, connectWorker } from './connect.js';
 import { runDev } from './dev.js';
 import { launchEngine } from './engine-launch.js';
+import { registerEvalCommand } from './eval-command.js';
 import { registerImageCommands } from './images-command.js';
+import { registerOperatorCommands } from './operator-commands.js';
 import { registerTrack2Commands } from './track2-commands.js';
 import { formatTrainingStatus, readTrainingStatus } from './train-status.js';
 
@@ -204,6 +206,8 @@ for (const [name, update] of [
     });
 }
 
+registerOperatorCommands(program, train);
+registerEvalCommand(program);
 registerImageCommands(program);
 // Env hosts run containers through the local Docker engine (DOCKER_HOST or its socket).
 registerTrack2Commands(program, { sandboxProvider: async () => new DockerSandboxProvider() });

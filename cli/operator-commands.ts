@@ -222,37 +222,42 @@ export function registerOperatorCommands(program: Command, train: Command): void
       }
     });
 
-  train
-    .command('list')
-    .description('list training runs, newest first, with the state of the running ones')
-    .addOption(new Option('--limit <n>', 'at most this many (default 50)'))
-    .addOption(temporalOption())
-    .option('--json', 'print JSON')
-    .action(async (flags: { limit?: string; temporalAddress?: string; json?: boolean }) => {
-      const config = configFromFlags({ temporalAddress: flags.temporalAddress });
-      const { client, close } = await connectClient(config);
-      try {
-        const rows = await listTrainingRuns(client, limitOf(flags.limit));
-        console.log(flags.json ? JSON.stringify(rows, null, 2) : formatTrainingRuns(rows));
-      } finally {
-        await close();
-      }
-    });
+  const listCommand = <Status>(
+    parent: Command,
+    name: string,
+    description: string,
+    list: (client: Client, limit: number) => Promise<WorkflowRow<Status>[]>,
+    format: (rows: WorkflowRow<Status>[]) => string,
+  ) =>
+    parent
+      .command(name)
+      .description(description)
+      .addOption(new Option('--limit <n>', 'at most this many (default 50)'))
+      .addOption(temporalOption())
+      .option('--json', 'print JSON')
+      .action(async (flags: { limit?: string; temporalAddress?: string; json?: boolean }) => {
+        const config = configFromFlags({ temporalAddress: flags.temporalAddress });
+        const { client, close } = await connectClient(config);
+        try {
+          const rows = await list(client, limitOf(flags.limit));
+          console.log(flags.json ? JSON.stringify(rows, null, 2) : format(rows));
+        } finally {
+          await close();
+        }
+      });
 
-  program
-    .command('sessions')
-    .description('list chat sessions, newest first: turns seen, scored and waiting for their next state')
-    .addOption(new Option('--limit <n>', 'at most this many (default 50)'))
-    .addOption(temporalOption())
-    .option('--json', 'print JSON')
-    .action(async (flags: { limit?: string; temporalAddress?: string; json?: boolean }) => {
-      const config = configFromFlags({ temporalAddress: flags.temporalAddress });
-      const { client, close } = await connectClient(config);
-      try {
-        const rows = await listSessions(client, limitOf(flags.limit));
-        console.log(flags.json ? JSON.stringify(rows, null, 2) : formatSessions(rows));
-      } finally {
-        await close();
-      }
-    });
+  listCommand(
+    train,
+    'list',
+    'list training runs, newest first, with the state of the running ones',
+    listTrainingRuns,
+    formatTrainingRuns,
+  );
+  listCommand(
+    program,
+    'sessions',
+    'list chat sessions, newest first: turns seen, scored and waiting for their next state',
+    listSessions,
+    formatSessions,
+  );
 }

@@ -1,0 +1,92 @@
+"""Samples -> Tinker datums (spec 8.2 layout, advantages as `openclaw_engine.losses`).
+
+Layout (spec 8.2 `data_formatter.py`): with `all = prompt + response` (P prompt tokens), the model reads
+`all[:-1]` and is scored on `target_tokens = all[1:]`; `logprobs` and `advantages` are `[0]*(P-1)` followed
+by one value per response token, so position t of every array refers to the same next token. All arrays are
+fitted to T = len(all) - 1.
+
+Advantages deliberately do not copy spec 8.2's deviations (OPD reward fixed to 1 plus a 0.02-scaled
+teacher term): they are the project's own (losses.py), the ones slime and the reference trainer use:
+  grpo:    A_t = r · m_t
+  opd:     A_t = (teacher_lp_t − old_lp_t) · m_t
+  combine: A_t = (w_opd·(teacher_lp_t − old_lp_t) + w_rl·r) · m_t
+where old_lp are the sampling policy's log-probs (the rollout log-probs: Tinker recomputes π_θ itself and
+its PPO ratio is against these).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from ..losses import combine_advantages, grpo_advantages, opd_advantages
+from ..training_schemas import LossRequest, TrainSample
+
+# The project's loss names map onto these; Tinker has no top-K distillation loss.
+SUPPORTED_METHODS = ("grpo", "opd", "combine")
+
+
+@dataclass(frozen=True)
+class DatumArrays:
+    """The plain lists one datum is made of (kept separately so tests can compare them exactly)."""
+
+    model_input: list[int]
+    target_tokens: list[int]
+    logprobs: list[float]
+    advantages: list[float]
+
+
+def response_advantages(sample: TrainSample, loss: LossRequest) -> list[float]:
+    """One advantage per response token, masked tokens 0, computed with the functions of losses.py."""
+    mask = torch.tensor([sample.loss_mask], dtype=torch.float64)
+    old = torch.tensor([sample.rollout_log_probs], dtype=torch.float64)
+    if loss.method == "grpo":
+        adv = grpo_advantages(torch.tensor([sample.reward], dtype=torch.float64), mask)
+    else:
+        if sample.teacher_log_probs is None:
+            raise ValueError(f"method {loss.method} needs teacher_log_probs on every sample")
+        teacher = torch.tensor([sample.teacher_log_probs], dtype=torch.float64)
+        if loss.method == "opd":
+            adv = opd_advantages(teacher, old) * mask
+        elif loss.method == "combine":
+            rewards = torch.tensor([sample.reward], dtype=torch.float64)
+            adv = combine_advantages(teacher, old, rewards, w_opd=loss.w_opd, w_rl=loss.w_rl) * mask
+        else:
+            raise ValueError(
+                f"method {loss.method!r} is not supported on Tinker; use one of {SUPPORTED_METHODS}"
+            )
+    # `+ 0.0` turns the −0.0 of a masked negative advantage into 0.0 (JSON keeps the sign).
+    return [v + 0.0 if math.isfinite(v) else 0.0 for v in adv[0].tolist()]
+
+
+def _fit(values: list[Any], length: int, pad: Any) -> list[Any]:
+    return values[:length] + [pad] * max(0, length - len(values))
+
+
+def datum_arrays(sample: TrainSample, loss: LossRequest) -> DatumArrays:
+    tokens = list(sample.tokens)
+    prompt_len = len(tokens) - sample.response_length
+    t = len(tokens) - 1
+    lead = [0.0] * (prompt_len - 1)
+    logprobs = [v if math.isfinite(v) else 0.0 for v in sample.rollout_log_probs]
+    return DatumArrays(
+        model_input=tokens[:-1],
+        target_tokens=tokens[1:],
+        logprobs=_fit(lead + logprobs, t, 0.0),
+        advantages=_fit(lead + response_advantages(sample, loss), t, 0.0),
+    )
+
+
+def to_datum(sdk: Any, arrays: DatumArrays) -> Any:
+    """A `tinker.types.Datum` (or the same type of whichever SDK module is given)."""
+    return sdk.types.Datum(
+        model_input=sdk.types.ModelInput.from_ints(arrays.model_input),
+        loss_fn_inputs={
+            "target_tokens": arrays.target_tokens,
+            "logprobs": arrays.logprobs,
+            "advantages": arrays.advantages,
+        },
+    )

@@ -1,0 +1,140 @@
+"""The Tinker sidecar against the FAKE Tinker SDK (tests/fake_tinker.py): datums, idempotency, state."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+sys.path.insert(0, str(Path(__file__).parent))
+import fake_tinker  # noqa: E402
+
+from openclaw_engine.tinker_sidecar.app import create_app  # noqa: E402
+from openclaw_engine.tinker_sidecar.trainer import TinkerTrainer  # noqa: E402
+
+# 3 prompt tokens + 3 response tokens; the second response token is masked out.
+SAMPLE = {
+    "tokens": [11, 12, 13, 21, 22, 23],
+    "response_length": 3,
+    "loss_mask": [1, 0, 1],
+    "rollout_log_probs": [-1.0, -2.0, -0.5],
+    "teacher_log_probs": [-0.25, -1.0, -1.5],
+    "reward": 1.0,
+}
+
+
+@pytest.fixture
+def sidecar() -> tuple[TestClient, fake_tinker.FakeTrainingClient]:
+    trainer = TinkerTrainer(fake_tinker, base_model="fake/base", lora_rank=8)
+    return TestClient(create_app(trainer)), trainer.client
+
+
+def step(client: TestClient, step_id: str, loss: dict, samples: list[dict] | None = None, lr: float = 0.1):
+    body = {"step_id": step_id, "samples": samples or [SAMPLE], "loss": loss, "optimizer": {"lr": lr}}
+    response = client.post("/train_step", json=body)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def sent(fake: fake_tinker.FakeTrainingClient, call: int = -1) -> dict:
+    return fake.forward_backward_calls[call]["datums"][0]
+
+
+def test_datum_layout_is_shifted_and_fitted(sidecar) -> None:
+    client, fake = sidecar
+    step(client, "s1", {"method": "grpo"})
+    datum = sent(fake)
+    assert datum["model_input"] == [11, 12, 13, 21, 22]
+    assert datum["target_tokens"] == [12, 13, 21, 22, 23]
+    # P − 1 = 2 leading zeros, then the response's rollout log-probs: T = 5 everywhere.
+    assert datum["logprobs"] == [0.0, 0.0, -1.0, -2.0, -0.5]
+    call = fake.forward_backward_calls[-1]
+    assert call["loss_fn"] == "ppo"
+    assert call["loss_fn_config"] == pytest.approx({"clip_low_threshold": 0.8, "clip_high_threshold": 1.28})
+
+
+def test_rl_advantage_is_the_reward_on_trained_tokens(sidecar) -> None:
+    client, fake = sidecar
+    step(client, "rl", {"method": "grpo"}, [{**SAMPLE, "reward": -1.0}])
+    assert sent(fake)["advantages"] == [0.0, 0.0, -1.0, 0.0, -1.0]
+
+
+def test_opd_advantage_is_teacher_minus_student_with_coefficient_one(sidecar) -> None:
+    client, fake = sidecar
+    step(client, "opd", {"method": "opd"})
+    # teacher − rollout: 0.75, (masked), −1.0; no reward term and no 0.02 scale.
+    assert sent(fake)["advantages"] == [0.0, 0.0, 0.75, 0.0, -1.0]
+
+
+def test_combine_advantage_weights_both_terms(sidecar) -> None:
+    client, fake = sidecar
+    step(client, "mix", {"method": "combine", "w_rl": 2.0, "w_opd": 0.5}, [{**SAMPLE, "reward": -1.0}])
+    # 0.5·(teacher − rollout) + 2·(−1): 0.5·0.75 − 2 = −1.625; 0.5·(−1) − 2 = −2.5.
+    assert sent(fake)["advantages"] == [0.0, 0.0, -1.625, 0.0, -2.5]
+
+
+def test_step_ids_are_idempotent(sidecar) -> None:
+    client, fake = sidecar
+    first = step(client, "once", {"method": "grpo"})
+    again = step(client, "once", {"method": "grpo"})
+    assert len(fake.forward_backward_calls) == 1 and len(fake.optim_steps) == 1
+    assert again["duplicate"] is True and again["tokens"] == first["tokens"] == 2.0
+    assert client.get("/trainer_info").json()["step_ids"] == ["once"]
+
+
+def test_optimizer_settings_reach_adam(sidecar) -> None:
+    client, fake = sidecar
+    client.post(
+        "/train_step",
+        json={
+            "step_id": "a",
+            "samples": [SAMPLE],
+            "optimizer": {"lr": 0.01, "weight_decay": 0.1, "betas": [0.8, 0.9]},
+        },
+    ).raise_for_status()
+    adam = fake.optim_steps[-1]
+    assert (adam.learning_rate, adam.beta1, adam.beta2, adam.weight_decay) == (0.01, 0.8, 0.9, 0.1)
+
+
+def test_refusals(sidecar) -> None:
+    client, _ = sidecar
+    no_teacher = {k: v for k, v in SAMPLE.items() if k != "teacher_log_probs"}
+    bad = client.post(
+        "/train_step", json={"step_id": "x", "samples": [no_teacher], "loss": {"method": "opd"}}
+    )
+    assert bad.status_code == 400 and "teacher_log_probs" in bad.text
+    topk = client.post(
+        "/train_step", json={"step_id": "y", "samples": [SAMPLE], "loss": {"method": "topk_distill"}}
+    )
+    assert topk.status_code == 400 and "not available on Tinker" in topk.text
+    assert client.post("/load_checkpoint", json={"path": "/nonexistent/ckpt"}).status_code == 404
+
+
+def test_save_and_load_state_restore_weights_and_step_ids(sidecar, tmp_path: Path) -> None:
+    client, fake = sidecar
+    step(client, "s1", {"method": "grpo"})
+    client.post("/save_checkpoint", json={"path": str(tmp_path / "v1")}).raise_for_status()
+    saved_weights = dict(fake.weights)
+    assert saved_weights[23] == pytest.approx(0.1)
+    step(client, "s2", {"method": "grpo"})
+    assert fake.weights[23] == pytest.approx(0.2)
+
+    # A fresh sidecar (a restart) starts from the base and comes back with the checkpoint.
+    trainer = TinkerTrainer(fake_tinker, base_model="fake/base", lora_rank=8)
+    restarted = TestClient(create_app(trainer))
+    assert restarted.get("/trainer_info").json()["step_ids"] == []
+    restarted.post("/load_checkpoint", json={"path": str(tmp_path / "v1")}).raise_for_status()
+    assert trainer.client.weights == saved_weights
+    assert restarted.get("/trainer_info").json()["step_ids"] == ["s1"]
+    assert step(restarted, "s1", {"method": "grpo"})["duplicate"] is True
+    assert len(trainer.client.forward_backward_calls) == 0
+
+
+def test_export_writes_the_sampler_path(sidecar, tmp_path: Path) -> None:
+    client, _ = sidecar
+    step(client, "s1", {"method": "grpo"})
+    out = client.post("/export_for_serving", json={"path": str(tmp_path / "v1")}).json()
+    assert out["model_path"].startswith("tinker://fake-run/sampler_weights/")
+    assert (tmp_path / "v1" / "tinker-sampler.json").is_file()
