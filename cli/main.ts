@@ -11,6 +11,7 @@ import { connectClient, connectWorker } from './connect.js';
 import { runDev } from './dev.js';
 import { launchEngine } from './engine-launch.js';
 import { registerEvalCommand } from './eval-command.js';
+import { registerGpuCommands } from './gpu-commands.js';
 import { registerImageCommands } from './images-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { registerTrack2Commands } from './track2-commands.js';
@@ -209,6 +210,7 @@ for (const [name, update] of [
 registerOperatorCommands(program, train);
 registerEvalCommand(program);
 registerImageCommands(program);
+registerGpuCommands(program);
 // Env hosts run containers through the local Docker engine (DOCKER_HOST or its socket).
 registerTrack2Commands(program, { sandboxProvider: async () => new DockerSandboxProvider() });
 

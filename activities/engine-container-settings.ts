@@ -1,0 +1,154 @@
+// What a GPU host's policy engine container is made of, and the command line it runs. SGLang is launched
+// with its own server command; the reference engine (the same HTTP contract on CPU) with `openclaw_engine
+// serve`, chosen by `kind`. Pure: validated with zod here, turned into a container by engine-container.ts.
+import { z } from 'zod';
+import { describeZodError } from '../core/training-settings.js';
+
+/** Where the model folder appears inside the container (mounted read-only). */
+export const ENGINE_MODEL_MOUNT = '/models/policy';
+
+export const engineKindSchema = z.enum(['sglang', 'reference']);
+export type EngineKind = z.infer<typeof engineKindSchema>;
+
+export const engineContainerSettingsSchema = z.object({
+  kind: engineKindSchema.default('sglang'),
+  image: z.string().min(1).optional(),
+  /** Container name; one engine per name on this Docker host. */
+  name: z
+    .string()
+    .regex(/^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/, 'letters, digits, "_", "." or "-"')
+    .default('openclaw-policy-engine'),
+  /** Host folder of the Hugging Face model, mounted read-only at /models/policy. */
+  modelPath: z.string().min(1),
+  /**
+   * Host folder of published checkpoints, mounted read-only at the same path, so the path publishWeights
+   * sends to /update_weights_from_disk names the same folder inside the engine.
+   */
+  checkpointDir: z.string().min(1).optional(),
+  /** More mounts, as Docker bind strings (`host-path-or-volume:container-path[:ro]`). */
+  volumes: z.array(z.string().regex(/^[^:]+:\/[^:]*(:(ro|rw))?$/, 'source:/path[:ro|rw]')).default([]),
+  tensorParallel: z.number().int().min(1).default(1),
+  /** GPUs requested from the NVIDIA runtime: a count, or "all"; 0 asks for none (CPU engines). */
+  gpus: z.union([z.number().int().min(0), z.literal('all')]).default('all'),
+  /** Specific GPU ids (e.g. ["0","1"]); overrides `gpus` when given. */
+  gpuDeviceIds: z.array(z.string().min(1)).optional(),
+  hostPort: z.number().int().min(1).max(65535).default(30000),
+  /** Address the host port is published on. */
+  bindAddress: z.string().min(1).default('127.0.0.1'),
+  /** Port the server listens on inside the container. */
+  containerPort: z.number().int().min(1).max(65535).default(30000),
+  /** Appended to the server's command line as given. */
+  extraArgs: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  /** /dev/shm size; SGLang's NCCL and its tokenizer processes need far more than Docker's 64 MiB. */
+  shmSizeBytes: z.number().int().min(0).optional(),
+  /** How long a start may take to answer /health (big models load for minutes). */
+  healthTimeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .default(15 * 60_000),
+  /**
+   * While healthy, /health is asked every `livenessIntervalMs`; after `livenessFailures` failures in a row the
+   * engine counts as crashed (a hung process does not exit) and is restarted. 0 turns the check off.
+   */
+  livenessIntervalMs: z.number().int().min(0).default(30_000),
+  livenessFailures: z.number().int().min(1).default(4),
+  /** How long one health request may take. */
+  healthRequestTimeoutMs: z.number().int().min(1).default(10_000),
+  /** First wait before restarting a crashed engine; doubles per crash in a row, up to `restartMaxDelayMs`. */
+  restartDelayMs: z.number().int().min(0).default(2_000),
+  restartMaxDelayMs: z.number().int().min(0).default(120_000),
+});
+export type EngineContainerSettingsInput = z.input<typeof engineContainerSettingsSchema>;
+export type EngineContainerSettings = z.output<typeof engineContainerSettingsSchema>;
+
+export const DEFAULT_ENGINE_IMAGES: Record<EngineKind, string> = {
+  sglang: 'lmsysorg/sglang:latest',
+  reference: 'openclaw/engine:dev',
+};
+
+export function parseEngineContainerSettings(input: unknown): EngineContainerSettings {
+  const checked = engineContainerSettingsSchema.safeParse(input);
+  if (!checked.success) throw new Error(`invalid engine settings: ${describeZodError(checked.error)}`);
+  return checked.data;
+}
+
+export function engineImage(settings: EngineContainerSettings): string {
+  return settings.image ?? DEFAULT_ENGINE_IMAGES[settings.kind];
+}
+
+/** The server's command line inside the container. */
+export function engineCommand(settings: EngineContainerSettings): string[] {
+  const port = String(settings.containerPort);
+  if (settings.kind === 'reference') {
+    return [
+      'python',
+      '-m',
+      'openclaw_engine',
+      'serve',
+      '--model',
+      ENGINE_MODEL_MOUNT,
+      '--host',
+      '0.0.0.0',
+      '--port',
+      port,
+      ...settings.extraArgs,
+    ];
+  }
+  return [
+    'python3',
+    '-m',
+    'sglang.launch_server',
+    '--model-path',
+    ENGINE_MODEL_MOUNT,
+    '--tp',
+    String(settings.tensorParallel),
+    '--host',
+    '0.0.0.0',
+    '--port',
+    port,
+    '--enable-metrics',
+    ...settings.extraArgs,
+  ];
+}
+
+/** The NVIDIA device request of the container, or none when it asks for no GPU. */
+export function gpuDeviceRequests(
+  settings: EngineContainerSettings,
+): { Driver: string; Count?: number; DeviceIDs?: string[]; Capabilities: string[][] }[] {
+  if (settings.gpuDeviceIds && settings.gpuDeviceIds.length > 0)
+    return [{ Driver: 'nvidia', DeviceIDs: settings.gpuDeviceIds, Capabilities: [['gpu']] }];
+  if (settings.gpus === 0) return [];
+  // The Engine API spells "all GPUs" as Count -1.
+  return [{ Driver: 'nvidia', Count: settings.gpus === 'all' ? -1 : settings.gpus, Capabilities: [['gpu']] }];
+}
+
+/** The Engine API's create body for the engine container (labels say who made it). */
+export function engineContainerSpec(settings: EngineContainerSettings, hostId: string) {
+  const port = `${settings.containerPort}/tcp`;
+  const binds = [`${settings.modelPath}:${ENGINE_MODEL_MOUNT}:ro`];
+  if (settings.checkpointDir) binds.push(`${settings.checkpointDir}:${settings.checkpointDir}:ro`);
+  binds.push(...settings.volumes);
+  const shm = settings.shmSizeBytes ?? (settings.kind === 'sglang' ? 16 * 1024 ** 3 : undefined);
+  return {
+    name: settings.name,
+    Image: engineImage(settings),
+    Cmd: engineCommand(settings),
+    Env: Object.entries(settings.env).map(([key, value]) => `${key}=${value}`),
+    Labels: {
+      'openclaw.role': 'policy-engine',
+      'openclaw.gpu-host': hostId,
+      'openclaw.engine-kind': settings.kind,
+    },
+    ExposedPorts: { [port]: {} },
+    HostConfig: {
+      Binds: binds,
+      PortBindings: { [port]: [{ HostIp: settings.bindAddress, HostPort: String(settings.hostPort) }] },
+      DeviceRequests: gpuDeviceRequests(settings),
+      ...(shm !== undefined && { ShmSize: shm }),
+      // The supervisor restarts it (counted, with backoff): Docker's own policy would hide the crashes.
+      RestartPolicy: { Name: 'no' },
+    },
+  };
+}
