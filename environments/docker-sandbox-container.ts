@@ -13,7 +13,7 @@ import {
 } from './docker-errors.js';
 import { ExecOutputDemuxer } from './exec-output.js';
 import type { ExecOptions, ExecResult, Sandbox } from './sandbox.js';
-import { packFile, readSingleFile, type TarFileOwner } from './tar-file.js';
+import { packFile, packFiles, readSingleFile, type TarFileOwner } from './tar-file.js';
 
 export interface DockerSandboxLimits {
   /** Kept per output stream of one exec (bytes); the rest is dropped with a note. */
@@ -130,6 +130,18 @@ export class DockerSandbox implements Sandbox {
   /** Writes a file with the given owner and mode (the provider uses it for the lease file). */
   async writeOwnedFile(path: string, content: string | Buffer, owner: TarFileOwner): Promise<void> {
     const archive = await packFile(path, typeof content === 'string' ? Buffer.from(content) : content, owner);
+    await this.withGoneCheck(() => this.container.putArchive(archive, { path: '/' }));
+  }
+
+  /** Writes several files in one upload (the warm-pool claim writes its claim and lease files together). */
+  async writeOwnedFiles(
+    files: readonly { path: string; content: string }[],
+    owner: TarFileOwner,
+  ): Promise<void> {
+    const archive = await packFiles(
+      files.map(({ path, content }) => ({ path, content: Buffer.from(content) })),
+      owner,
+    );
     await this.withGoneCheck(() => this.container.putArchive(archive, { path: '/' }));
   }
 

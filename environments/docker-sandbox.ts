@@ -2,8 +2,11 @@
 // locked down (no network unless the spec asks, all capabilities dropped, no-new-privileges, memory without
 // swap, CPU quota, pids limit, file-size limit), named after its rollout so `acquire` is idempotent, and
 // leased: it disappears on its own once the lease ends (sandbox-lease.ts), and `reapExpired` removes what is
-// left. See docs/containers.md.
+// left. With a warm pool (warm-pool.ts), `acquire` claims a started idle container of the same spec instead
+// of creating one: it renames it to the rollout's name and writes the rollout id into it. See
+// docs/containers.md.
 
+import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { fnv1a64Hex } from '../core/fnv1a64.js';
 import {
@@ -16,6 +19,7 @@ import {
 import { DockerSandbox, type DockerSandboxLimits } from './docker-sandbox-container.js';
 import type { Sandbox, SandboxLease, SandboxProvider, SandboxSpec } from './sandbox.js';
 import {
+  CLAIM_FILE,
   decodeLeaseFile,
   effectiveExpiry,
   encodeLeaseFile,
@@ -23,6 +27,14 @@ import {
   LEASE_FILE,
   leaseKeeperCommand,
 } from './sandbox-lease.js';
+import {
+  type IdleContainer,
+  parseWarmPoolSettings,
+  WarmPool,
+  type WarmPoolBackend,
+  type WarmPoolCounts,
+  type WarmPoolSettingsInput,
+} from './warm-pool.js';
 
 export { DockerSandbox } from './docker-sandbox-container.js';
 
@@ -39,6 +51,10 @@ export interface DockerSandboxProviderOptions {
   maxFileBytes?: number;
   /** How often the in-container keeper checks its lease; default 2 s. */
   keeperIntervalSeconds?: number;
+  /** Started containers kept ready per image (`sizes`; default none: every acquire creates one). */
+  warmPool?: WarmPoolSettingsInput;
+  /** Told when refilling or renewing the warm pool failed (it tries again later). */
+  onWarmPoolError?: (error: unknown) => void;
 }
 
 const ROOT_READABLE = { uid: 0, gid: 0, mode: 0o644 } as const;
@@ -52,8 +68,13 @@ export function sandboxContainerName(rolloutId: string): string {
   return `openclaw-sandbox-${slug}-${fnv1a64Hex(rolloutId).slice(0, 12)}`;
 }
 
+/** The name of an idle warm-pool container (until a claim renames it to its rollout's). */
+function poolContainerName(pool: string, hash: string): string {
+  return `openclaw-pool-${pool.toLowerCase().slice(0, 40)}-${hash.slice(0, 8)}-${randomBytes(4).toString('hex')}`;
+}
+
 /** A stable hash of what a container was created from, so a changed spec is not silently reused. */
-function specHash(spec: SandboxSpec): string {
+export function specHash(spec: SandboxSpec): string {
   const env = Object.entries(spec.env ?? {}).sort(([a], [b]) => a.localeCompare(b));
   return fnv1a64Hex(
     JSON.stringify([
@@ -74,6 +95,9 @@ export class DockerSandboxProvider implements SandboxProvider {
   private readonly limits: DockerSandboxLimits;
   private readonly maxFileBytes: number;
   private readonly keeperIntervalSeconds: number;
+  private readonly pool: WarmPool | null;
+  /** Claimed warm-pool containers: container id → rollout id (a claim never changes, so it can be cached). */
+  private readonly claims = new Map<string, string>();
 
   constructor(options: DockerSandboxProviderOptions = {}) {
     this.docker = options.docker ?? new Docker();
@@ -84,6 +108,9 @@ export class DockerSandboxProvider implements SandboxProvider {
     };
     this.maxFileBytes = options.maxFileBytes ?? 1024 * 1024 * 1024;
     this.keeperIntervalSeconds = options.keeperIntervalSeconds ?? 2;
+    this.pool = options.warmPool
+      ? new WarmPool(this.warmPoolBackend(), parseWarmPoolSettings(options.warmPool), options.onWarmPoolError)
+      : null;
   }
 
   async acquire(
@@ -105,6 +132,10 @@ export class DockerSandboxProvider implements SandboxProvider {
           return { sandbox, lease: { sandboxId: existing.Id, rolloutId, expiresAt } };
         }
         await this.removeContainer(existing.Id);
+      } else if (this.pool !== null) {
+        const claimed = await this.claimIdle(spec, rolloutId, name, hash, expiresAt);
+        if (claimed !== null)
+          return { sandbox: claimed, lease: { sandboxId: claimed.id, rolloutId, expiresAt } };
       }
       try {
         const sandbox = await this.create(spec, rolloutId, name, hash, expiresAt);
@@ -142,10 +173,9 @@ export class DockerSandboxProvider implements SandboxProvider {
     hash: string,
   ): Promise<boolean> {
     const labels = info.Config.Labels;
-    if (!info.State.Running || labels[LABELS.rolloutId] !== rolloutId || labels[LABELS.specHash] !== hash) {
-      return false;
-    }
+    if (!info.State.Running || labels[LABELS.specHash] !== hash) return false;
     try {
+      if ((await this.ownerOf(info)) !== rolloutId) return false;
       return (await this.expiryOf(info.Id, labels, Date.now())) > Date.now();
     } catch (error) {
       if (error instanceof SandboxGoneError) return false;
@@ -160,10 +190,28 @@ export class DockerSandboxProvider implements SandboxProvider {
     hash: string,
     expiresAt: number,
   ): Promise<DockerSandbox> {
+    const { id, labels } = await this.createStarted(
+      spec,
+      { [LABELS.rolloutId]: rolloutId },
+      name,
+      hash,
+      expiresAt,
+    );
+    return this.sandboxFor(id, rolloutId, labels);
+  }
+
+  /** Creates and starts a locked-down, leased container; `owner` is its rollout-id or pool label. */
+  private async createStarted(
+    spec: SandboxSpec,
+    owner: Record<string, string>,
+    name: string,
+    hash: string,
+    expiresAt: number,
+  ): Promise<{ id: string; labels: Record<string, string> }> {
     const execUser = spec.user ?? (await this.imageUser(spec.image));
     const labels = {
       [LABELS.managed]: 'true',
-      [LABELS.rolloutId]: rolloutId,
+      ...owner,
       [LABELS.leaseExpiresAt]: String(expiresAt),
       [LABELS.specHash]: hash,
       [LABELS.execUser]: execUser,
@@ -198,13 +246,136 @@ export class DockerSandboxProvider implements SandboxProvider {
       await this.removeContainer(container.id);
       throw error;
     }
-    return this.sandboxFor(container.id, rolloutId, labels);
+    return { id: container.id, labels };
+  }
+
+  /**
+   * Claims a ready warm-pool container for the rollout, or returns null (pool empty, or the rollout's name
+   * was taken meanwhile: the caller's loop then finds that container). First the rollout id (claim file) and
+   * the rollout's lease go into the idle container in one upload, then the rename to the rollout's name
+   * commits the claim: it fails when the rollout's name exists, and whoever finds the container by that name
+   * finds its claim file already there.
+   */
+  private async claimIdle(
+    spec: SandboxSpec,
+    rolloutId: string,
+    name: string,
+    hash: string,
+    expiresAt: number,
+  ): Promise<DockerSandbox | null> {
+    for (;;) {
+      const idle = this.pool?.take(spec, hash) ?? null;
+      if (idle === null) {
+        this.pool?.refill(hash);
+        return null;
+      }
+      const sandbox = this.sandboxFor(idle.id, rolloutId, idle.labels);
+      try {
+        await sandbox.writeOwnedFiles(
+          [
+            { path: CLAIM_FILE, content: `${rolloutId}\n` },
+            { path: LEASE_FILE, content: encodeLeaseFile(expiresAt) },
+          ],
+          ROOT_READABLE,
+        );
+        await this.docker.getContainer(idle.id).rename({ name });
+      } catch (error) {
+        // Gone meanwhile (its pool lease ran out): the next one. The name taken: a concurrent acquire of this
+        // rollout won; this container carries a claim now, so it is not handed out again.
+        const gone = error instanceof SandboxGoneError || isDockerNotFound(error);
+        if (!gone && !isDockerConflict(error)) throw error;
+        this.pool?.discard(idle);
+        if (gone) continue;
+        return null;
+      }
+      this.claims.set(idle.id, rolloutId);
+      // Refilled only now, so creating the replacement does not slow the claim down.
+      this.pool?.refill(hash);
+      return sandbox;
+    }
+  }
+
+  /** The Docker side of the warm pool: idle containers are created, renewed and removed by their idle name. */
+  private warmPoolBackend(): WarmPoolBackend {
+    return {
+      createIdle: async (spec, specKey, pool, leaseMs) => {
+        const name = poolContainerName(pool, specKey);
+        const expiresAt = Date.now() + leaseMs;
+        const { id, labels } = await this.createStarted(
+          spec,
+          { [LABELS.pool]: pool },
+          name,
+          specKey,
+          expiresAt,
+        );
+        return { name, id, labels, expiresAt };
+      },
+      renewIdle: async (idle: IdleContainer, leaseMs) => {
+        const byName = new DockerSandbox(this.docker, idle.name, '', '', this.limits);
+        try {
+          await byName.writeOwnedFile(LEASE_FILE, encodeLeaseFile(Date.now() + leaseMs), ROOT_READABLE);
+          return true;
+        } catch (error) {
+          if (error instanceof SandboxGoneError) return false;
+          throw error;
+        }
+      },
+      removeIdle: async (idle: IdleContainer) => {
+        // By its idle name: a container claimed meanwhile is not touched.
+        const info = await this.inspectByName(idle.name);
+        if (info !== null && info.Id === idle.id) await this.removeContainer(info.Id);
+      },
+    };
+  }
+
+  /**
+   * The rollout a container belongs to: its label, or for a warm-pool container the claim file (null while
+   * unclaimed). Throws `SandboxGoneError` when the container vanished while its file was read.
+   */
+  private async ownerOf(info: Docker.ContainerInspectInfo): Promise<string | null> {
+    const labels = info.Config.Labels;
+    if (labels[LABELS.pool] === undefined) return labels[LABELS.rolloutId] ?? null;
+    const cached = this.claims.get(info.Id);
+    if (cached !== undefined) return cached;
+    try {
+      const owner = (await this.sandboxFor(info.Id, '', labels).readFile(CLAIM_FILE)).toString('utf8').trim();
+      if (owner === '') return null;
+      this.claims.set(info.Id, owner);
+      return owner;
+    } catch (error) {
+      if (error instanceof SandboxFileNotFoundError) return null;
+      throw error;
+    }
+  }
+
+  /** Whether the container is the rollout's (false when it vanished meanwhile). */
+  private async isOwnedBy(info: Docker.ContainerInspectInfo, rolloutId: string): Promise<boolean> {
+    try {
+      return (await this.ownerOf(info)) === rolloutId;
+    } catch (error) {
+      if (error instanceof SandboxGoneError) return false;
+      throw error;
+    }
+  }
+
+  /** Fills the warm pool of `spec` now (it otherwise fills on the spec's first acquire); no-op without one. */
+  async prewarm(spec: SandboxSpec): Promise<void> {
+    await this.pool?.prewarm(spec, specHash(spec));
+  }
+
+  /** How often acquires were served warm or cold, and the pool's own churn; null without a pool. */
+  warmPoolStats(): (WarmPoolCounts & { instance: string }) | null {
+    return this.pool ? { ...this.pool.stats(), instance: this.pool.instance } : null;
+  }
+
+  /** Stops the warm pool and removes its idle containers (claimed ones stay with their rollouts). */
+  async close(): Promise<void> {
+    await this.pool?.close();
   }
 
   async attach(rolloutId: string): Promise<Sandbox | null> {
     const info = await this.inspectByName(sandboxContainerName(rolloutId));
-    if (info === null || !info.State.Running || info.Config.Labels[LABELS.rolloutId] !== rolloutId)
-      return null;
+    if (info === null || !info.State.Running || !(await this.isOwnedBy(info, rolloutId))) return null;
     const now = Date.now();
     try {
       if ((await this.expiryOf(info.Id, info.Config.Labels, now)) <= now) return null;
@@ -217,7 +388,7 @@ export class DockerSandboxProvider implements SandboxProvider {
 
   async renew(rolloutId: string, leaseMs: number): Promise<void> {
     const info = await this.inspectByName(sandboxContainerName(rolloutId));
-    if (info === null || !info.State.Running || info.Config.Labels[LABELS.rolloutId] !== rolloutId) {
+    if (info === null || !info.State.Running || !(await this.isOwnedBy(info, rolloutId))) {
       throw new SandboxGoneError(rolloutId);
     }
     const sandbox = this.sandboxFor(info.Id, rolloutId, info.Config.Labels);
@@ -226,8 +397,9 @@ export class DockerSandboxProvider implements SandboxProvider {
 
   async release(rolloutId: string): Promise<void> {
     const info = await this.inspectByName(sandboxContainerName(rolloutId));
-    if (info === null || info.Config.Labels[LABELS.rolloutId] !== rolloutId) return;
+    if (info === null || !(await this.isOwnedBy(info, rolloutId))) return;
     await this.removeContainer(info.Id);
+    this.claims.delete(info.Id);
   }
 
   async reapExpired(now: number = Date.now()): Promise<string[]> {
@@ -241,6 +413,7 @@ export class DockerSandboxProvider implements SandboxProvider {
       try {
         if ((await this.expiryOf(summary.Id, summary.Labels, now)) > now) continue;
         await this.removeContainer(summary.Id);
+        this.claims.delete(summary.Id);
         reaped.push(summary.Id);
       } catch (error) {
         // Gone meanwhile is fine; anything else must not stop the other containers from being reaped.

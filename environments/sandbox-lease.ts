@@ -10,7 +10,15 @@ export const LABELS = {
   leaseExpiresAt: 'openclaw.lease-expires-at',
   specHash: 'openclaw.spec-hash',
   execUser: 'openclaw.exec-user',
+  /** On warm-pool containers only (instead of a rollout id): the pool instance that created it. */
+  pool: 'openclaw.pool',
 } as const;
+
+/**
+ * A claimed warm-pool container's rollout id (its labels, fixed before the claim, carry none): written once,
+ * right after the rename that claims the container (warm-pool.ts, docs/containers.md).
+ */
+export const CLAIM_FILE = '/run/openclaw/claim';
 
 /** Written by `renew` (through the Engine API, as root; mode 0644), read by the keeper and the reaper. */
 export const LEASE_FILE = '/run/openclaw/lease';

@@ -70,4 +70,6 @@ export interface SandboxProvider {
   release(rolloutId: string): Promise<void>;
   /** Removes every container whose lease expired; returns their ids. */
   reapExpired(now?: number): Promise<string[]>;
+  /** Stops what the provider runs in the background (a warm pool) and removes its idle containers. */
+  close?(): Promise<void>;
 }

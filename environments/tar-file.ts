@@ -12,23 +12,35 @@ export interface TarFileOwner {
 }
 
 /** A tar archive holding `absolutePath` (stored relative to `/`, so missing parent folders are created). */
-export async function packFile(absolutePath: string, content: Buffer, owner: TarFileOwner): Promise<Buffer> {
-  if (!absolutePath.startsWith('/') || absolutePath.endsWith('/')) {
-    throw new Error(`expected an absolute file path, got ${JSON.stringify(absolutePath)}`);
+export function packFile(absolutePath: string, content: Buffer, owner: TarFileOwner): Promise<Buffer> {
+  return packFiles([{ path: absolutePath, content }], owner);
+}
+
+/** A tar archive holding several files with one owner: one upload instead of one per file. */
+export async function packFiles(
+  files: readonly { path: string; content: Buffer }[],
+  owner: TarFileOwner,
+): Promise<Buffer> {
+  for (const { path } of files) {
+    if (!path.startsWith('/') || path.endsWith('/')) {
+      throw new Error(`expected an absolute file path, got ${JSON.stringify(path)}`);
+    }
   }
   const archive = pack();
-  archive.entry(
-    {
-      name: absolutePath.replace(/^\/+/, ''),
-      size: content.length,
-      mode: owner.mode,
-      uid: owner.uid,
-      gid: owner.gid,
-      mtime: new Date(),
-      type: 'file',
-    },
-    content,
-  );
+  for (const { path, content } of files) {
+    archive.entry(
+      {
+        name: path.replace(/^\/+/, ''),
+        size: content.length,
+        mode: owner.mode,
+        uid: owner.uid,
+        gid: owner.gid,
+        mtime: new Date(),
+        type: 'file',
+      },
+      content,
+    );
+  }
   archive.finalize();
   const chunks: Buffer[] = [];
   for await (const chunk of archive) chunks.push(chunk as Buffer);

@@ -1,0 +1,50 @@
+// A worker process the fan-out benchmark starts as a child, so its memory can be read from /proc: either the
+// workflow worker (the control worker's role: agentic and batch workflows, no activities) or an env host
+// serving the container-free `arith` kind. Prints `ready` once polling; stops on SIGTERM.
+//   node --import tsx bench/support/fan-out-worker.ts <workflows|env> <address> <queue> <storeDir>
+
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { FileSampleStore } from '../../activities/sample-store.js';
+import { workflowsPath } from '../../workers/control-worker.js';
+import { createEnvWorkers } from '../../workers/env-worker.js';
+import { NumberedArith } from './numbered-arith.js';
+
+const [role, address, queue, storeDir] = process.argv.slice(2);
+if ((role !== 'workflows' && role !== 'env') || !address || !queue || !storeDir) {
+  console.error('usage: fan-out-worker.ts <workflows|env> <address> <queue> <storeDir>');
+  process.exit(2);
+}
+
+Runtime.install({ logger: new DefaultLogger('ERROR') });
+const connection = await NativeConnection.connect({ address });
+let run: Promise<unknown>;
+let shutdown: () => void;
+if (role === 'workflows') {
+  const worker = await Worker.create({
+    connection,
+    taskQueue: queue,
+    workflowsPath,
+    maxConcurrentWorkflowTaskExecutions: 100,
+    maxCachedWorkflows: 1000,
+  });
+  run = worker.run();
+  shutdown = () => worker.shutdown();
+} else {
+  const workers = await createEnvWorkers({
+    connection,
+    hostId: `bench-${process.pid}`,
+    provider: null,
+    registry: new Map([['arith', new NumberedArith()]]),
+    store: new FileSampleStore(storeDir),
+    sharedTaskQueue: queue,
+    reapIntervalMs: 0,
+    sharedWorkerOptions: { maxConcurrentActivityTaskExecutions: 400 },
+    hostWorkerOptions: { maxConcurrentActivityTaskExecutions: 400 },
+  });
+  run = workers.run();
+  shutdown = () => workers.shutdown();
+}
+process.once('SIGTERM', () => shutdown());
+console.log('ready');
+await run;
+await connection.close();
