@@ -189,6 +189,13 @@ export function createEnvActivities(deps: EnvHostDependencies) {
       leases.set(ref.rolloutId, { sandbox: attached, leaseMs: ref.leaseMs, renewedAt: Date.now() });
       return attached;
     }
+    // A step still running when its rollout was cancelled and released must not bring the container back:
+    // nothing would release it again (the release marks the rollout before it removes the container).
+    if (await store.get(rolloutKeys.released(ref.rolloutId)))
+      throw ApplicationFailure.nonRetryable(
+        `rollout ${ref.rolloutId} was released; its container is not created again`,
+        'RolloutReleased',
+      );
     const { sandbox } = await sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs);
     leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
     await replay(ref, environment, task, sandbox);
@@ -339,6 +346,13 @@ export function createEnvActivities(deps: EnvHostDependencies) {
         const environment = environmentOf(ref.env);
         const task = await taskOf(environment, ref.taskId);
         const held = leases.get(ref.rolloutId);
+        // Marked first: a step of this rollout still running (a cancelled rollout does not wait for it) then
+        // finds the mark instead of re-creating the container this removes.
+        await store.put(rolloutKeys.released(ref.rolloutId), {
+          hostId,
+          containerId: held?.sandbox.id ?? null,
+          releasedAt: new Date().toISOString(),
+        });
         if (held || environment.sandboxSpec(task)) {
           const sandboxes = requireProvider(ref.env);
           await sandboxes.release(ref.rolloutId);
@@ -346,11 +360,6 @@ export function createEnvActivities(deps: EnvHostDependencies) {
           await sandboxes.release(evaluationRolloutId(ref.rolloutId));
         }
         leases.delete(ref.rolloutId);
-        await store.put(rolloutKeys.released(ref.rolloutId), {
-          hostId,
-          containerId: held?.sandbox.id ?? null,
-          releasedAt: new Date().toISOString(),
-        });
       });
     },
 

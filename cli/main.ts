@@ -212,7 +212,7 @@ registerEvalCommand(program);
 registerImageCommands(program);
 registerGpuCommands(program);
 // Env hosts run containers through the local Docker engine (DOCKER_HOST or its socket).
-registerTrack2Commands(program, { sandboxProvider: async () => new DockerSandboxProvider() });
+registerTrack2Commands(program, { sandboxProvider: async (settings) => new DockerSandboxProvider(settings) });
 
 try {
   await program.parseAsync(process.argv);

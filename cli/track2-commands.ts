@@ -13,6 +13,7 @@ import { agenticTrainingInputSchema, envRolloutInputSchema } from '../core/rollo
 import { describeZodError } from '../core/training-settings.js';
 import { createEnvironmentRegistry } from '../environments/registry.js';
 import type { SandboxProvider } from '../environments/sandbox.js';
+import { parseWarmPoolSizes, type WarmPoolSettingsInput } from '../environments/warm-pool.js';
 import { createEnvWorkers } from '../workers/env-worker.js';
 import {
   type AgenticStatus,
@@ -30,7 +31,7 @@ import { connectClient, connectWorker } from './connect.js';
 
 export interface Track2Options {
   /** The sandbox provider of `worker env` (the Docker one); without it the host serves container-free kinds. */
-  sandboxProvider?: () => Promise<SandboxProvider | null>;
+  sandboxProvider?: (settings: { warmPool?: WarmPoolSettingsInput }) => Promise<SandboxProvider | null>;
 }
 
 function untilStopped(): Promise<void> {
@@ -267,6 +268,23 @@ export interface EnvWorkerFlags {
   judgeApiKey?: string;
   policyApiKey?: string;
   maxActivities?: string;
+  reapIntervalMs?: string;
+  warmPool?: string;
+  envOptions?: string;
+}
+
+/** The kinds' options (`{"swe": {"instancesFile": ...}, "terminal": {...}}`) from a JSON object. */
+export function parseEnvOptions(text: string | undefined): Record<string, unknown> {
+  if (text === undefined || text.trim() === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`--env-options is not valid JSON: ${(error as Error).message}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+    throw new Error('--env-options must be a JSON object keyed by environment kind');
+  return parsed as Record<string, unknown>;
 }
 
 /** Runs an env host until Ctrl-C: the shared-queue worker, the host-queue worker, the lease reaper. */
@@ -274,8 +292,20 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
   const config = configFromFlags({ temporalAddress: flags.temporalAddress, dataDir: flags.dataDir });
   const hostId =
     flags.hostId ?? process.env.OPENCLAW_ENV_HOST_ID ?? hostname().replace(/[^A-Za-z0-9._-]/g, '-');
-  const provider = options.sandboxProvider ? await options.sandboxProvider() : null;
+  const warmPool = flags.warmPool
+    ? {
+        name: hostId.replace(/^[^A-Za-z0-9]+/, '').slice(0, 61) || 'pool',
+        sizes: parseWarmPoolSizes(flags.warmPool),
+      }
+    : undefined;
+  const provider = options.sandboxProvider ? await options.sandboxProvider({ warmPool }) : null;
   const maxActivities = integer('--max-activities', flags.maxActivities) ?? 200;
+  const reapIntervalMs = integer(
+    '--reap-interval-ms',
+    flags.reapIntervalMs ?? process.env.OPENCLAW_REAP_INTERVAL_MS,
+  );
+  if (reapIntervalMs !== undefined && reapIntervalMs < 0)
+    throw new Error(`--reap-interval-ms must be 0 (off) or more, got ${reapIntervalMs}`);
   const judgeUrl = flags.judgeUrl ?? process.env.OPENCLAW_JUDGE_URL;
   const connection = await connectWorker(config);
   const workers = await createEnvWorkers({
@@ -283,7 +313,9 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
     namespace: config.temporal.namespace,
     hostId,
     provider,
-    registry: createEnvironmentRegistry(),
+    registry: createEnvironmentRegistry(
+      parseEnvOptions(flags.envOptions ?? process.env.OPENCLAW_ENV_OPTIONS),
+    ),
     store: new FileSampleStore(`${config.dataDir}/store`),
     sharedTaskQueue: flags.envQueue ?? 'env',
     policyApiKey: flags.policyApiKey ?? process.env.OPENCLAW_POLICY_API_KEY,
@@ -296,6 +328,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
         maxTokens: config.judge.maxTokens,
       }),
     }),
+    ...(reapIntervalMs !== undefined && { reapIntervalMs }),
     sharedWorkerOptions: { maxConcurrentActivityTaskExecutions: maxActivities },
     hostWorkerOptions: { maxConcurrentActivityTaskExecutions: maxActivities },
   });
@@ -307,6 +340,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
   await Promise.race([untilStopped(), running]);
   workers.shutdown();
   await running.catch(() => undefined);
+  await provider?.close?.();
   await connection.close();
 }
 
@@ -339,7 +373,26 @@ export function registerTrack2Commands(program: Command, options: Track2Options 
       new Option('--policy-api-key <key>', 'bearer key for a gateway policy (OPENCLAW_POLICY_API_KEY)'),
     )
     .addOption(new Option('--max-activities <n>', 'concurrent activities per worker (default 200)'))
-    .action((flags: EnvWorkerFlags) => runEnvWorker(flags, options));
+    .addOption(
+      new Option(
+        '--env-options <json>',
+        'options of the environment kinds, e.g. {"swe":{"instancesFile":"rows.jsonl"}} (OPENCLAW_ENV_OPTIONS)',
+      ),
+    )
+    .addOption(
+      new Option('--warm-pool <image=N,...>', 'started containers kept ready per image (default none)'),
+    )
+    .addOption(
+      new Option(
+        '--reap-interval-ms <ms>',
+        'how often expired sandboxes are removed (OPENCLAW_REAP_INTERVAL_MS; default 60000, 0 off)',
+      ),
+    )
+    // `worker` (the control worker's command) has flags of the same names, and commander gives a flag to the
+    // parent when both have it: read the parent's too, this command's own winning.
+    .action((_flags: EnvWorkerFlags, command: Command) =>
+      runEnvWorker(command.optsWithGlobals<EnvWorkerFlags>(), options),
+    );
 
   program
     .command('rollout')

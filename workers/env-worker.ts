@@ -9,6 +9,7 @@ import type { Judge } from '../activities/judge-client.js';
 import type { SampleStore } from '../activities/sample-store.js';
 import type { EnvironmentRegistry } from '../environments/environment.js';
 import type { SandboxProvider } from '../environments/sandbox.js';
+import { type SandboxReaper, startSandboxReaper } from '../environments/sandbox-reaper.js';
 
 export interface EnvWorkersOptions {
   connection: NativeConnection;
@@ -23,7 +24,10 @@ export interface EnvWorkersOptions {
   policyApiKey?: string;
   /** Default `env`; the host's queue is `<sharedTaskQueue>-<hostId>`. */
   sharedTaskQueue?: string;
-  /** How often expired leases are reaped (default 60 s; 0 turns the reaper off). */
+  /**
+   * How often expired leases are reaped (default 60 s; 0 turns the reaper off). The first sweep runs at
+   * start, so a host restarted after a crash removes at once what expired while it was down.
+   */
   reapIntervalMs?: number;
   /** Extra options for the shared-queue worker (e.g. concurrency). */
   sharedWorkerOptions?: Partial<WorkerOptions>;
@@ -76,7 +80,7 @@ export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvW
     ...options.hostWorkerOptions,
   });
 
-  let reaper: NodeJS.Timeout | undefined;
+  let reaper: SandboxReaper | undefined;
   const reapEvery = options.reapIntervalMs ?? 60_000;
   return {
     hostId,
@@ -87,18 +91,17 @@ export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvW
     async run() {
       const provider = options.provider;
       if (provider && reapEvery > 0) {
-        reaper = setInterval(() => {
-          provider.reapExpired().catch(() => undefined);
-        }, reapEvery);
+        // One sweep at a time; a failed sweep is retried at the next interval.
+        reaper = startSandboxReaper(provider, { intervalMs: reapEvery });
       }
       try {
         await Promise.all([shared.run(), host.run()]);
       } finally {
-        if (reaper) clearInterval(reaper);
+        await reaper?.stop();
       }
     },
     shutdown() {
-      if (reaper) clearInterval(reaper);
+      void reaper?.stop();
       for (const worker of [shared, host]) {
         if (worker.getState() === 'RUNNING') worker.shutdown();
       }

@@ -2,7 +2,13 @@
 // with the host's own queue; then, on that queue, reset, and loop policy step → env step up to maxTurns;
 // evaluate; and ALWAYS release the sandbox, cancelled or not. The transcript and the exact tokens of every
 // step live in the sample store (`rollouts/<rolloutId>/...`); this workflow carries only small summaries.
-import { ApplicationFailure, CancellationScope, isCancellation, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityCancellationType,
+  ApplicationFailure,
+  CancellationScope,
+  isCancellation,
+  proxyActivities,
+} from '@temporalio/workflow';
 import type { EnvHostActivities, EnvSharedActivities, EpisodeRef } from '../activities/env-activities.js';
 import { envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
@@ -45,6 +51,10 @@ export async function envRolloutWorkflow(rawInput: EnvRolloutInput): Promise<Env
     startToCloseTimeout: '15 minutes',
     heartbeatTimeout: input.heartbeatTimeoutMs,
     retry,
+    // A cancelled rollout waits for the acquire it started: one that made its container anyway answers with
+    // the host, and the release below removes the container (TRY_CANCEL, the default on the wire, would drop
+    // that answer and leave the container to its lease). An acquire no host has taken yet ends at once.
+    cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
   const result: EnvRolloutResult = {

@@ -8,6 +8,7 @@ import {
   agenticInputFromFlags,
   formatAgenticStatus,
   formatRolloutResult,
+  parseEnvOptions,
   readAgenticStatus,
   registerTrack2Commands,
   rolloutInputFromFlags,
@@ -115,6 +116,16 @@ describe('Track 2 CLI functions', () => {
     expect(() =>
       agenticInputFromFlags({ run: 'r', env: 'arith', tasks: 'a', taskSet: 'all', policyUrl: 'http://e:1' }),
     ).toThrow(/exactly one of taskIds and taskSet/);
+  });
+
+  it("reads the kinds' options for worker env from JSON, with clear errors", () => {
+    expect(parseEnvOptions(undefined)).toEqual({});
+    expect(parseEnvOptions(' ')).toEqual({});
+    expect(parseEnvOptions('{"swe": {"instancesFile": "rows.jsonl"}}')).toEqual({
+      swe: { instancesFile: 'rows.jsonl' },
+    });
+    expect(() => parseEnvOptions('{swe')).toThrow(/--env-options is not valid JSON/);
+    expect(() => parseEnvOptions('[1]')).toThrow(/must be a JSON object keyed by environment kind/);
   });
 
   it('formats results and status for people', () => {
