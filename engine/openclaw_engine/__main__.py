@@ -1,4 +1,4 @@
-"""Command line: `python -m openclaw_engine make-tiny-model DIR` and `python -m openclaw_engine serve ...`."""
+"""Command line: `python -m openclaw_engine make-tiny-model DIR`, `serve ...` and `train-epoch ...`."""
 
 from __future__ import annotations
 
@@ -42,6 +42,14 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--trainer", action="store_true", help="also mount the training routes")
     serve.add_argument("--lora-rank", type=int, default=0, help="trainer LoRA rank (0: full fine-tuning)")
     serve.add_argument("--lora-alpha", type=int, default=None, help="trainer LoRA alpha")
+    epoch = sub.add_parser("train-epoch", help="train one batch file from a checkpoint into the next one")
+    epoch.add_argument("--base", required=True, help="base Hugging Face model folder")
+    epoch.add_argument("--checkpoint-in", required=True, help="checkpoint to resume from, or none")
+    epoch.add_argument("--batch", required=True, help="JSON /train_step request file")
+    epoch.add_argument("--checkpoint-out", required=True, help="checkpoint folder to write (atomically)")
+    epoch.add_argument("--device", default="cpu")
+    epoch.add_argument("--lora-rank", type=int, default=0)
+    epoch.add_argument("--lora-alpha", type=int, default=None)
     return parser
 
 
@@ -85,6 +93,10 @@ def main(argv: list[str] | None = None) -> None:
 
         out = make_tiny_model(args.dir, seed=args.seed)
         print(out)
+    elif args.command == "train-epoch":
+        from .train_epoch import main as train_epoch
+
+        sys.exit(train_epoch(args))
     else:
         _serve(args)
 

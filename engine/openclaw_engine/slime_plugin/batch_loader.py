@@ -1,0 +1,109 @@
+"""slime rollout function that reads the epoch's batch from the file the workflow wrote.
+
+`--rollout-function-path openclaw_engine.slime_plugin.batch_loader.generate_rollout_from_batch_file`:
+slime calls `generate_rollout(args, rollout_id, data_source, evaluation=False)` and trains on the sample
+groups it returns (spec 2: the OpenClaw rollout function drains its queue the same way). Here the "queue" is
+the batch file named by `$OPENCLAW_BATCH_FILE`, a `/train_step` request body (engine/TRAINING.md), validated
+with the reference trainer's schema before slime sees a sample. Each sample is its own group (spec 5:
+n_samples_per_prompt 1).
+
+Samples carry slime's `Sample` fields as the OpenClaw proxy fills them (spec 11.2): `index`, `group_index`,
+`tokens`, `response_length`, `loss_mask`, `rollout_log_probs`, `reward = {"score": r}` (`--reward-key score`),
+`status = COMPLETED`, and for OPD/combine/top-K `teacher_log_probs` [L] float32, `teacher_topk_log_probs`
+[L, K] float32, `teacher_topk_indices` [L, K] int64. With slime installed they are `slime.utils.types.Sample`;
+without it (tests) a plain object with the same attributes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from ..training_schemas import TrainStepRequest, check_for_method, parse_train_step
+
+BATCH_FILE_ENV = "OPENCLAW_BATCH_FILE"
+
+
+@dataclass
+class PlainSample:
+    """The fields of slime's `Sample` the trainer reads, for use where slime is not installed."""
+
+    index: int = 0
+    group_index: int = 0
+    prompt: str = ""
+    response: str = ""
+    tokens: list[int] = field(default_factory=list)
+    response_length: int = 0
+    loss_mask: list[int] = field(default_factory=list)
+    rollout_log_probs: list[float] = field(default_factory=list)
+    reward: dict[str, float] = field(default_factory=dict)
+    status: str = "completed"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    teacher_log_probs: torch.Tensor | None = None
+    teacher_topk_log_probs: torch.Tensor | None = None
+    teacher_topk_indices: torch.Tensor | None = None
+
+
+def read_batch_file(path: str | os.PathLike[str]) -> TrainStepRequest:
+    """The batch at `path`, validated (shapes, finite numbers, per-method fields); errors name the field."""
+    request = parse_train_step(json.loads(Path(path).read_text()))
+    check_for_method(request)
+    return request
+
+
+def _sample_class() -> tuple[type, Any]:
+    try:
+        from slime.utils.types import Sample  # type: ignore[import-not-found]
+
+        return Sample, Sample.Status.COMPLETED
+    except ImportError:
+        return PlainSample, "completed"
+
+
+def samples_from_batch(request: TrainStepRequest, sample_cls: type | None = None) -> list[list[Any]]:
+    """One group per sample, in batch order, with slime's `Sample` fields (spec 11.2)."""
+    cls, completed = _sample_class() if sample_cls is None else (sample_cls, "completed")
+    groups = []
+    for i, s in enumerate(request.samples):
+        sample = cls()
+        sample.index = i
+        sample.group_index = i
+        sample.tokens = list(s.tokens)
+        sample.response_length = s.response_length
+        sample.loss_mask = list(s.loss_mask)
+        sample.rollout_log_probs = list(s.rollout_log_probs)
+        sample.reward = {"score": float(s.reward)}
+        sample.status = completed
+        if s.teacher_log_probs is not None:
+            sample.teacher_log_probs = torch.tensor(s.teacher_log_probs, dtype=torch.float32)
+        if s.teacher_topk_log_probs is not None:
+            sample.teacher_topk_log_probs = torch.tensor(s.teacher_topk_log_probs, dtype=torch.float32)
+        if s.teacher_topk_indices is not None:
+            sample.teacher_topk_indices = torch.tensor(s.teacher_topk_indices, dtype=torch.int64)
+        groups.append([sample])
+    return groups
+
+
+def generate_rollout_from_batch_file(
+    args: Any, rollout_id: int, data_source: Any = None, evaluation: bool = False
+) -> Any:
+    """slime's rollout-function signature: the batch file's samples (no generation, no evaluation set)."""
+    if evaluation:
+        return {}
+    path = os.environ.get(BATCH_FILE_ENV)
+    if not path:
+        raise RuntimeError(f"${BATCH_FILE_ENV} is not set: the epoch launcher names the batch file there")
+    groups = samples_from_batch(read_batch_file(path))
+    expected = getattr(args, "rollout_batch_size", None)
+    if expected is not None and int(expected) != len(groups):
+        raise ValueError(f"{path} holds {len(groups)} samples but --rollout-batch-size is {expected}")
+    try:
+        from slime.rollout.base_types import RolloutFnTrainOutput  # type: ignore[import-not-found]
+    except ImportError:
+        return groups
+    return RolloutFnTrainOutput(samples=groups, metrics={})

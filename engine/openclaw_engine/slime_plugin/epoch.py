@@ -1,0 +1,181 @@
+"""One epoch of slime under the epoch container contract (docs/slime.md).
+
+`python -m openclaw_engine.slime_plugin.epoch --step-id ID [--train-command CMD] -- SLIME_ARGS...`
+
+slime saves into its `--save` folder as it goes, so a killed run could leave half a checkpoint there. This
+launcher points `--save` at a temporary sibling, runs slime (`CMD`, default
+`python3 /root/slime/train_async.py`, or `$OPENCLAW_SLIME_TRAIN_COMMAND`), and only when slime exits 0 writes
+`trainer_state/state.json` (the step ids of `--load`'s checkpoint plus this one, with its metrics) into it,
+fsyncs it and renames it to `--save`. A step id that `--load` already records trains nothing (exit 0), so the
+contract's idempotency holds on this side too.
+
+Metrics are read from slime's log lines (`'train/<name>': <number>`); whatever slime does not print is absent.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+from .batch_loader import BATCH_FILE_ENV, read_batch_file
+
+STATE_DIR = "trainer_state"
+DEFAULT_TRAIN_COMMAND = "python3 /root/slime/train_async.py"
+_METRIC = re.compile(
+    r"['\"]train/(\w+)['\"]\s*:\s*(?:tensor\()?([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
+)
+
+
+def _flag_value(args: list[str], name: str) -> str | None:
+    value = None
+    for i, arg in enumerate(args):
+        if arg == name and i + 1 < len(args):
+            value = args[i + 1]
+        elif arg.startswith(name + "="):
+            value = arg.split("=", 1)[1]
+    return value
+
+
+def _replace_flag(args: list[str], name: str, value: str) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for i, arg in enumerate(args):
+        if skip:
+            skip = False
+            continue
+        if arg == name and i + 1 < len(args):
+            skip = True
+            continue
+        if arg.startswith(name + "="):
+            continue
+        out.append(arg)
+    return [*out, name, value]
+
+
+def read_steps(checkpoint: str | None) -> tuple[dict[str, Any], int]:
+    """The step records and step count of a contract checkpoint (empty for none or a plain slime folder)."""
+    if not checkpoint:
+        return {}, 0
+    state_file = Path(checkpoint) / STATE_DIR / "state.json"
+    if not state_file.is_file():
+        return {}, 0
+    state = json.loads(state_file.read_text())
+    return dict(state.get("steps", {})), int(state.get("step_count", 0))
+
+
+def parse_metrics(lines: list[str]) -> dict[str, float]:
+    """`train/*` numbers from slime's log lines; a later value of the same name wins."""
+    metrics: dict[str, float] = {}
+    for line in lines:
+        for name, value in _METRIC.findall(line):
+            metrics[name] = float(value)
+    return metrics
+
+
+def _fsync_tree(root: Path) -> None:
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            with open(os.path.join(dirpath, name), "rb") as fh:
+                os.fsync(fh.fileno())
+        fd = os.open(dirpath, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def run_epoch(step_id: str, train_command: list[str], slime_args: list[str]) -> int:
+    save = _flag_value(slime_args, "--save")
+    if not save:
+        raise ValueError("the slime arguments have no --save")
+    batch_file = os.environ.get(BATCH_FILE_ENV)
+    if not batch_file:
+        raise ValueError(f"${BATCH_FILE_ENV} is not set")
+    request = read_batch_file(batch_file)
+    if request.step_id != step_id:
+        raise ValueError(f"{batch_file} holds step {request.step_id!r}, not {step_id!r}")
+    steps, step_count = read_steps(_flag_value(slime_args, "--load"))
+    if step_id in steps:
+        print(json.dumps({"event": "duplicate", "step_id": step_id}), flush=True)
+        return 0
+
+    final = Path(save)
+    tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex}"
+    final.parent.mkdir(parents=True, exist_ok=True)
+    lines: list[str] = []
+    try:
+        proc = subprocess.Popen(
+            [*train_command, *_replace_flag(slime_args, "--save", str(tmp))],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+        )
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            if "train/" in line:
+                lines.append(line)
+        code = proc.wait()
+        if code != 0:
+            shutil.rmtree(tmp, ignore_errors=True)
+            return code
+        metrics: dict[str, Any] = {
+            "step_id": step_id,
+            "step": step_count + 1,
+            "samples": len(request.samples),
+            "tokens": sum(sum(s.loss_mask) for s in request.samples),
+            **parse_metrics(lines),
+        }
+        fingerprint = hashlib.sha256(request.model_dump_json(exclude={"step_id"}).encode()).hexdigest()
+        state = {
+            "format": 1,
+            "source": "slime",
+            "step_count": step_count + 1,
+            "steps": {**steps, step_id: {"metrics": metrics, "fingerprint": fingerprint}},
+        }
+        (tmp / STATE_DIR).mkdir(parents=True, exist_ok=True)
+        (tmp / STATE_DIR / "state.json").write_text(json.dumps(state, indent=1))
+        _fsync_tree(tmp)
+        if final.exists():
+            old = final.parent / f".{final.name}.old-{uuid.uuid4().hex}"
+            os.rename(final, old)
+            os.rename(tmp, final)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.rename(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    print(json.dumps({"event": "saved", "path": str(final), "metrics": metrics}), flush=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if "--" not in argv:
+        print("usage: ... --step-id ID [--train-command CMD] -- SLIME_ARGS...", file=sys.stderr)
+        return 2
+    split = argv.index("--")
+    parser = argparse.ArgumentParser(prog="python -m openclaw_engine.slime_plugin.epoch")
+    parser.add_argument("--step-id", required=True)
+    parser.add_argument(
+        "--train-command", default=os.environ.get("OPENCLAW_SLIME_TRAIN_COMMAND", DEFAULT_TRAIN_COMMAND)
+    )
+    args = parser.parse_args(argv[:split])
+    return run_epoch(args.step_id, shlex.split(args.train_command), argv[split + 1 :])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,313 @@
+"""The slime plugin on CPU without slime: its losses agree with the shared losses, its batch loader and its
+epoch launcher follow the epoch container contract (docs/slime.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from openclaw_engine.errors import EngineError
+from openclaw_engine.losses import LossHyperParams, compute_loss
+from openclaw_engine.slime_plugin import batch_loader, epoch
+from openclaw_engine.slime_plugin.loss import combine_loss_function, topk_distillation_loss_function
+
+V = 11
+PROMPTS = [[1, 2, 3], [4, 5]]
+RESPONSES = [[6, 7, 8, 9], [10, 3]]
+MASKS = [[1, 1, 0, 1], [1, 1]]
+
+
+def slime_args(**overrides):
+    base = dict(
+        rollout_temperature=1.0,
+        eps_clip=0.2,
+        eps_clip_high=0.28,
+        use_kl_loss=True,
+        kl_loss_coef=0.0,
+        kl_loss_type="low_var_kl",
+        entropy_coef=0.0,
+        use_rollout_logprobs=False,
+    )
+    return SimpleNamespace(**{**base, **overrides})
+
+
+def slime_reducer(masks: list[list[int]]):
+    """slime's sum_of_sample_mean over a flat [Σ R_i] tensor: each sample's masked token mean, summed."""
+    lengths = [len(m) for m in masks]
+    flat_mask = torch.tensor([x for m in masks for x in m], dtype=torch.float32)
+
+    def reduce(x: torch.Tensor) -> torch.Tensor:
+        parts = torch.split(x * flat_mask, lengths)
+        mparts = torch.split(flat_mask, lengths)
+        return sum(p.sum() / m.sum().clamp(min=1) for p, m in zip(parts, mparts, strict=True))
+
+    return reduce
+
+
+def packed_batch(seed: int = 0, with_topk: int = 0):
+    """A packed micro-batch of two samples as slime's actor hands it to a custom loss."""
+    g = torch.Generator().manual_seed(seed)
+    tokens = [torch.tensor(p + r) for p, r in zip(PROMPTS, RESPONSES, strict=True)]
+    total = sum(len(t) for t in tokens)
+    logits = torch.randn(1, total, V, generator=g, requires_grad=True)
+    lens = [len(r) for r in RESPONSES]
+    batch = {
+        "unconcat_tokens": tokens,
+        "total_lengths": [len(t) for t in tokens],
+        "response_lengths": lens,
+        "loss_masks": [torch.tensor(m, dtype=torch.float32) for m in MASKS],
+        "advantages": [torch.full((n,), r) for n, r in zip(lens, [1.0, -1.0], strict=True)],
+        "log_probs": [torch.randn(n, generator=g) - 2 for n in lens],
+        "rollout_log_probs": [torch.randn(n, generator=g) - 2 for n in lens],
+        "ref_log_probs": [torch.randn(n, generator=g) - 2 for n in lens],
+        "teacher_log_probs": [torch.randn(n, generator=g) - 2 for n in lens],
+    }
+    if with_topk:
+        batch["teacher_topk_indices"] = [torch.randint(0, V, (n, with_topk), generator=g) for n in lens]
+        batch["teacher_topk_log_probs"] = [
+            torch.log_softmax(torch.randn(n, V, generator=g), -1)[:, :with_topk] for n in lens
+        ]
+    return logits, batch
+
+
+def padded(values: list[torch.Tensor]) -> torch.Tensor:
+    return torch.nn.utils.rnn.pad_sequence([v.float() for v in values], batch_first=True)
+
+
+def reference_log_probs(logits: torch.Tensor, batch, temperature: float = 1.0) -> list[torch.Tensor]:
+    out, end = [], 0
+    for tokens, total, r in zip(
+        batch["unconcat_tokens"], batch["total_lengths"], batch["response_lengths"], strict=True
+    ):
+        end += total
+        lsm = torch.log_softmax(logits[0, end - r - 1 : end - 1] / temperature, -1)
+        out.append(lsm.gather(-1, tokens[-r:, None])[:, 0])
+    return out
+
+
+@pytest.mark.parametrize("use_rollout", [False, True])
+def test_combine_loss_matches_the_shared_combine_loss(use_rollout: bool, monkeypatch) -> None:
+    monkeypatch.setenv("OPENCLAW_COMBINE_W_OPD", "0.7")
+    monkeypatch.setenv("OPENCLAW_COMBINE_W_RL", "1.3")
+    logits, batch = packed_batch()
+    loss, metrics = combine_loss_function(
+        slime_args(use_rollout_logprobs=use_rollout), batch, logits, slime_reducer(MASKS)
+    )
+    old = batch["rollout_log_probs"] if use_rollout else batch["log_probs"]
+    expected, expected_metrics = compute_loss(
+        "combine",
+        log_probs=padded(reference_log_probs(logits, batch)),
+        old_log_probs=padded(old),
+        mask=padded(batch["loss_masks"]),
+        rewards=torch.tensor([1.0, -1.0]),
+        teacher_log_probs=padded(batch["teacher_log_probs"]),
+        config=LossHyperParams(w_opd=0.7, w_rl=1.3),
+        batch_size=1,  # slime divides by the global batch size after the custom loss
+    )
+    torch.testing.assert_close(loss, expected)
+    for name in ("pg_loss", "pg_clipfrac", "ppo_kl"):
+        torch.testing.assert_close(metrics[name], expected_metrics[name])
+    assert metrics["kl_loss"].item() > 0  # logged even with coefficient 0 (spec 5)
+    loss.backward()
+    assert logits.grad is not None and logits.grad.abs().sum() > 0
+
+
+def test_combine_loss_applies_temperature_kl_and_entropy_coefficients() -> None:
+    logits, batch = packed_batch(seed=1)
+    args = slime_args(rollout_temperature=0.6, kl_loss_coef=0.1, entropy_coef=0.01, kl_loss_type="k2")
+    loss, metrics = combine_loss_function(args, batch, logits, slime_reducer(MASKS))
+    lp = reference_log_probs(logits, batch, temperature=0.6)
+    mask = padded(batch["loss_masks"])
+    entropy = padded(
+        [-(torch.softmax(c, -1) * torch.log_softmax(c, -1)).sum(-1) for c in _chunks(logits / 0.6, batch)]
+    )
+    expected, _ = compute_loss(
+        "combine",
+        log_probs=padded(lp),
+        old_log_probs=padded(batch["log_probs"]),
+        mask=mask,
+        rewards=torch.tensor([1.0, -1.0]),
+        teacher_log_probs=padded(batch["teacher_log_probs"]),
+        ref_log_probs=padded(batch["ref_log_probs"]),
+        entropy=entropy,
+        config=LossHyperParams(kl_coef=0.1, kl_type="k2", entropy_coef=0.01),
+        batch_size=1,
+    )
+    torch.testing.assert_close(loss, expected)
+    assert set(metrics) >= {"loss", "pg_loss", "entropy_loss", "pg_clipfrac", "ppo_kl", "kl_loss"}
+
+
+def _chunks(logits: torch.Tensor, batch) -> list[torch.Tensor]:
+    out, end = [], 0
+    for total, r in zip(batch["total_lengths"], batch["response_lengths"], strict=True):
+        end += total
+        out.append(logits[0, end - r - 1 : end - 1])
+    return out
+
+
+def test_topk_distillation_loss_matches_the_shared_topk_loss() -> None:
+    logits, batch = packed_batch(seed=2, with_topk=3)
+    loss, metrics = topk_distillation_loss_function(slime_args(), batch, logits, slime_reducer(MASKS))
+    student = padded(
+        [
+            torch.log_softmax(c, -1).gather(-1, idx)
+            for c, idx in zip(_chunks(logits, batch), batch["teacher_topk_indices"], strict=True)
+        ]
+    )
+    expected, _ = compute_loss(
+        "topk_distill",
+        log_probs=padded(reference_log_probs(logits, batch)),
+        old_log_probs=padded(batch["log_probs"]),
+        mask=padded(batch["loss_masks"]),
+        student_topk_log_probs=student,
+        teacher_topk_log_probs=padded(batch["teacher_topk_log_probs"]),
+        batch_size=1,
+    )
+    torch.testing.assert_close(loss, expected)
+    assert metrics["pg_clipfrac"].item() == 0.0
+    loss.backward()
+    assert logits.grad is not None and logits.grad.abs().sum() > 0
+
+
+# ---- batch loader ---------------------------------------------------------------------------------
+
+
+def batch_request(step_id: str = "run:1", method: str = "combine") -> dict:
+    return {
+        "step_id": step_id,
+        "samples": [
+            {
+                "tokens": [1, 2, 3, 4],
+                "response_length": 2,
+                "loss_mask": [1, 1],
+                "rollout_log_probs": [-0.5, -1.5],
+                "reward": 1.0,
+                "teacher_log_probs": [-0.4, -1.0],
+            },
+            {
+                "tokens": [5, 6, 7],
+                "response_length": 1,
+                "loss_mask": [1],
+                "rollout_log_probs": [-2.0],
+                "reward": -1.0,
+                "teacher_log_probs": [-2.0],
+            },
+        ],
+        "loss": {"method": method},
+        "optimizer": {"lr": 1e-5},
+    }
+
+
+def test_batch_loader_returns_one_group_per_sample_with_slime_sample_fields(
+    tmp_path: Path, monkeypatch
+) -> None:
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps(batch_request()))
+    monkeypatch.setenv(batch_loader.BATCH_FILE_ENV, str(path))
+    groups = batch_loader.generate_rollout_from_batch_file(SimpleNamespace(rollout_batch_size=2), 0, None)
+    assert [len(g) for g in groups] == [1, 1]
+    first, second = groups[0][0], groups[1][0]
+    assert (first.index, first.group_index, second.index, second.group_index) == (0, 0, 1, 1)
+    assert first.tokens == [1, 2, 3, 4] and first.response_length == 2 and first.loss_mask == [1, 1]
+    assert first.rollout_log_probs == [-0.5, -1.5]
+    assert first.reward == {"score": 1.0} and second.reward == {"score": -1.0}
+    assert first.status == "completed"
+    assert first.teacher_log_probs.dtype == torch.float32
+    torch.testing.assert_close(first.teacher_log_probs, torch.tensor([-0.4, -1.0]))
+    assert batch_loader.generate_rollout_from_batch_file(SimpleNamespace(), 0, None, evaluation=True) == {}
+
+
+def test_batch_loader_refuses_a_wrong_batch_size_and_invalid_batches(tmp_path: Path, monkeypatch) -> None:
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps(batch_request()))
+    monkeypatch.setenv(batch_loader.BATCH_FILE_ENV, str(path))
+    with pytest.raises(ValueError, match="--rollout-batch-size is 16"):
+        batch_loader.generate_rollout_from_batch_file(SimpleNamespace(rollout_batch_size=16), 0, None)
+    bad = batch_request()
+    bad["samples"][0]["loss_mask"] = [1]
+    path.write_text(json.dumps(bad))
+    with pytest.raises(EngineError, match=r"samples\[0\]\.loss_mask"):
+        batch_loader.read_batch_file(path)
+    missing_teacher = batch_request(method="opd")
+    del missing_teacher["samples"][1]["teacher_log_probs"]
+    path.write_text(json.dumps(missing_teacher))
+    with pytest.raises(EngineError, match=r"samples\[1\]\.teacher_log_probs"):
+        batch_loader.read_batch_file(path)
+    monkeypatch.delenv(batch_loader.BATCH_FILE_ENV)
+    with pytest.raises(RuntimeError, match="OPENCLAW_BATCH_FILE"):
+        batch_loader.generate_rollout_from_batch_file(SimpleNamespace(), 0, None)
+
+
+# ---- epoch launcher -------------------------------------------------------------------------------
+
+# Stands in for slime's train_async.py: writes a file into --save and logs train metrics like slime.
+FAKE_SLIME = """
+import sys, pathlib
+args = sys.argv[1:]
+save = pathlib.Path(args[args.index('--save') + 1])
+save.mkdir(parents=True)
+(save / 'latest_checkpointed_iteration.txt').write_text('1')
+print("step 0: {'train/loss': 0.25, 'train/pg_loss': 0.5, 'train/grad_norm': 1.5e-1}", flush=True)
+sys.exit(int(__import__('os').environ.get('FAKE_EXIT', '0')))
+"""
+
+
+def run_launcher(
+    tmp_path: Path, step_id: str, load: str | None, save: Path, monkeypatch, exit_code: int = 0
+) -> int:
+    script = tmp_path / "fake_slime.py"
+    script.write_text(FAKE_SLIME)
+    batch = tmp_path / f"{step_id}.json"
+    batch.write_text(json.dumps(batch_request(step_id)))
+    monkeypatch.setenv(batch_loader.BATCH_FILE_ENV, str(batch))
+    monkeypatch.setenv("FAKE_EXIT", str(exit_code))
+    slime = [
+        "--hf-checkpoint",
+        "/m",
+        *(["--load", load] if load else []),
+        "--save",
+        str(save),
+        "--lr",
+        "1e-5",
+    ]
+    return epoch.main(["--step-id", step_id, "--train-command", f"{sys.executable} {script}", "--", *slime])
+
+
+def test_epoch_launcher_publishes_the_checkpoint_with_the_step_ids_and_metrics(
+    tmp_path: Path, monkeypatch
+) -> None:
+    ckpts = tmp_path / "checkpoints"
+    assert run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch) == 0
+    state = json.loads((ckpts / "s1" / "trainer_state" / "state.json").read_text())
+    assert state["step_count"] == 1
+    metrics = state["steps"]["run:1"]["metrics"]
+    assert metrics["loss"] == 0.25 and metrics["pg_loss"] == 0.5 and metrics["grad_norm"] == 0.15
+    assert metrics["samples"] == 2 and metrics["tokens"] == 3 and metrics["step"] == 1
+    assert (ckpts / "s1" / "latest_checkpointed_iteration.txt").is_file()
+
+    # The next epoch resumes from the first: both step ids travel on.
+    assert run_launcher(tmp_path, "run:2", str(ckpts / "s1"), ckpts / "s2", monkeypatch) == 0
+    state = json.loads((ckpts / "s2" / "trainer_state" / "state.json").read_text())
+    assert list(state["steps"]) == ["run:1", "run:2"] and state["step_count"] == 2
+
+    # A step the loaded checkpoint already holds: nothing runs, nothing is written.
+    assert run_launcher(tmp_path, "run:2", str(ckpts / "s2"), ckpts / "again", monkeypatch) == 0
+    assert not (ckpts / "again").exists()
+    assert sorted(p.name for p in ckpts.iterdir()) == ["s1", "s2"]
+
+
+def test_epoch_launcher_leaves_nothing_when_slime_fails(tmp_path: Path, monkeypatch) -> None:
+    ckpts = tmp_path / "checkpoints"
+    assert run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch, exit_code=3) == 3
+    assert list(ckpts.iterdir()) == []  # neither s1 nor its temporary folder
+
+
+def test_epoch_launcher_parses_slime_metric_lines() -> None:
+    lines = ["step 3: {'train/loss': -0.1, 'train/pg_clipfrac': 0.0, 'train/kl_loss': nan}"]
+    assert epoch.parse_metrics(lines)["loss"] == -0.1
+    assert epoch.parse_metrics(lines)["pg_clipfrac"] == 0.0
