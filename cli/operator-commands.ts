@@ -95,9 +95,12 @@ export interface WorkflowRow<Status> {
   status: string;
   startTime: string;
   closeTime: string | null;
-  /** The workflow's `status` query, for running ones (null when closed or not answering). */
+  /** The workflow's `status` query, for running ones (null when closed, or not answering within 3 s). */
   state: Status | null;
 }
+
+/** How long a running workflow may take to answer its status query: one whose workers are down never does. */
+const QUERY_TIMEOUT_MS = 3_000;
 
 async function listByType<Status>(
   client: Client,
@@ -105,21 +108,29 @@ async function listByType<Status>(
   limit: number,
   query: (workflowId: string) => Promise<Status>,
 ): Promise<WorkflowRow<Status>[]> {
-  const rows: WorkflowRow<Status>[] = [];
+  const rows: Omit<WorkflowRow<Status>, 'state'>[] = [];
   for await (const execution of client.workflow.list({ query: `WorkflowType = '${workflowType}'` })) {
     // Continue-as-new leaves one closed execution per run; list each workflow id once, newest first.
     if (rows.some((row) => row.workflowId === execution.workflowId)) continue;
-    const running = execution.status.name === 'RUNNING';
     rows.push({
       workflowId: execution.workflowId,
       status: execution.status.name,
       startTime: execution.startTime.toISOString(),
       closeTime: execution.closeTime?.toISOString() ?? null,
-      state: running ? await query(execution.workflowId).catch(() => null) : null,
     });
     if (rows.length >= limit) break;
   }
-  return rows;
+  // All at once, each with a deadline, so runs without a worker cost one timeout, not one each.
+  const deadline = Date.now() + QUERY_TIMEOUT_MS;
+  return Promise.all(
+    rows.map(async (row) => ({
+      ...row,
+      state:
+        row.status === 'RUNNING'
+          ? await client.connection.withDeadline(deadline, () => query(row.workflowId)).catch(() => null)
+          : null,
+    })),
+  );
 }
 
 export function listTrainingRuns(client: Client, limit = 50): Promise<WorkflowRow<TrainingRunStatus>[]> {
@@ -147,13 +158,18 @@ export function formatTable(header: string[], rows: string[][]): string {
   return [line(header), ...rows.map(line)].join('\n');
 }
 
+/** A running workflow that did not answer its query has no worker polling its task queue. */
+function statusText(status: string, state: unknown): string {
+  return status === 'RUNNING' && state === null ? 'RUNNING (no worker answered)' : status;
+}
+
 export function formatTrainingRuns(rows: WorkflowRow<TrainingRunStatus>[]): string {
   if (rows.length === 0) return 'no training runs';
   return formatTable(
     ['RUN', 'STATUS', 'METHOD', 'VERSION', 'EPOCHS', 'WAITING', 'TRAINED', 'EXCLUDED', 'STARTED'],
     rows.map(({ workflowId, status, startTime, state }) => [
       state?.runId ?? workflowId.replace(/^training-/, ''),
-      state?.paused ? 'PAUSED' : status,
+      state?.paused ? 'PAUSED' : statusText(status, state),
       state?.method ?? '',
       state ? String(state.policyVersion) : '',
       state ? String(state.stepsCompleted) : '',
@@ -171,7 +187,7 @@ export function formatSessions(rows: WorkflowRow<SessionStatus>[]): string {
     ['SESSION', 'STATUS', 'TURNS', 'SCORED', 'WAITING', 'STARTED'],
     rows.map(({ workflowId, status, startTime, state }) => [
       state?.sessionId ?? workflowId.replace(/^session-/, ''),
-      state?.done ? 'DONE' : status,
+      state?.done ? 'DONE' : statusText(status, state),
       state ? String(state.highestTurn) : '', // turns are numbered from 1
       state ? String(state.turnsScored) : '',
       state ? String(state.waitingTurns.length) : '',
