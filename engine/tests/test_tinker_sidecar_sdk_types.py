@@ -1,16 +1,14 @@
 """The sidecar's datums and optimizer settings built with the real `tinker` SDK's types (no network needed).
 
-Skipped when the SDK is not installed (it is not one of the engine's dependencies).
+The SDK is one of the engine's test dependencies (`pip install -e engine[test]`).
 """
 
 from __future__ import annotations
 
-import pytest
+import tinker
 
 from openclaw_engine.tinker_sidecar.datums import datum_arrays, to_datum
 from openclaw_engine.training_schemas import LossRequest, TrainSample
-
-tinker = pytest.importorskip("tinker")
 
 
 def test_the_sdk_accepts_the_datums_the_sidecar_builds() -> None:
