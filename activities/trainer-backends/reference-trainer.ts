@@ -6,6 +6,7 @@ import type {
   TrainerSample,
   TrainStepMetrics,
 } from '../trainer-backend.js';
+import { trainStepRequest } from './train-step-request.js';
 
 /** The reference engine started with `--trainer`: training over JSON/HTTP on the engine's own port. */
 export class ReferenceTrainerBackend implements TrainerBackend {
@@ -22,31 +23,7 @@ export class ReferenceTrainerBackend implements TrainerBackend {
     loss: LossConfig,
     optimizer: OptimizerConfig,
   ): Promise<TrainStepMetrics> {
-    const body = {
-      step_id: stepId,
-      samples: samples.map((s) => ({
-        tokens: s.tokens,
-        response_length: s.responseLength,
-        loss_mask: s.lossMask,
-        rollout_log_probs: s.rolloutLogProbs,
-        reward: s.reward,
-        teacher_log_probs: s.teacherLogProbs,
-        teacher_topk_log_probs: s.teacherTopkLogProbs,
-        teacher_topk_indices: s.teacherTopkIndices,
-      })),
-      loss: {
-        method: loss.method,
-        eps_clip: loss.epsClip,
-        eps_clip_high: loss.epsClipHigh,
-        kl_coef: loss.klCoef,
-        kl_type: loss.klType,
-        entropy_coef: loss.entropyCoef,
-        w_rl: loss.wRl,
-        w_opd: loss.wOpd,
-        use_rollout_logprobs: loss.useRolloutLogprobs,
-      },
-      optimizer: { lr: optimizer.lr, weight_decay: optimizer.weightDecay, betas: optimizer.betas },
-    };
+    const body = trainStepRequest(stepId, samples, loss, optimizer);
     return (await this.client.request('POST', '/train_step', body)) as TrainStepMetrics;
   }
 

@@ -21,6 +21,7 @@ import type {
   TrainStepMetrics,
 } from '../trainer-backend.js';
 import { type EpochCommandBuilder, referenceEpochCommand } from './slime-epoch-command.js';
+import { trainStepRequest } from './train-step-request.js';
 
 /** Failure type of a trainer container that did not finish its epoch (retryable: the next try starts over). */
 export const TRAINER_EPOCH_FAILED = 'TrainerEpochFailed';
@@ -316,40 +317,6 @@ export class SlimeTrainerBackend implements TrainerBackend {
       if (entry.startsWith('.') && entry.includes('.tmp-'))
         await rm(join(dir, entry), { recursive: true, force: true });
   }
-}
-
-/** The batch file: the reference engine's `/train_step` request body (engine/TRAINING.md). */
-export function trainStepRequest(
-  stepId: string,
-  samples: TrainerSample[],
-  loss: LossConfig,
-  optimizer: OptimizerConfig,
-) {
-  return {
-    step_id: stepId,
-    samples: samples.map((s) => ({
-      tokens: s.tokens,
-      response_length: s.responseLength,
-      loss_mask: s.lossMask,
-      rollout_log_probs: s.rolloutLogProbs,
-      reward: s.reward,
-      teacher_log_probs: s.teacherLogProbs,
-      teacher_topk_log_probs: s.teacherTopkLogProbs,
-      teacher_topk_indices: s.teacherTopkIndices,
-    })),
-    loss: {
-      method: loss.method,
-      eps_clip: loss.epsClip,
-      eps_clip_high: loss.epsClipHigh,
-      kl_coef: loss.klCoef,
-      kl_type: loss.klType,
-      entropy_coef: loss.entropyCoef,
-      w_rl: loss.wRl,
-      w_opd: loss.wOpd,
-      use_rollout_logprobs: loss.useRolloutLogprobs,
-    },
-    optimizer: { lr: optimizer.lr, weight_decay: optimizer.weightDecay, betas: optimizer.betas },
-  };
 }
 
 function lineStream(onLine: (line: string) => void): { sink: PassThrough; flush(): void } {

@@ -7,6 +7,7 @@ import type {
   TrainerSample,
   TrainStepMetrics,
 } from '../trainer-backend.js';
+import { trainStepRequest } from './train-step-request.js';
 
 const trainerInfoSchema = z.object({ step_ids: z.array(z.string()) });
 const exportSchema = z.object({ path: z.string(), model_path: z.string().nullable() });
@@ -32,29 +33,7 @@ export class TinkerTrainerBackend implements TrainerBackend {
     optimizer: OptimizerConfig,
   ): Promise<TrainStepMetrics> {
     if (loss.method === 'topk_distill') throw new Error('Tinker has no top-K distillation loss');
-    const body = {
-      step_id: stepId,
-      samples: samples.map((s) => ({
-        tokens: s.tokens,
-        response_length: s.responseLength,
-        loss_mask: s.lossMask,
-        rollout_log_probs: s.rolloutLogProbs,
-        reward: s.reward,
-        teacher_log_probs: s.teacherLogProbs,
-      })),
-      loss: {
-        method: loss.method,
-        eps_clip: loss.epsClip,
-        eps_clip_high: loss.epsClipHigh,
-        kl_coef: loss.klCoef,
-        kl_type: loss.klType,
-        entropy_coef: loss.entropyCoef,
-        w_rl: loss.wRl,
-        w_opd: loss.wOpd,
-        use_rollout_logprobs: loss.useRolloutLogprobs,
-      },
-      optimizer: { lr: optimizer.lr, weight_decay: optimizer.weightDecay, betas: optimizer.betas },
-    };
+    const body = trainStepRequest(stepId, samples, loss, optimizer);
     return (await this.client.request('POST', '/train_step', body)) as TrainStepMetrics;
   }
 
