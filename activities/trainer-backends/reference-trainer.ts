@@ -8,10 +8,14 @@ import type {
 } from '../trainer-backend.js';
 import { trainStepRequest } from './train-step-request.js';
 
-/** The reference engine started with `--trainer`: training over JSON/HTTP on the engine's own port. */
+/**
+ * The reference engine started with `--trainer`: training over JSON/HTTP on the engine's own port
+ * (`/train_step`, `/save_checkpoint`, `/load_checkpoint`, `/trainer_info`; engine/TRAINING.md). Other trainers
+ * that speak the same contract (the Tinker sidecar) extend it.
+ */
 export class ReferenceTrainerBackend implements TrainerBackend {
-  readonly name = 'reference';
-  private readonly client: PolicyEngineClient;
+  readonly name: string = 'reference';
+  protected readonly client: PolicyEngineClient;
 
   constructor(baseUrl: string, trainTimeoutMs = 30 * 60_000) {
     this.client = new PolicyEngineClient(baseUrl, trainTimeoutMs);

@@ -27,6 +27,7 @@ from safetensors.torch import load_file
 from torch import Tensor
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
+from .durable_files import fsync_tree
 from .errors import EngineError
 from .losses import compute_loss, entropy_from_logits, sum_of_sample_mean
 from .training_schemas import (
@@ -63,19 +64,6 @@ class StepRecord:
 
 def _fingerprint(request: TrainStepRequest) -> str:
     return hashlib.sha256(request.model_dump_json(exclude={"step_id"}).encode()).hexdigest()
-
-
-def _fsync_tree(root: Path) -> None:
-    # Data must be on disk before the rename publishes the folder, or a crash could publish empty files.
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            with open(os.path.join(dirpath, name), "rb") as fh:
-                os.fsync(fh.fileno())
-        fd = os.open(dirpath, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
 
 
 class Trainer:
@@ -180,7 +168,7 @@ class Trainer:
                 final.parent.mkdir(parents=True, exist_ok=True)
                 tmp.mkdir()
                 self._write_checkpoint(tmp)
-                _fsync_tree(tmp)
+                fsync_tree(tmp)
                 if final.exists():
                     # Never a half checkpoint at `path`: the old one moves aside whole, the new one in whole.
                     old = final.parent / f".{final.name}.old-{uuid.uuid4().hex}"

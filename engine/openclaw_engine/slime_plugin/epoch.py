@@ -27,6 +27,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ..durable_files import fsync_tree
 from .batch_loader import BATCH_FILE_ENV, read_batch_file
 
 STATE_DIR = "trainer_state"
@@ -82,18 +83,6 @@ def parse_metrics(lines: list[str]) -> dict[str, float]:
     return metrics
 
 
-def _fsync_tree(root: Path) -> None:
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            with open(os.path.join(dirpath, name), "rb") as fh:
-                os.fsync(fh.fileno())
-        fd = os.open(dirpath, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
 def run_epoch(step_id: str, train_command: list[str], slime_args: list[str]) -> int:
     save = _flag_value(slime_args, "--save")
     if not save:
@@ -147,7 +136,7 @@ def run_epoch(step_id: str, train_command: list[str], slime_args: list[str]) -> 
         }
         (tmp / STATE_DIR).mkdir(parents=True, exist_ok=True)
         (tmp / STATE_DIR / "state.json").write_text(json.dumps(state, indent=1))
-        _fsync_tree(tmp)
+        fsync_tree(tmp)
         if final.exists():
             old = final.parent / f".{final.name}.old-{uuid.uuid4().hex}"
             os.rename(final, old)
