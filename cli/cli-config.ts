@@ -15,6 +15,7 @@ export interface CommonFlags {
   engineUrl?: string;
   model?: string;
   device?: string;
+  trainer?: string;
 }
 
 function integer(flag: string, value: string | undefined): number | undefined {
@@ -53,6 +54,8 @@ export function configFromFlags(flags: CommonFlags, env: NodeJS.ProcessEnv = pro
   if (flags.judgeModel !== undefined) judge.model = flags.judgeModel;
   if (flags.judgeApiKey !== undefined) judge.apiKey = flags.judgeApiKey;
   if (Object.keys(judge).length > 0) overrides.judge = judge;
+  if (flags.trainer !== undefined)
+    overrides.trainer = { backend: flags.trainer as NonNullable<OpenClawConfigInput['trainer']>['backend'] };
 
   const first = loadConfig(env, overrides);
   if (!first.ok) throw new Error(first.error);

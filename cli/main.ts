@@ -16,6 +16,7 @@ import { registerImageCommands } from './images-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { registerTrack2Commands } from './track2-commands.js';
 import { formatTrainingStatus, readTrainingStatus } from './train-status.js';
+import { runTrainerWorker } from './trainer-worker-command.js';
 
 // Worker lifecycle and bundling chatter at INFO drowns what a person needs to read; warnings still show.
 Runtime.install({
@@ -65,6 +66,8 @@ const common = {
       'model folder for the reference engine (OPENCLAW_MODEL; default: a tiny one)',
     ),
   device: () => new Option('--device <device>', 'cpu | cuda (OPENCLAW_DEVICE; default cpu)'),
+  trainer: () =>
+    new Option('--trainer <backend>', 'reference | slime | tinker (OPENCLAW_TRAINER; default reference)'),
 };
 
 const program = new Command('openclaw-rl')
@@ -89,6 +92,7 @@ program
   .addOption(common.judgeUrl())
   .addOption(common.judgeModel())
   .addOption(common.judgeApiKey())
+  .addOption(common.trainer())
   .action(async (flags: CommonFlags) => {
     await runDev(configFromFlags(flags), untilStopped());
   });
@@ -116,7 +120,7 @@ program
 program
   .command('worker')
   .description('run a worker')
-  .argument('<queue>', 'which worker: control')
+  .argument('<queue>', 'which worker: control | trainer (also: env, gpu)')
   .addOption(common.temporal())
   .addOption(common.dataDir())
   .addOption(common.runId())
@@ -125,10 +129,17 @@ program
   .addOption(common.judgeUrl())
   .addOption(common.judgeModel())
   .addOption(common.judgeApiKey())
+  .addOption(common.trainer())
   .action(async (queue: string, flags: CommonFlags) => {
-    if (queue !== 'control') throw new Error(`unknown worker "${queue}"; this version has: control`);
+    if (queue !== 'control' && queue !== 'trainer')
+      throw new Error(`unknown worker "${queue}"; this version has: control, trainer, env, gpu`);
     const config = configFromFlags(flags);
     const connection = await connectWorker(config);
+    if (queue === 'trainer') {
+      await runTrainerWorker(config, connection, untilStopped());
+      await connection.close();
+      return;
+    }
     const { client, close } = await connectClient(config);
     const worker = await createControlWorker(config, connection, client);
     console.log(`control worker on task queue ${config.temporal.taskQueue} at ${config.temporal.address}`);

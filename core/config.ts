@@ -7,6 +7,8 @@ import { z } from 'zod';
 export const METHODS = ['rl', 'opd', 'combine'] as const;
 export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
 export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
+export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
+export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
 
 /** Judge defaults that follow the method, as the original launch scripts set them (PRM_M, PRM_MAX_NEW_TOKENS). */
 export const JUDGE_DEFAULTS_BY_METHOD = {
@@ -88,6 +90,25 @@ const configObject = z.strictObject({
       wOpd: z.number().min(0).default(1),
     })
     .prefault({}),
+  trainer: z
+    .strictObject({
+      backend: z.enum(TRAINER_BACKENDS).default('reference'),
+      // Empty: the control worker runs training steps itself; set: `openclaw-rl worker trainer` runs them.
+      taskQueue: z.string().default(''),
+      image: z.string().default(''),
+      epochCommand: z.enum(EPOCH_COMMANDS).default('slime'),
+      sharedDir: z.string().default(''),
+      baseModel: z.string().default(''),
+      gpus: z.number().int().min(0).default(1),
+      shmBytes: z
+        .number()
+        .int()
+        .min(0)
+        .default(16 * 2 ** 30),
+      extraArgs: z.string().default(''),
+      tinkerUrl: z.union([z.literal(''), httpUrl]).default(''),
+    })
+    .prefault({}),
   session: z
     .strictObject({
       idleTimeoutMs: z.number().int().min(1000).default(1_800_000),
@@ -96,8 +117,25 @@ const configObject = z.strictObject({
     .prefault({}),
 });
 
+/** What a slime trainer cannot start without, checked with the config rather than at the first step. */
+function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (config.trainer.backend !== 'slime') return;
+  if (!config.trainer.image)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['trainer', 'image'],
+      message: 'the slime trainer needs an image (a slime image with the engine package installed)',
+    });
+  if (!config.trainer.baseModel && !config.engine.model)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['trainer', 'baseModel'],
+      message: 'the slime trainer needs the base model folder on the Docker host',
+    });
+}
+
 /** The schema: validates, fills defaults, then fills the judge defaults that depend on the method. */
-export const configSchema = configObject.transform((config) => ({
+export const configSchema = configObject.superRefine(checkTrainer).transform((config) => ({
   ...config,
   judge: {
     ...config.judge,
@@ -186,7 +224,8 @@ export const CONFIG_OPTIONS = [
     key: 'engine.loraRank',
     env: 'OPENCLAW_LORA_RANK',
     kind: 'integer',
-    description: 'LoRA rank of the reference trainer; 0 trains all weights.',
+    description:
+      'LoRA rank of the trainer (reference, slime on its FSDP backend with alpha 2×rank, Tinker); 0 trains all weights (Tinker: its default rank).',
   },
   {
     key: 'temporal.address',
@@ -353,6 +392,77 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_COMBINE_W_OPD',
     kind: 'number',
     description: 'Combine: weight of the teacher term (teacher minus old log-prob) in the advantage.',
+  },
+  {
+    key: 'trainer.backend',
+    env: 'OPENCLAW_TRAINER',
+    kind: 'enum',
+    description:
+      "Who trains: `reference` (the reference engine at `engine.url`), `slime` (one container per step on a GPU host, docs/slime.md) or `tinker` (Tinker's cloud through the Tinker sidecar, docs/tinker.md).",
+  },
+  {
+    key: 'trainer.taskQueue',
+    env: 'OPENCLAW_TRAINER_TASK_QUEUE',
+    kind: 'string',
+    defaultNote: 'empty: the control worker trains',
+    description:
+      'Task queue of training steps and weight publishing, served by `openclaw-rl worker trainer` (e.g. `trainer`, on the GPU host). Set it where training runs start (control worker, `train start`).',
+  },
+  {
+    key: 'trainer.image',
+    env: 'OPENCLAW_TRAINER_IMAGE',
+    kind: 'string',
+    description:
+      'slime: the image each epoch container runs (a slime image with the engine package installed; `openclaw/engine:dev` with `epochCommand=reference`).',
+  },
+  {
+    key: 'trainer.epochCommand',
+    env: 'OPENCLAW_TRAINER_EPOCH_COMMAND',
+    kind: 'enum',
+    description:
+      "slime: what the epoch container runs: `slime` (`train_async.py` through the project's plugin) or `reference` (the reference engine's `train-epoch`, CPU, same contract).",
+  },
+  {
+    key: 'trainer.sharedDir',
+    env: 'OPENCLAW_TRAINER_SHARED_DIR',
+    kind: 'string',
+    defaultNote: '`<dataDir>/trainer`',
+    description:
+      'slime: folder of batches and checkpoints shared with the epoch containers, mounted at the same path, so it must be a path on the Docker host.',
+  },
+  {
+    key: 'trainer.baseModel',
+    env: 'OPENCLAW_TRAINER_BASE_MODEL',
+    kind: 'string',
+    defaultNote: '`engine.model`',
+    description: 'slime: base Hugging Face model folder on the Docker host (mounted read-only).',
+  },
+  {
+    key: 'trainer.gpus',
+    env: 'OPENCLAW_TRAINER_GPUS',
+    kind: 'integer',
+    description: 'slime: GPUs given to each epoch container (0 runs on CPU).',
+  },
+  {
+    key: 'trainer.shmBytes',
+    env: 'OPENCLAW_TRAINER_SHM_BYTES',
+    kind: 'integer',
+    description: 'slime: shared memory of each epoch container, in bytes (NCCL needs more than 64 MiB).',
+  },
+  {
+    key: 'trainer.extraArgs',
+    env: 'OPENCLAW_TRAINER_EXTRA_ARGS',
+    kind: 'string',
+    description:
+      'slime: arguments appended to the epoch command, separated by spaces (e.g. `--tensor-model-parallel-size 2`).',
+  },
+  {
+    key: 'trainer.tinkerUrl',
+    env: 'OPENCLAW_TINKER_URL',
+    kind: 'string',
+    defaultNote: '`engine.url`',
+    description:
+      'tinker: base URL of the Tinker sidecar (`python -m openclaw_engine.tinker_sidecar`); by default the engine URL, since the sidecar also serves.',
   },
   {
     key: 'session.idleTimeoutMs',

@@ -26,6 +26,8 @@ export const trainingSettingsSchema = z.strictObject({
   stalenessPolicy: z.enum(['drop', 'rollout-logprobs']).default('rollout-logprobs'),
   continueAsNewAfterSteps: z.number().int().min(1).default(50),
   heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
+  /** Where training steps and publishing run (`openclaw-rl worker trainer`); absent: the run's own queue. */
+  trainerTaskQueue: z.string().min(1).optional(),
   loss: lossSettingsSchema.prefault({}),
   optimizer: optimizerSettingsSchema.prefault({}),
 });

@@ -6,7 +6,7 @@ import { PolicyEngineClient } from '../activities/policy-engine-client.js';
 import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
 import { createScoringActivities } from '../activities/scoring-activities.js';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
-import { ReferenceTrainerBackend } from '../activities/trainer-backends/reference-trainer.js';
+import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
 import type { Method } from '../core/types.js';
@@ -35,6 +35,7 @@ export function trainingInputFromConfig(
       stalenessPolicy: config.training.stalenessPolicy,
       continueAsNewAfterSteps: config.training.continueAsNewAfterSteps,
       heartbeatTimeoutMs: config.temporal.heartbeatTimeoutMs,
+      ...(config.trainer.taskQueue && { trainerTaskQueue: config.trainer.taskQueue }),
       loss: { ...config.loss },
       optimizer: {
         learningRate: config.training.learningRate,
@@ -67,7 +68,7 @@ export async function createControlWorker(
       temperature: config.judge.temperature,
       maxTokens: config.judge.maxTokens,
     });
-  const trainer = deps.trainer ?? new ReferenceTrainerBackend(config.engine.url);
+  const trainer = deps.trainer ?? trainerFromConfig(config);
   const activities = {
     ...createScoringActivities({
       store,

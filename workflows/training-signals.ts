@@ -38,6 +38,8 @@ export interface TrainingSettings {
   continueAsNewAfterSteps: number;
   /** A trainer activity silent this long is presumed dead and retried. */
   heartbeatTimeoutMs: number;
+  /** Task queue of trainStep and publishWeights (a trainer worker on the GPU host); absent: this run's queue. */
+  trainerTaskQueue?: string;
   loss: LossSettings;
   optimizer: OptimizerSettings;
 }

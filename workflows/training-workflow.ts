@@ -38,8 +38,9 @@ const RECENT_IDS_KEPT = 5_000;
 const LINEAGE_KEPT = 100;
 
 /** Training steps and publishing: long, heartbeating, retried until they succeed (they are idempotent). */
-function trainerCalls(heartbeatTimeoutMs: number) {
+function trainerCalls(heartbeatTimeoutMs: number, taskQueue: string | undefined) {
   return proxyActivities<TrainingActivities>({
+    taskQueue,
     startToCloseTimeout: '2 hours',
     heartbeatTimeout: heartbeatTimeoutMs,
     retry: { initialInterval: '2 seconds', backoffCoefficient: 2, maximumInterval: '1 minute' },
@@ -167,7 +168,7 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
         continue;
       }
     }
-    const training = trainerCalls(settings.heartbeatTimeoutMs);
+    const training = trainerCalls(settings.heartbeatTimeoutMs, settings.trainerTaskQueue);
     const batch = state.pending.slice(0, settings.batchSize);
     const version = state.policyVersion + 1;
     const stepId = `${runId}:v${version}`;

@@ -53,6 +53,18 @@ describe('loadConfig defaults', () => {
         wRl: 1,
         wOpd: 1,
       },
+      trainer: {
+        backend: 'reference',
+        taskQueue: '',
+        image: '',
+        epochCommand: 'slime',
+        sharedDir: '',
+        baseModel: '',
+        gpus: 1,
+        shmBytes: 16 * 2 ** 30,
+        extraArgs: '',
+        tinkerUrl: '',
+      },
       session: { idleTimeoutMs: 1_800_000, continueAsNewAfterTurns: 200 },
     });
   });
@@ -126,6 +138,19 @@ describe('loadConfig errors', () => {
     expect(error).toContain('engine.url (OPENCLAW_ENGINE_URL): expected an http(s) URL');
     expect(error).toContain('runId (OPENCLAW_RUN_ID)');
     expect(error).toContain('training.betas (OPENCLAW_ADAM_BETAS)');
+  });
+
+  it('refuses a slime trainer without an image or a base model, naming the variables', () => {
+    const result = loadConfig({ OPENCLAW_TRAINER: 'slime' });
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.error).toContain('trainer.image (OPENCLAW_TRAINER_IMAGE)');
+    expect(result.error).toContain('trainer.baseModel (OPENCLAW_TRAINER_BASE_MODEL)');
+    // The engine's model serves as the base when the trainer names none.
+    const ok = load({ OPENCLAW_TRAINER: 'slime', OPENCLAW_TRAINER_IMAGE: 'my/slime', OPENCLAW_MODEL: '/m' });
+    expect(ok.trainer.backend).toBe('slime');
+    expect(loadConfig({ OPENCLAW_TRAINER: 'megatron' }).ok).toBe(false);
+    expect(loadConfig({ OPENCLAW_TINKER_URL: 'tinker://x' }).ok).toBe(false);
   });
 
   it('rejects unknown override fields instead of ignoring a typo', () => {

@@ -14,6 +14,7 @@ describe('workflow replay', () => {
       'session-workflow',
       'score-turn-workflow-opd-rl',
       'training-workflow',
+      'training-workflow-trainer-queue',
       'env-rollout-workflow',
       'rollout-batch-workflow',
       'agentic-training-workflow',

@@ -1,0 +1,52 @@
+/**
+ * The trainer backend the configuration names (`OPENCLAW_TRAINER`): the reference engine over HTTP, slime in
+ * one container per step, or Tinker through its sidecar. Workers build their trainer here, so every process
+ * that trains reads the same options (docs/configuration.md).
+ */
+
+import { join, resolve } from 'node:path';
+import type { OpenClawConfig } from '../../core/config.js';
+import type { TrainerBackend } from '../trainer-backend.js';
+import { ReferenceTrainerBackend } from './reference-trainer.js';
+import { SPEC_LORA } from './slime-arguments.js';
+import { referenceEpochCommand, slimeEpochCommand } from './slime-epoch-command.js';
+import { SlimeTrainerBackend, type SlimeTrainerOptions } from './slime-trainer.js';
+import { TinkerTrainerBackend } from './tinker-trainer.js';
+
+/** What only a process can give a slime backend (a Docker client, where logs go, extra mounts). */
+export type TrainerFromConfigOptions = Pick<SlimeTrainerOptions, 'docker' | 'onLog' | 'binds'>;
+
+/** The slime backend's options from the config (exported so the choice can be checked without Docker). */
+export function slimeOptionsFromConfig(config: OpenClawConfig): SlimeTrainerOptions {
+  const { trainer } = config;
+  const rank = config.engine.loraRank;
+  // spec 8.1 pairs rank 16 with alpha 32: keep that ratio for other ranks.
+  const lora = rank > 0 ? { ...SPEC_LORA, rank, alpha: 2 * rank } : undefined;
+  const actorGpus = Math.max(1, trainer.gpus);
+  return {
+    image: trainer.image,
+    sharedDir: resolve(trainer.sharedDir || join(config.dataDir, 'trainer')),
+    baseModel: resolve(trainer.baseModel || config.engine.model),
+    gpus: trainer.gpus,
+    shmBytes: trainer.shmBytes > 0 ? trainer.shmBytes : undefined,
+    extraArgs: trainer.extraArgs.split(/\s+/).filter(Boolean),
+    command:
+      trainer.epochCommand === 'reference'
+        ? referenceEpochCommand(lora ? { lora: { rank: lora.rank, alpha: lora.alpha } } : {})
+        : slimeEpochCommand({ actorGpus, ...(lora && { lora }) }),
+  };
+}
+
+export function trainerFromConfig(
+  config: OpenClawConfig,
+  options: TrainerFromConfigOptions = {},
+): TrainerBackend {
+  switch (config.trainer.backend) {
+    case 'reference':
+      return new ReferenceTrainerBackend(config.engine.url);
+    case 'slime':
+      return new SlimeTrainerBackend({ ...slimeOptionsFromConfig(config), ...options });
+    case 'tinker':
+      return new TinkerTrainerBackend(config.trainer.tinkerUrl || config.engine.url);
+  }
+}

@@ -1,0 +1,50 @@
+// The trainer worker: training steps and weight publishing on their own task queue (`trainer.taskQueue`), so
+// they run on the machine that can train (a GPU host with slime's image, or anywhere for Tinker) while the
+// control worker and its scoring stay elsewhere. It reads samples from, and writes checkpoints to, the same data
+// folder as the control worker, and loads each new version into the serving engine at `engine.url`.
+import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
+import { Worker } from '@temporalio/worker';
+import { PolicyEngineClient } from '../activities/policy-engine-client.js';
+import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
+import type { TrainerBackend } from '../activities/trainer-backend.js';
+import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
+import { createTrainingActivities } from '../activities/training-activities.js';
+import type { OpenClawConfig } from '../core/config.js';
+
+/** The queue `worker trainer` polls: the configured one, else `trainer`. */
+export const DEFAULT_TRAINER_TASK_QUEUE = 'trainer';
+
+export function trainerTaskQueue(config: OpenClawConfig): string {
+  return config.trainer.taskQueue || DEFAULT_TRAINER_TASK_QUEUE;
+}
+
+export interface TrainerWorkerDependencies {
+  store?: SampleStore;
+  trainer?: TrainerBackend;
+}
+
+export async function createTrainerWorker(
+  config: OpenClawConfig,
+  connection: NativeConnection,
+  deps: TrainerWorkerDependencies = {},
+  options: Partial<WorkerOptions> = {},
+): Promise<{ worker: Worker; trainer: TrainerBackend; taskQueue: string }> {
+  const trainer = deps.trainer ?? trainerFromConfig(config);
+  const { trainStep, publishWeights } = createTrainingActivities({
+    store: deps.store ?? new FileSampleStore(`${config.dataDir}/store`),
+    trainer,
+    serving: new PolicyEngineClient(config.engine.url),
+    checkpointDir: `${config.dataDir}/checkpoints`,
+  });
+  const taskQueue = options.taskQueue ?? trainerTaskQueue(config);
+  const worker = await Worker.create({
+    connection,
+    namespace: config.temporal.namespace,
+    taskQueue,
+    // One step at a time: a step holds the trainer (GPUs, or the Tinker session) for its whole length.
+    maxConcurrentActivityTaskExecutions: 1,
+    activities: { trainStep, publishWeights },
+    ...options,
+  });
+  return { worker, trainer, taskQueue };
+}
