@@ -1,4 +1,5 @@
 // `openclaw-rl worker trainer`: polls the trainer task queue with the configured backend until Ctrl-C.
+import { existsSync } from 'node:fs';
 import type { NativeConnection } from '@temporalio/worker';
 import type { OpenClawConfig } from '../core/config.js';
 import { createTrainerWorker } from '../workers/trainer-worker.js';
@@ -9,8 +10,12 @@ export function describeTrainer(config: OpenClawConfig): string {
   switch (trainer.backend) {
     case 'reference':
       return `reference trainer at ${config.engine.url}`;
-    case 'slime':
-      return `slime epochs in ${trainer.image} (${trainer.epochCommand}, ${trainer.gpus} GPU${trainer.gpus === 1 ? '' : 's'})`;
+    case 'slime': {
+      const gpus = trainer.gpuIds.length
+        ? `GPUs ${trainer.gpuIds.join(',')}`
+        : `${trainer.gpus} GPU${trainer.gpus === 1 ? '' : 's'}`;
+      return `slime epochs in ${trainer.image} (${trainer.epochCommand} command, ${gpus})`;
+    }
     case 'tinker':
       return `Tinker through the sidecar at ${trainer.tinkerUrl || config.engine.url}`;
   }
@@ -21,6 +26,11 @@ export async function runTrainerWorker(
   connection: NativeConnection,
   stopped: Promise<void>,
 ): Promise<void> {
+  // Epoch containers are siblings on the host's Docker engine: a folder inside this container is not theirs.
+  if (config.trainer.backend === 'slime' && !config.trainer.sharedDir && existsSync('/.dockerenv'))
+    throw new Error(
+      'in a container the slime trainer needs OPENCLAW_TRAINER_SHARED_DIR (compose: TRAINER_DIR), a host folder mounted at the same path',
+    );
   const { worker, taskQueue } = await createTrainerWorker(config, connection);
   console.log(
     `trainer worker on task queue ${taskQueue} at ${config.temporal.address}: ${describeTrainer(config)}`,

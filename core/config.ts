@@ -100,6 +100,7 @@ const configObject = z.strictObject({
       sharedDir: z.string().default(''),
       baseModel: z.string().default(''),
       gpus: z.number().int().min(0).default(1),
+      gpuIds: z.array(z.string().min(1)).default([]),
       shmBytes: z
         .number()
         .int()
@@ -442,6 +443,14 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_TRAINER_GPUS',
     kind: 'integer',
     description: 'slime: GPUs given to each epoch container (0 runs on CPU).',
+  },
+  {
+    key: 'trainer.gpuIds',
+    env: 'OPENCLAW_TRAINER_GPU_IDS',
+    kind: 'string-list',
+    defaultNote: 'any `gpus` of them',
+    description:
+      'slime: comma-separated GPU ids (or UUIDs) for the epoch containers, to keep them off the GPUs SGLang serves on; overrides `gpus`.',
   },
   {
     key: 'trainer.shmBytes',

@@ -26,6 +26,8 @@ import { trainStepRequest } from './train-step-request.js';
 /** Failure type of a trainer container that did not finish its epoch (retryable: the next try starts over). */
 export const TRAINER_EPOCH_FAILED = 'TrainerEpochFailed';
 export const EPOCH_LABEL = 'openclaw.trainer-epoch';
+/** Where slime's launcher keeps slime's own checkpoint inside a published one (slime_plugin/epoch.py). */
+export const SLIME_RAW_CHECKPOINT = 'slime';
 const LOG_TAIL_LINES = 40;
 
 export interface SlimeTrainerOptions {
@@ -37,6 +39,8 @@ export interface SlimeTrainerOptions {
   baseModel: string;
   /** GPUs given to the container (DeviceRequests); 0 runs on CPU. */
   gpus?: number;
+  /** Which GPUs (ids or UUIDs as `nvidia-smi` lists them), so epochs stay off the serving engine's. */
+  gpuIds?: string[];
   /** What the container runs; default the reference engine's `train-epoch`. */
   command?: EpochCommandBuilder;
   /** Appended to the command (for slime: extra train_async.py arguments). */
@@ -157,6 +161,10 @@ export class SlimeTrainerBackend implements TrainerBackend {
 
   /** Copies the current checkpoint to `path` (temp folder + rename, so `path` is whole or absent). */
   async saveCheckpoint(path: string): Promise<void> {
+    await this.copyCurrent(path, () => true);
+  }
+
+  private async copyCurrent(path: string, keep: (source: string) => boolean): Promise<void> {
     const current = await this.currentCheckpoint();
     if (!current)
       throw ApplicationFailure.nonRetryable('nothing trained yet: no checkpoint to save', 'NoCheckpoint');
@@ -164,7 +172,7 @@ export class SlimeTrainerBackend implements TrainerBackend {
     if (target === current) return;
     const tmp = join(dirname(target), `.${randomBytes(6).toString('hex')}.tmp`);
     await mkdir(dirname(target), { recursive: true });
-    await cp(current, tmp, { recursive: true });
+    await cp(current, tmp, { recursive: true, filter: keep });
     await rm(target, { recursive: true, force: true });
     await rename(tmp, target);
   }
@@ -191,9 +199,15 @@ export class SlimeTrainerBackend implements TrainerBackend {
     await this.setCurrent(imported);
   }
 
-  /** Checkpoints are Hugging Face model folders (the contract), which the serving engine loads as they are. */
+  /**
+   * Checkpoints are Hugging Face model folders (the contract), which the serving engine loads as they are. A
+   * version published for serving leaves out slime's own checkpoint (`slime/`: sharded weights and optimizer
+   * state, many times the model's size); the shared folder keeps that for the next epochs.
+   */
   async exportForServing(path: string): Promise<string> {
-    await this.saveCheckpoint(path);
+    const current = await this.currentCheckpoint();
+    const raw = current ? join(current, SLIME_RAW_CHECKPOINT) : null;
+    await this.copyCurrent(path, (source) => source !== raw);
     return resolve(path);
   }
 
@@ -228,7 +242,7 @@ export class SlimeTrainerBackend implements TrainerBackend {
         // An init process as PID 1: a stop's SIGTERM reaches the trainer (PID 1 ignores it), zombies are reaped.
         Init: true,
         ShmSize: this.options.shmBytes,
-        DeviceRequests: gpus > 0 ? [{ Driver: 'nvidia', Count: gpus, Capabilities: [['gpu']] }] : undefined,
+        DeviceRequests: gpuDeviceRequests(gpus, this.options.gpuIds),
       },
     });
     let context: Context | undefined;
@@ -317,6 +331,12 @@ export class SlimeTrainerBackend implements TrainerBackend {
       if (entry.startsWith('.') && entry.includes('.tmp-'))
         await rm(join(dir, entry), { recursive: true, force: true });
   }
+}
+
+/** Docker's GPU request: the listed devices, else any `count` of them; none on CPU. */
+export function gpuDeviceRequests(count: number, ids: string[] = []): Docker.DeviceRequest[] | undefined {
+  if (ids.length > 0) return [{ Driver: 'nvidia', DeviceIDs: ids, Capabilities: [['gpu']] }];
+  return count > 0 ? [{ Driver: 'nvidia', Count: count, Capabilities: [['gpu']] }] : undefined;
 }
 
 function lineStream(onLine: (line: string) => void): { sink: PassThrough; flush(): void } {

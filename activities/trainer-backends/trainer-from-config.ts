@@ -22,12 +22,13 @@ export function slimeOptionsFromConfig(config: OpenClawConfig): SlimeTrainerOpti
   const rank = config.engine.loraRank;
   // spec 8.1 pairs rank 16 with alpha 32: keep that ratio for other ranks.
   const lora = rank > 0 ? { ...SPEC_LORA, rank, alpha: 2 * rank } : undefined;
-  const actorGpus = Math.max(1, trainer.gpus);
+  const actorGpus = Math.max(1, trainer.gpuIds.length || trainer.gpus);
   return {
     image: trainer.image,
     sharedDir: resolve(trainer.sharedDir || join(config.dataDir, 'trainer')),
     baseModel: resolve(trainer.baseModel || config.engine.model),
     gpus: trainer.gpus,
+    gpuIds: trainer.gpuIds,
     shmBytes: trainer.shmBytes > 0 ? trainer.shmBytes : undefined,
     extraArgs: trainer.extraArgs.split(/\s+/).filter(Boolean),
     command:

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
-import { SlimeTrainerBackend } from '../../activities/trainer-backends/slime-trainer.js';
+import { gpuDeviceRequests, SlimeTrainerBackend } from '../../activities/trainer-backends/slime-trainer.js';
 import { TinkerTrainerBackend } from '../../activities/trainer-backends/tinker-trainer.js';
 import {
   slimeOptionsFromConfig,
@@ -71,6 +71,16 @@ describe('trainerFromConfig', () => {
     expect(cmd.join(' ')).toContain('--actor-num-gpus-per-node 4');
     expect(cmd).not.toContain('--use-lora');
     expect(env.OPENCLAW_BATCH_FILE).toBe('/b.json');
+  });
+
+  it('pins epoch containers to the listed GPUs', () => {
+    const options = slimeOptionsFromConfig(load({ ...slime, OPENCLAW_TRAINER_GPU_IDS: '2,3' }));
+    expect(gpuDeviceRequests(options.gpus ?? 0, options.gpuIds)).toEqual([
+      { Driver: 'nvidia', DeviceIDs: ['2', '3'], Capabilities: [['gpu']] },
+    ]);
+    expect(options.command?.(epoch).cmd.join(' ')).toContain('--actor-num-gpus-per-node 2');
+    expect(gpuDeviceRequests(2)).toEqual([{ Driver: 'nvidia', Count: 2, Capabilities: [['gpu']] }]);
+    expect(gpuDeviceRequests(0)).toBeUndefined();
   });
 
   it('trains LoRA on slime with alpha twice the rank (spec 8.1: 16 and 32)', () => {

@@ -3,11 +3,13 @@
 // place of the official images), the services come up through their health checks, a training run is started
 // with the same JSON a user pastes into the Temporal UI's Start Workflow form, chat turns go through the
 // gateway, an epoch completes and the engine serves the next policy version; then the control worker is
-// killed (SIGKILL), Docker restarts it, and the run goes on with nothing lost.
+// killed (SIGKILL), Docker restarts it, and the run goes on with nothing lost. Last, the gpu profile's
+// trainer-worker trains a second run's step in an epoch container (the reference engine's image standing in
+// for slime's, on CPU) and loads the result into the engine.
 //
 // Runs alone (vitest.compose.config.ts, `npm run test:compose`): it builds images and starts a whole stack.
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -17,7 +19,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
-import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { sampleKey } from '../../core/turn-record.js';
+import type { TrainingSample } from '../../core/types.js';
+import {
+  lineageQuery,
+  sampleScoredSignal,
+  trainingStatusQuery,
+  trainingWorkflowId,
+} from '../../workflows/training-signals.js';
 import { Conversation, type ExpectedOutcome } from '../recovery/conversation.js';
 import { type CountContext, fullCount, servedVersion } from '../recovery/recovery-count.js';
 import { freePort } from '../support/cli-process.js';
@@ -111,7 +120,15 @@ describe('docker compose up (local images)', () => {
       SMOKE_JUDGE_URL: `http://host.docker.internal:${new URL(judge.url).port}/v1`,
       SMOKE_DATA_DIR: dataDir,
       DOCKER_GID: String((await stat('/var/run/docker.sock')).gid),
+      // The trainer-worker's epoch containers: host paths, mounted at the same paths.
+      SLIME_IMAGE: 'openclaw/engine:dev',
+      OPENCLAW_TRAINER_EPOCH_COMMAND: 'reference',
+      SLIME_GPUS: '0',
+      GPU_MODEL_DIR: join(dataDir, 'tiny-model'),
+      TRAINER_DIR: join(dataDir, 'trainer'),
     };
+    // data-init makes everything under the data folder the services' (uid 1000), this one included.
+    await mkdir(join(dataDir, 'trainer'));
     const started = Date.now();
     await composeRun(['build'], 40 * 60_000);
     console.log(`[compose] images built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
@@ -244,6 +261,58 @@ describe('docker compose up (local images)', () => {
       const result = await fullCount(ctx(), expected, [], () => 'see the compose logs below', 5 * 60_000);
       expect(result.status.policyVersion).toBeGreaterThanOrEqual(2);
       expect(await servedVersion(engine())).toBe(result.status.policyVersion);
+    },
+    10 * 60_000,
+  );
+
+  it(
+    'the trainer-worker (gpu profile) trains a run started with trainerTaskQueue in an epoch container',
+    async () => {
+      await composeRun(['up', '-d', 'trainer-worker'], 5 * 60_000);
+      // The GPU host's start JSON, for a second run, fed the first run's real samples.
+      const input = JSON.parse(
+        await readFile(join(ROOT, 'docs/examples/start-training-run-gpu.json'), 'utf8'),
+      ) as { runId: string; settings: Record<string, unknown> };
+      expect(input.settings.trainerTaskQueue).toBe('trainer');
+      const runId = 'smoke-gpu';
+      const handle = await client.workflow.start('trainingWorkflow', {
+        workflowId: trainingWorkflowId(runId),
+        taskQueue: 'control',
+        args: [{ ...input, runId, settings: { ...input.settings, batchSize: 2 } }],
+      });
+      const [first] = await client.workflow
+        .getHandle(trainingWorkflowId(RUN_ID))
+        .query(lineageQuery, { version: 1 });
+      const store = new FileSampleStore(join(dataDir, 'store'));
+      for (const sampleId of first?.sampleIds.slice(0, 2) ?? []) {
+        const sample = await store.get<TrainingSample>(sampleKey(sampleId));
+        if (!sample) throw new Error(`sample ${sampleId} is not in the store`);
+        await handle.signal(sampleScoredSignal, {
+          ok: true,
+          sample: {
+            sampleId,
+            method: sample.method,
+            kind: sample.kind,
+            policyVersion: sample.policyVersion,
+            reward: sample.reward,
+            responseLength: sample.responseLength,
+          },
+        });
+      }
+      await waitFor(
+        "the trainer-worker publishes the second run's version 1",
+        async () => ((await handle.query(trainingStatusQuery)).policyVersion >= 1 ? true : null),
+        5 * 60_000,
+      );
+      const [entry] = await handle.query(lineageQuery, { version: 1 });
+      // Figures only the slime backend reports: the step ran in an epoch container.
+      expect(entry?.metrics.epoch_container_s).toBeGreaterThan(0);
+      expect(entry?.checkpoint).toBe('/data/checkpoints/smoke-gpu/v1');
+      expect(await stat(join(dataDir, 'checkpoints/smoke-gpu/v1/config.json'))).toBeTruthy();
+      expect(await servedVersion(engine())).toBe(1);
+      const { stdout } = await composeRun(['logs', '--no-color', 'trainer-worker']);
+      expect(stdout).toMatch(/trainer worker on task queue trainer .*slime epochs in openclaw\/engine:dev/);
+      await handle.terminate('smoke test done');
     },
     10 * 60_000,
   );

@@ -61,6 +61,7 @@ describe('loadConfig defaults', () => {
         sharedDir: '',
         baseModel: '',
         gpus: 1,
+        gpuIds: [],
         shmBytes: 16 * 2 ** 30,
         extraArgs: '',
         tinkerUrl: '',
