@@ -1,5 +1,5 @@
 """The slime plugin on CPU without slime: its losses agree with the shared losses, its batch loader and its
-epoch launcher follow the epoch container contract (docs/slime.md)."""
+epoch launcher follow the epoch container contract (docs/slime.md), publishing a Hugging Face folder."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from test_slime_export import FAKE_CONVERTER
+from transformers import AutoModelForCausalLM
 
 from openclaw_engine.errors import EngineError
 from openclaw_engine.losses import LossHyperParams, compute_loss
@@ -245,20 +247,68 @@ def test_batch_loader_refuses_a_wrong_batch_size_and_invalid_batches(tmp_path: P
 
 # ---- epoch launcher -------------------------------------------------------------------------------
 
-# Stands in for slime's train_async.py: writes a file into --save and logs train metrics like slime.
-FAKE_SLIME = """
-import sys, pathlib
+# A STAND-IN for slime's train_async.py (slime needs GPUs): logs its --load/--save, resumes the iteration from
+# --load's tracker file, writes into --save what $FAKE_SLIME_WRITES names (OpenClaw-RL's FSDP LoRA layout with
+# a real PEFT adapter moved by a random "optimizer step", Megatron's torch_dist layout with placeholder bytes,
+# or junk) and prints train metrics like slime.
+FAKE_SLIME = r"""
+import json, os, pathlib, sys
 args = sys.argv[1:]
-save = pathlib.Path(args[args.index('--save') + 1])
+def flag(name):
+    return args[args.index(name) + 1] if name in args else None
+save, load, hf = pathlib.Path(flag("--save")), flag("--load"), flag("--hf-checkpoint")
+with open(os.environ["FAKE_SLIME_LOG"], "a") as log:
+    log.write(json.dumps({"load": load, "save": str(save)}) + "\n")
+tracker = "latest_checkpointed_iteration.txt"
+previous = int((pathlib.Path(load) / tracker).read_text()) if load else 0
+iteration = previous + 1
+writes = os.environ.get("FAKE_SLIME_WRITES", "lora")
 save.mkdir(parents=True)
-(save / 'latest_checkpointed_iteration.txt').write_text('1')
+it = save / f"iter_{iteration:07d}"
+if writes == "lora":
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+    base = AutoModelForCausalLM.from_pretrained(hf, dtype=torch.float32)
+    config = LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "v_proj", "down_proj"])
+    model = get_peft_model(base, config)
+    if previous:
+        adapter = pathlib.Path(load) / f"iter_{previous:07d}" / "model" / "adapter_weights.pt"
+        model.load_state_dict(torch.load(adapter), strict=False)
+    g = torch.Generator().manual_seed(iteration)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "lora_" in name:
+                p.add_(torch.randn(p.shape, generator=g) * 0.05)
+    (it / "model").mkdir(parents=True)
+    (it / "optimizer").mkdir()
+    lora = {k: v for k, v in model.state_dict().items() if "lora_" in k}
+    torch.save(lora, it / "model" / "adapter_weights.pt")
+    config = model.peft_config["default"].to_dict()
+    config = {k: sorted(v) if isinstance(v, set) else v for k, v in config.items()}
+    (it / "model" / "adapter_config.json").write_text(json.dumps(config))
+elif writes == "torch_dist":
+    it.mkdir()
+    for name in ("common.pt", ".metadata", "__0_0.distcp"):
+        (it / name).write_bytes(b"\0")
+else:
+    (save / "weights.npz").write_bytes(b"\0")
+if writes != "junk":
+    (save / tracker).write_text(str(iteration))
 print("step 0: {'train/loss': 0.25, 'train/pg_loss': 0.5, 'train/grad_norm': 1.5e-1}", flush=True)
-sys.exit(int(__import__('os').environ.get('FAKE_EXIT', '0')))
+sys.exit(int(os.environ.get("FAKE_EXIT", "0")))
 """
 
 
 def run_launcher(
-    tmp_path: Path, step_id: str, load: str | None, save: Path, monkeypatch, exit_code: int = 0
+    tmp_path: Path,
+    step_id: str,
+    load: str | None,
+    save: Path,
+    monkeypatch,
+    base: Path,
+    exit_code: int = 0,
+    writes: str = "lora",
 ) -> int:
     script = tmp_path / "fake_slime.py"
     script.write_text(FAKE_SLIME)
@@ -266,9 +316,11 @@ def run_launcher(
     batch.write_text(json.dumps(batch_request(step_id)))
     monkeypatch.setenv(batch_loader.BATCH_FILE_ENV, str(batch))
     monkeypatch.setenv("FAKE_EXIT", str(exit_code))
+    monkeypatch.setenv("FAKE_SLIME_WRITES", writes)
+    monkeypatch.setenv("FAKE_SLIME_LOG", str(tmp_path / "slime-calls.jsonl"))
     slime = [
         "--hf-checkpoint",
-        "/m",
+        str(base),
         *(["--load", load] if load else []),
         "--save",
         str(save),
@@ -278,32 +330,103 @@ def run_launcher(
     return epoch.main(["--step-id", step_id, "--train-command", f"{sys.executable} {script}", "--", *slime])
 
 
-def test_epoch_launcher_publishes_the_checkpoint_with_the_step_ids_and_metrics(
-    tmp_path: Path, monkeypatch
+def slime_calls(tmp_path: Path) -> list[dict]:
+    return [json.loads(line) for line in (tmp_path / "slime-calls.jsonl").read_text().splitlines()]
+
+
+def test_epoch_launcher_publishes_a_hugging_face_folder_with_slimes_checkpoint_and_the_step_ids(
+    tmp_path: Path, monkeypatch, tiny_model_dir: Path
 ) -> None:
     ckpts = tmp_path / "checkpoints"
-    assert run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch) == 0
+    assert run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch, tiny_model_dir) == 0
     state = json.loads((ckpts / "s1" / "trainer_state" / "state.json").read_text())
     assert state["step_count"] == 1
     metrics = state["steps"]["run:1"]["metrics"]
     assert metrics["loss"] == 0.25 and metrics["pg_loss"] == 0.5 and metrics["grad_norm"] == 0.15
     assert metrics["samples"] == 2 and metrics["tokens"] == 3 and metrics["step"] == 1
-    assert (ckpts / "s1" / "latest_checkpointed_iteration.txt").is_file()
+    # slime saved into slime/ of the temporary folder; the published folder is the merged HF model.
+    assert (
+        slime_calls(tmp_path)[0]["save"].endswith("/slime") and ".s1.tmp-" in slime_calls(tmp_path)[0]["save"]
+    )
+    assert (ckpts / "s1" / "slime" / "iter_0000001" / "model" / "adapter_weights.pt").is_file()
+    assert {"config.json", "model.safetensors", "tokenizer.json"} <= {
+        p.name for p in (ckpts / "s1").iterdir()
+    }
+    s1 = AutoModelForCausalLM.from_pretrained(ckpts / "s1").state_dict()
+    base = AutoModelForCausalLM.from_pretrained(tiny_model_dir).state_dict()
+    key = "model.layers.1.self_attn.v_proj.weight"
+    assert not torch.equal(s1[key], base[key])
 
-    # The next epoch resumes from the first: both step ids travel on.
-    assert run_launcher(tmp_path, "run:2", str(ckpts / "s1"), ckpts / "s2", monkeypatch) == 0
+    # The next epoch resumes slime from s1/slime (the stand-in continues at iteration 2 from its tracker
+    # file), and both step ids travel on.
+    assert run_launcher(tmp_path, "run:2", str(ckpts / "s1"), ckpts / "s2", monkeypatch, tiny_model_dir) == 0
+    assert slime_calls(tmp_path)[1]["load"] == str(ckpts / "s1" / "slime")
+    assert (ckpts / "s2" / "slime" / "latest_checkpointed_iteration.txt").read_text() == "2"
     state = json.loads((ckpts / "s2" / "trainer_state" / "state.json").read_text())
     assert list(state["steps"]) == ["run:1", "run:2"] and state["step_count"] == 2
+    s2 = AutoModelForCausalLM.from_pretrained(ckpts / "s2").state_dict()
+    assert not torch.equal(s2[key], s1[key])
 
     # A step the loaded checkpoint already holds: nothing runs, nothing is written.
-    assert run_launcher(tmp_path, "run:2", str(ckpts / "s2"), ckpts / "again", monkeypatch) == 0
-    assert not (ckpts / "again").exists()
+    assert (
+        run_launcher(tmp_path, "run:2", str(ckpts / "s2"), ckpts / "again", monkeypatch, tiny_model_dir) == 0
+    )
+    assert not (ckpts / "again").exists() and len(slime_calls(tmp_path)) == 2
     assert sorted(p.name for p in ckpts.iterdir()) == ["s1", "s2"]
 
 
-def test_epoch_launcher_leaves_nothing_when_slime_fails(tmp_path: Path, monkeypatch) -> None:
+def test_epoch_launcher_converts_a_torch_dist_checkpoint_with_the_configured_converter(
+    tmp_path: Path, monkeypatch, tiny_model_dir: Path
+) -> None:
+    converter = tmp_path / "fake_converter.py"
+    converter.write_text(FAKE_CONVERTER)
+    monkeypatch.setenv("FAKE_CONVERTER_LOG", str(tmp_path / "converter.json"))
+    monkeypatch.setenv("OPENCLAW_SLIME_CONVERT_COMMAND", f"{sys.executable} {converter}")
     ckpts = tmp_path / "checkpoints"
-    assert run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch, exit_code=3) == 3
+    assert (
+        run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch, tiny_model_dir, writes="torch_dist")
+        == 0
+    )
+    argv = json.loads((tmp_path / "converter.json").read_text())["argv"]
+    tmp = Path(slime_calls(tmp_path)[0]["save"]).parent
+    vocab = AutoModelForCausalLM.from_pretrained(tiny_model_dir).config.vocab_size
+    assert argv == [
+        "--input-dir",
+        str(tmp / "slime" / "iter_0000001"),
+        "--output-dir",
+        str(tmp / ".hf-export"),
+        "--origin-hf-dir",
+        str(tiny_model_dir),
+        "--vocab-size",
+        str(vocab),
+    ]
+    assert (ckpts / "s1" / "slime" / "iter_0000001" / "common.pt").is_file()
+    assert AutoModelForCausalLM.from_pretrained(ckpts / "s1").config.vocab_size == vocab
+
+    # The converter fails: the epoch fails, nothing is published.
+    monkeypatch.setenv("FAKE_CONVERTER_EXIT", "1")
+    code = run_launcher(
+        tmp_path, "run:2", str(ckpts / "s1"), ckpts / "s2", monkeypatch, tiny_model_dir, writes="torch_dist"
+    )
+    assert code == epoch.EXPORT_FAILED
+    assert sorted(p.name for p in ckpts.iterdir()) == ["s1"]
+
+
+def test_epoch_launcher_publishes_nothing_when_slimes_checkpoint_has_an_unknown_format(
+    tmp_path: Path, monkeypatch, capsys, tiny_model_dir: Path
+) -> None:
+    ckpts = tmp_path / "checkpoints"
+    code = run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch, tiny_model_dir, writes="junk")
+    assert code == epoch.EXPORT_FAILED
+    assert "checkpoint export failed: unknown checkpoint format" in capsys.readouterr().err
+    assert list(ckpts.iterdir()) == []
+
+
+def test_epoch_launcher_leaves_nothing_when_slime_fails(
+    tmp_path: Path, monkeypatch, tiny_model_dir: Path
+) -> None:
+    ckpts = tmp_path / "checkpoints"
+    assert run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch, tiny_model_dir, exit_code=3) == 3
     assert list(ckpts.iterdir()) == []  # neither s1 nor its temporary folder
 
 

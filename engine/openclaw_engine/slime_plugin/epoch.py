@@ -1,13 +1,18 @@
 """One epoch of slime under the epoch container contract (docs/slime.md).
 
-`python -m openclaw_engine.slime_plugin.epoch --step-id ID [--train-command CMD] -- SLIME_ARGS...`
+`python -m openclaw_engine.slime_plugin.epoch --step-id ID [--train-command CMD] [--convert-command CMD]
+[--fsdp-convert-command CMD] -- SLIME_ARGS...`
 
 slime saves into its `--save` folder as it goes, so a killed run could leave half a checkpoint there. This
-launcher points `--save` at a temporary sibling, runs slime (`CMD`, default
-`python3 /root/slime/train_async.py`, or `$OPENCLAW_SLIME_TRAIN_COMMAND`), and only when slime exits 0 writes
-`trainer_state/state.json` (the step ids of `--load`'s checkpoint plus this one, with its metrics) into it,
-fsyncs it and renames it to `--save`. A step id that `--load` already records trains nothing (exit 0), so the
-contract's idempotency holds on this side too.
+launcher points `--save` at `slime/` inside a temporary sibling, runs slime (`CMD`, default
+`python3 /root/slime/train_async.py`, or `$OPENCLAW_SLIME_TRAIN_COMMAND`), and only when slime exits 0 makes
+the temporary folder a Hugging Face model folder (`export_hf`: slime's checkpoint converted or merged into
+config.json + safetensors + the base's tokenizer files, slime's own files kept under `slime/`), writes
+`trainer_state/state.json` (the step ids of `--load`'s checkpoint plus this one, with its metrics), fsyncs it
+and renames it to `--save`. `--load CHECKPOINT` is rewritten to `CHECKPOINT/slime` when that exists, so slime
+resumes from its own format (weights, optimizer, RNG). A step id that `--load` already records trains nothing
+(exit 0), so the contract's idempotency holds on this side too. A checkpoint that cannot be exported fails the
+epoch (exit 65) and publishes nothing.
 
 Metrics are read from slime's log lines (`'train/<name>': <number>`); whatever slime does not print is absent.
 """
@@ -23,14 +28,26 @@ import shlex
 import shutil
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from ..durable_files import fsync_tree
 from .batch_loader import BATCH_FILE_ENV, read_batch_file
+from .export_hf import (
+    DEFAULT_FSDP_CONVERT_COMMAND,
+    DEFAULT_TORCH_DIST_CONVERT_COMMAND,
+    FSDP_CONVERT_COMMAND_ENV,
+    TORCH_DIST_CONVERT_COMMAND_ENV,
+    TRACKER_FILE,
+    ExportError,
+    export_hf,
+)
 
 STATE_DIR = "trainer_state"
+SLIME_DIR = "slime"  # slime's own checkpoint inside a published one: what the next epoch's --load reads
+EXPORT_FAILED = 65  # slime trained, but its checkpoint could not be made a Hugging Face folder
 DEFAULT_TRAIN_COMMAND = "python3 /root/slime/train_async.py"
 _METRIC = re.compile(
     r"['\"]train/(\w+)['\"]\s*:\s*(?:tensor\()?([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
@@ -83,7 +100,26 @@ def parse_metrics(lines: list[str]) -> dict[str, float]:
     return metrics
 
 
-def run_epoch(step_id: str, train_command: list[str], slime_args: list[str]) -> int:
+def _event(name: str, **fields: Any) -> None:
+    print(json.dumps({"event": name, "t": round(time.time(), 3), **fields}), flush=True)
+
+
+def slime_load(load: str | None) -> str | None:
+    """Where slime resumes from: a published checkpoint's `slime/` folder, else `--load` as given."""
+    if load and (Path(load) / SLIME_DIR).is_dir():
+        return str(Path(load) / SLIME_DIR)
+    return load
+
+
+def run_epoch(
+    step_id: str,
+    train_command: list[str],
+    slime_args: list[str],
+    *,
+    torch_dist_convert_command: list[str] | None = None,
+    fsdp_convert_command: list[str] | None = None,
+) -> int:
+    _event("started")
     save = _flag_value(slime_args, "--save")
     if not save:
         raise ValueError("the slime arguments have no --save")
@@ -93,18 +129,31 @@ def run_epoch(step_id: str, train_command: list[str], slime_args: list[str]) -> 
     request = read_batch_file(batch_file)
     if request.step_id != step_id:
         raise ValueError(f"{batch_file} holds step {request.step_id!r}, not {step_id!r}")
-    steps, step_count = read_steps(_flag_value(slime_args, "--load"))
+    load = _flag_value(slime_args, "--load")
+    steps, step_count = read_steps(load)
     if step_id in steps:
-        print(json.dumps({"event": "duplicate", "step_id": step_id}), flush=True)
+        _event("duplicate", step_id=step_id)
         return 0
+    hf_checkpoint = _flag_value(slime_args, "--hf-checkpoint")
+    run_args = slime_args
+    resume = slime_load(load)
+    if resume is not None and resume != load:
+        run_args = _replace_flag(run_args, "--load", resume)
+    elif load and not (Path(load) / TRACKER_FILE).is_file():
+        # slime (raw Megatron or FSDP mode) then falls back to --ref-load, i.e. starts from the base.
+        print(
+            f"warning: --load {load} holds no slime checkpoint; slime may start from the base",
+            file=sys.stderr,
+        )
 
     final = Path(save)
     tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex}"
     final.parent.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []
     try:
+        tmp.mkdir()
         proc = subprocess.Popen(
-            [*train_command, *_replace_flag(slime_args, "--save", str(tmp))],
+            [*train_command, *_replace_flag(run_args, "--save", str(tmp / SLIME_DIR))],
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -120,6 +169,21 @@ def run_epoch(step_id: str, train_command: list[str], slime_args: list[str]) -> 
         if code != 0:
             shutil.rmtree(tmp, ignore_errors=True)
             return code
+        _event("trained")
+        try:
+            found = export_hf(
+                tmp / SLIME_DIR,
+                tmp,
+                Path(hf_checkpoint) if hf_checkpoint else None,
+                torch_dist_convert_command=torch_dist_convert_command
+                or shlex.split(DEFAULT_TORCH_DIST_CONVERT_COMMAND),
+                fsdp_convert_command=fsdp_convert_command or shlex.split(DEFAULT_FSDP_CONVERT_COMMAND),
+            )
+        except ExportError as exc:
+            print(f"checkpoint export failed: {exc}", file=sys.stderr, flush=True)
+            shutil.rmtree(tmp, ignore_errors=True)
+            return EXPORT_FAILED
+        _event("exported", format=found.format)
         metrics: dict[str, Any] = {
             "step_id": step_id,
             "step": step_count + 1,
@@ -147,14 +211,18 @@ def run_epoch(step_id: str, train_command: list[str], slime_args: list[str]) -> 
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    print(json.dumps({"event": "saved", "path": str(final), "metrics": metrics}), flush=True)
+    _event("saved", path=str(final), metrics=metrics)
     return 0
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if "--" not in argv:
-        print("usage: ... --step-id ID [--train-command CMD] -- SLIME_ARGS...", file=sys.stderr)
+        print(
+            "usage: ... --step-id ID [--train-command CMD] [--convert-command CMD]"
+            " [--fsdp-convert-command CMD] -- SLIME_ARGS...",
+            file=sys.stderr,
+        )
         return 2
     split = argv.index("--")
     parser = argparse.ArgumentParser(prog="python -m openclaw_engine.slime_plugin.epoch")
@@ -162,8 +230,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--train-command", default=os.environ.get("OPENCLAW_SLIME_TRAIN_COMMAND", DEFAULT_TRAIN_COMMAND)
     )
+    parser.add_argument(
+        "--convert-command",
+        default=os.environ.get(TORCH_DIST_CONVERT_COMMAND_ENV, DEFAULT_TORCH_DIST_CONVERT_COMMAND),
+        help="slime's torch_dist->HF converter (given --input-dir --output-dir --origin-hf-dir --vocab-size)",
+    )
+    parser.add_argument(
+        "--fsdp-convert-command",
+        default=os.environ.get(FSDP_CONVERT_COMMAND_ENV, DEFAULT_FSDP_CONVERT_COMMAND),
+        help="slime's FSDP checkpoint -> HF converter (--input-dir/--output-dir/--origin-hf-dir added)",
+    )
     args = parser.parse_args(argv[:split])
-    return run_epoch(args.step_id, shlex.split(args.train_command), argv[split + 1 :])
+    return run_epoch(
+        args.step_id,
+        shlex.split(args.train_command),
+        argv[split + 1 :],
+        torch_dist_convert_command=shlex.split(args.convert_command),
+        fsdp_convert_command=shlex.split(args.fsdp_convert_command),
+    )
 
 
 if __name__ == "__main__":
