@@ -15,6 +15,13 @@ import { startReferenceEngine } from '../workers/reference-engine-process.js';
 import { configFromFlags } from './cli-config.js';
 import { connectClient } from './connect.js';
 import { formatTable } from './operator-commands.js';
+import {
+  drawsProgress,
+  formatMean,
+  type ProgressFlags,
+  type ProgressStream,
+  progressBar,
+} from './progress.js';
 import { rolloutInputFromFlags, runRollout } from './track2-commands.js';
 
 const messageSchema = z.looseObject({
@@ -74,6 +81,8 @@ export interface ConversationEvalOptions {
   votes: number;
   maxTokens: number;
   temperature: number;
+  /** Called after each conversation is judged, with the items so far. */
+  onItem?: (items: readonly EvalItem[], total: number) => void;
 }
 
 /** The model answers each conversation; the judge scores the answer against the recorded next message. */
@@ -118,6 +127,7 @@ export async function evaluateConversations(
       score: counted === 0 ? null : (majority.score as JudgeScore),
       detail: `${majority.outcome} ${JSON.stringify(majority.counts)} reply: ${oneLine(responseText, 60)}`,
     });
+    options.onItem?.(items, conversations.length);
   }
   return items;
 }
@@ -129,6 +139,8 @@ export interface TaskEvalOptions {
   policyUrl: string;
   envQueue?: string;
   maxTurns?: string;
+  /** Called as each rollout ends (in the order they end), with the items ended so far. */
+  onItem?: (items: readonly EvalItem[], total: number) => void;
 }
 
 /** Workers polling `queue` for the given kind of task (empty: nothing would run them). */
@@ -165,12 +177,13 @@ export async function checkRolloutWorkers(
   }
 }
 
-/** One rollout per task; the score is the environment's evaluated reward. */
+/** One rollout per task, all at once; the score is the environment's evaluated reward. */
 export async function evaluateTasks(tasks: string[], options: TaskEvalOptions): Promise<EvalItem[]> {
   const stamp = Date.now().toString(36);
-  const results = await Promise.all(
-    tasks.map((task, index) =>
-      runRollout(
+  const ended: EvalItem[] = [];
+  return Promise.all(
+    tasks.map(async (task, index): Promise<EvalItem> => {
+      const result = await runRollout(
         options.client,
         options.taskQueue,
         rolloutInputFromFlags({
@@ -181,15 +194,18 @@ export async function evaluateTasks(tasks: string[], options: TaskEvalOptions): 
           ...(options.envQueue !== undefined && { envQueue: options.envQueue }),
           ...(options.maxTurns !== undefined && { maxTurns: options.maxTurns }),
         }),
-      ),
-    ),
+      );
+      const item: EvalItem = {
+        id: task,
+        kind: 'task',
+        score: result.reward,
+        detail: `${result.status}, ${result.steps} steps`,
+      };
+      ended.push(item);
+      options.onItem?.(ended, tasks.length);
+      return item;
+    }),
   );
-  return results.map((result, index) => ({
-    id: tasks[index] ?? result.rolloutId,
-    kind: 'task',
-    score: result.reward,
-    detail: `${result.status}, ${result.steps} steps`,
-  }));
 }
 
 export function evalReport(model: string, items: EvalItem[]): EvalReport {
@@ -219,7 +235,7 @@ export function formatEvalReport(report: EvalReport): string {
   ].join('\n');
 }
 
-export interface EvalFlags {
+export interface EvalFlags extends ProgressFlags {
   engineUrl?: string;
   model?: string;
   device?: string;
@@ -236,7 +252,12 @@ export interface EvalFlags {
   taskQueue?: string;
   envQueue?: string;
   maxTurns?: string;
-  json?: boolean;
+}
+
+/** A bar's update for the items done so far, with their running mean score. */
+function barUpdate(bar: ReturnType<typeof progressBar>) {
+  return (items: readonly EvalItem[], total: number) =>
+    bar.update(items.length, total, { mean: formatMean(items.map((i) => i.score)) });
 }
 
 function positive(flag: string, value: string | undefined, fallback: number): number {
@@ -247,8 +268,16 @@ function positive(flag: string, value: string | undefined, fallback: number): nu
   return parsed;
 }
 
-/** Runs the evaluation the flags describe; starts (and stops) a reference engine for `--model`. */
-export async function runEval(flags: EvalFlags, env: NodeJS.ProcessEnv = process.env): Promise<EvalReport> {
+/**
+ * Runs the evaluation the flags describe; starts (and stops) a reference engine for `--model`. Progress bars
+ * (conversations judged, rollouts done, with the running mean score) go to `progressStream` when it is a
+ * terminal and the flags allow them.
+ */
+export async function runEval(
+  flags: EvalFlags,
+  env: NodeJS.ProcessEnv = process.env,
+  progressStream: ProgressStream = process.stderr,
+): Promise<EvalReport> {
   if (!flags.conversations && !flags.env)
     throw new Error('give --conversations FILE.jsonl and/or --env KIND --tasks a,b');
   if (flags.env && !flags.tasks) throw new Error('--env needs --tasks a,b,c');
@@ -282,6 +311,7 @@ export async function runEval(flags: EvalFlags, env: NodeJS.ProcessEnv = process
     );
     const engineUrl = config.engine.url;
     const items: EvalItem[] = [];
+    const showBars = { stream: progressStream, enabled: drawsProgress(flags, progressStream) };
     if (conversations.length > 0) {
       const judge = new OpenAIJudge({
         baseUrl: config.judge.baseUrl,
@@ -290,31 +320,45 @@ export async function runEval(flags: EvalFlags, env: NodeJS.ProcessEnv = process
         temperature: config.judge.temperature,
         maxTokens: config.judge.maxTokens ?? 4096,
       });
-      items.push(
-        ...(await evaluateConversations(conversations, {
-          engineUrl,
-          judge,
-          votes: positive('--votes', flags.votes, config.judge.votes ?? 1) || 1,
-          maxTokens: positive('--max-tokens', flags.maxTokens, 512),
-          temperature: positive('--temperature', flags.temperature, 0),
-        })),
-      );
+      const bar = progressBar('conversations |{bar}| {value}/{total} judged | mean score {mean}', showBars);
+      try {
+        bar.update(0, conversations.length, { mean: '-' });
+        items.push(
+          ...(await evaluateConversations(conversations, {
+            engineUrl,
+            judge,
+            votes: positive('--votes', flags.votes, config.judge.votes ?? 1) || 1,
+            maxTokens: positive('--max-tokens', flags.maxTokens, 512),
+            temperature: positive('--temperature', flags.temperature, 0),
+            onItem: barUpdate(bar),
+          })),
+        );
+      } finally {
+        bar.stop();
+      }
     }
     if (flags.env) {
       const { client, close } = await connectClient(config);
       try {
         const taskQueue = flags.taskQueue ?? config.temporal.taskQueue;
         await checkRolloutWorkers(client, taskQueue, flags.envQueue ?? 'env');
-        items.push(
-          ...(await evaluateTasks(tasks, {
-            client,
-            taskQueue,
-            env: flags.env,
-            policyUrl: engineUrl,
-            ...(flags.envQueue !== undefined && { envQueue: flags.envQueue }),
-            ...(flags.maxTurns !== undefined && { maxTurns: flags.maxTurns }),
-          })),
-        );
+        const bar = progressBar('tasks |{bar}| {value}/{total} rollouts done | mean score {mean}', showBars);
+        try {
+          bar.update(0, tasks.length, { mean: '-' });
+          items.push(
+            ...(await evaluateTasks(tasks, {
+              client,
+              taskQueue,
+              env: flags.env,
+              policyUrl: engineUrl,
+              ...(flags.envQueue !== undefined && { envQueue: flags.envQueue }),
+              ...(flags.maxTurns !== undefined && { maxTurns: flags.maxTurns }),
+              onItem: barUpdate(bar),
+            })),
+          );
+        } finally {
+          bar.stop();
+        }
       } finally {
         await close();
       }
@@ -351,6 +395,10 @@ export function registerEvalCommand(program: Command): void {
     .option('--env-queue <queue>', 'env worker queue, for --env (default env)')
     .option('--max-turns <n>', 'model turns per rollout, for --env (default 10)')
     .option('--json', 'print the report as JSON')
+    .option(
+      '--no-progress',
+      'no progress bars on stderr (they are drawn only on a terminal, never with --json)',
+    )
     .action(async (flags: EvalFlags) => {
       const report = await runEval(flags);
       console.log(flags.json ? JSON.stringify(report, null, 2) : formatEvalReport(report));

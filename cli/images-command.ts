@@ -1,14 +1,20 @@
 // `openclaw-rl images build`: builds the sandbox images (docker/images/*, environments/*/images/*) and the
 // bundled terminal tasks' own images on this host's Docker engine, making the local Debian base first when no
-// base is given and none exists. Up-to-date images are skipped.
+// base is given and none exists. Up-to-date images are skipped. On a terminal a bar counts the images done;
+// elsewhere (or with --no-progress, --verbose) each image gets its line.
 
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { Command } from 'commander';
 import {
   type BuildImagesReport,
   buildSandboxImages,
   DEFAULT_BASE_IMAGE,
+  listSandboxImages,
 } from '../environments/sandbox-images.js';
 import { buildBundledTaskImages } from '../environments/terminal/task-image.js';
+import { BUNDLED_TASKS_DIR, readTerminalTaskFolder } from '../environments/terminal/terminal-tasks.js';
+import { drawsProgress, type ProgressBar, type ProgressStream, progressBar } from './progress.js';
 
 /** The terminal kind's default image, the base of its tasks' own Dockerfiles. */
 const TERMINAL_IMAGE = 'openclaw/sandbox-terminal';
@@ -18,9 +24,43 @@ interface ImagesBuildFlags {
   only?: string[];
   force?: boolean;
   verbose?: boolean;
+  progress?: boolean;
 }
 
-export function registerImageCommands(program: Command): void {
+/** The bundled terminal tasks that bring a Dockerfile and name no image: the ones built after the sandboxes. */
+async function bundledTaskImageCount(): Promise<number> {
+  let count = 0;
+  for (const entry of await readdir(BUNDLED_TASKS_DIR, { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const task = await readTerminalTaskFolder(join(BUNDLED_TASKS_DIR, entry.name));
+    if (task.image === null && task.hasDockerfile) count++;
+  }
+  return count;
+}
+
+/** How many images a build with these flags goes through (built or skipped). */
+export async function imagesToBuild(only: string[] | undefined): Promise<number> {
+  if (only !== undefined && only.length > 0) return only.length;
+  return (await listSandboxImages()).length + (await bundledTaskImageCount());
+}
+
+/**
+ * The build's log: on a bar, every "built"/"skipped" line counts one image done and the latest line shows
+ * beside the bar; without one, the lines are printed as they come.
+ */
+export function imageBuildLog(bar: ProgressBar, total: number, print: (line: string) => void) {
+  let done = 0;
+  return (line: string) => {
+    if (!bar.drawing) return print(line);
+    if (/^(built|skipped) /.test(line)) done++;
+    bar.update(done, Math.max(total, done, 1), { current: line });
+  };
+}
+
+export function registerImageCommands(
+  program: Command,
+  options: { progressStream?: ProgressStream } = {},
+): void {
   const images = program.command('images').description('sandbox images for Track 2 environments');
   images
     .command('build')
@@ -30,20 +70,32 @@ export function registerImageCommands(program: Command): void {
     .option('--base <image>', 'base image for every sandbox image (Debian bookworm or a derivative)')
     .option('--only <name...>', 'build only these images (e.g. sandbox-python)')
     .option('--force', 'rebuild images that are up to date')
-    .option('--verbose', "print Docker's build output")
+    .option('--verbose', "print Docker's build output (no progress bar)")
+    .option('--no-progress', 'a line per image instead of a progress bar (drawn only on a terminal)')
     .action(async (flags: ImagesBuildFlags) => {
-      const report = await buildSandboxImages({
-        ...(flags.base !== undefined ? { base: flags.base } : {}),
-        ...(flags.only !== undefined ? { only: flags.only } : {}),
-        force: flags.force === true,
-        verbose: flags.verbose === true,
-        log: (line) => console.log(line),
+      const stream = options.progressStream ?? process.stderr;
+      const bar = progressBar('images |{bar}| {value}/{total} done | {current}', {
+        stream,
+        enabled: drawsProgress(flags, stream) && flags.verbose !== true,
       });
-      // The bundled terminal tasks that bring their own Dockerfile, on top of the terminal sandbox image.
-      if (flags.only === undefined) {
-        const tasks = await buildBundledTaskImages(TERMINAL_IMAGE, (line) => console.log(line));
-        report.built.push(...tasks.built);
-        report.skipped.push(...tasks.skipped);
+      const log = imageBuildLog(bar, await imagesToBuild(flags.only), (line) => console.log(line));
+      let report: BuildImagesReport;
+      try {
+        report = await buildSandboxImages({
+          ...(flags.base !== undefined ? { base: flags.base } : {}),
+          ...(flags.only !== undefined ? { only: flags.only } : {}),
+          force: flags.force === true,
+          verbose: flags.verbose === true,
+          log,
+        });
+        // The bundled terminal tasks that bring their own Dockerfile, on top of the terminal sandbox image.
+        if (flags.only === undefined) {
+          const tasks = await buildBundledTaskImages(TERMINAL_IMAGE, log);
+          report.built.push(...tasks.built);
+          report.skipped.push(...tasks.skipped);
+        }
+      } finally {
+        bar.stop();
       }
       console.log(formatBuildReport(report));
     });

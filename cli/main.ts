@@ -15,7 +15,7 @@ import { registerGpuCommands } from './gpu-commands.js';
 import { registerImageCommands } from './images-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { registerTrack2Commands } from './track2-commands.js';
-import { formatTrainingStatus, readTrainingStatus } from './train-status.js';
+import { followTrainingRun, formatTrainingStatus, readTrainingStatus } from './train-status.js';
 import { runTrainerWorker } from './trainer-worker-command.js';
 
 // Worker lifecycle and bundling chatter at INFO drowns what a person needs to read; warnings still show.
@@ -184,11 +184,17 @@ train
   .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
   .addOption(common.temporal())
   .option('--json', 'print JSON')
-  .action(async (flags: { run?: string; temporalAddress?: string; json?: boolean }) => {
+  .option('--watch', 'follow the run with a progress bar until Ctrl-C, then print its state')
+  .action(async (flags: { run?: string; temporalAddress?: string; json?: boolean; watch?: boolean }) => {
     const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });
     const { client, close } = await connectClient(config);
     try {
-      const status = await readTrainingStatus(client, config.runId);
+      const status = flags.watch
+        ? await followTrainingRun(client, config.runId, {
+            stop: untilStopped(),
+            progress: { enabled: !flags.json },
+          })
+        : await readTrainingStatus(client, config.runId);
       console.log(flags.json ? JSON.stringify(status, null, 2) : formatTrainingStatus(status));
     } finally {
       await close();

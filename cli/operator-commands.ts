@@ -1,6 +1,6 @@
 // What an operator runs besides `train status|pause|resume`: start a training run (with the same JSON the
-// Temporal UI's Start Workflow form takes), list the runs, list the sessions. Human tables by default,
-// `--json` for scripts.
+// Temporal UI's Start Workflow form takes, and optionally wait for its first steps), list the runs, list the
+// sessions. Human tables by default, `--json` for scripts, a progress bar for anything that waits.
 import { readFile } from 'node:fs/promises';
 import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
 import { type Command, Option } from 'commander';
@@ -17,6 +17,8 @@ import {
 } from '../workflows/training-signals.js';
 import { configFromFlags } from './cli-config.js';
 import { connectClient } from './connect.js';
+import { drawsProgress, type ProgressFlags, type ProgressStream } from './progress.js';
+import { followTrainingRun, formatTrainingStatus, STATUS_QUERY_TIMEOUT_MS } from './train-status.js';
 
 type Json = Record<string, unknown>;
 
@@ -99,9 +101,6 @@ export interface WorkflowRow<Status> {
   state: Status | null;
 }
 
-/** How long a running workflow may take to answer its status query: one whose workers are down never does. */
-const QUERY_TIMEOUT_MS = 3_000;
-
 async function listByType<Status>(
   client: Client,
   workflowType: string,
@@ -121,7 +120,7 @@ async function listByType<Status>(
     if (rows.length >= limit) break;
   }
   // All at once, each with a deadline, so runs without a worker cost one timeout, not one each.
-  const deadline = Date.now() + QUERY_TIMEOUT_MS;
+  const deadline = Date.now() + STATUS_QUERY_TIMEOUT_MS;
   return Promise.all(
     rows.map(async (row) => ({
       ...row,
@@ -203,37 +202,121 @@ function limitOf(text: string | undefined): number {
   return limit;
 }
 
+export interface TrainWaitFlags extends ProgressFlags {
+  /** `--wait` alone is true; `--wait N` a string. */
+  wait?: boolean | string;
+  timeout?: string;
+}
+
+/** What `--wait [N]` and `--timeout S` ask for: steps to wait for (none without --wait) and a time limit. */
+export function waitFromFlags(flags: TrainWaitFlags): { steps?: number; timeoutMs?: number } {
+  if (flags.wait === undefined || flags.wait === false) {
+    if (flags.timeout !== undefined) throw new Error('--timeout goes with --wait');
+    return {};
+  }
+  const steps = flags.wait === true ? 1 : Number(flags.wait);
+  if (!Number.isInteger(steps) || steps < 1)
+    throw new Error(`--wait takes a positive number of steps, got "${flags.wait}"`);
+  if (flags.timeout === undefined) return { steps };
+  const seconds = Number(flags.timeout);
+  if (!Number.isFinite(seconds) || seconds <= 0)
+    throw new Error(`--timeout takes a positive number of seconds, got "${flags.timeout}"`);
+  return { steps, timeoutMs: seconds * 1000 };
+}
+
+/** Steps a start input says the run has done already (a run carried over from an earlier one). */
+function carriedSteps(input: ResolvedTrainingInput): number {
+  const carried = input.carried as { stepsCompleted?: unknown } | undefined;
+  return typeof carried?.stepsCompleted === 'number' ? carried.stepsCompleted : 0;
+}
+
+/** Resolves on Ctrl-C or SIGTERM until released. */
+function untilInterrupted(): { stopped: Promise<void>; release(): void } {
+  let stop: () => void = () => undefined;
+  const stopped = new Promise<void>((done) => {
+    stop = done;
+  });
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  return {
+    stopped,
+    release() {
+      process.removeListener('SIGINT', stop);
+      process.removeListener('SIGTERM', stop);
+    },
+  };
+}
+
 const temporalOption = () =>
   new Option(
     '--temporal-address <host:port>',
     'Temporal frontend (TEMPORAL_ADDRESS; default 127.0.0.1:7233)',
   );
 
+export interface OperatorCommandOptions {
+  /** Where progress bars go (default stderr; drawn only on a terminal). */
+  progressStream?: ProgressStream;
+}
+
 /** `train start`, `train list` (under `train`) and `sessions`. */
-export function registerOperatorCommands(program: Command, train: Command): void {
+export function registerOperatorCommands(
+  program: Command,
+  train: Command,
+  options: OperatorCommandOptions = {},
+): void {
   train
     .command('start')
-    .description('start a training run (the same input as the Temporal UI form; flags on top)')
+    .description(
+      'start a training run (the same input as the Temporal UI form; flags on top); --wait follows it until it has trained',
+    )
     .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
     .addOption(new Option('--method <method>', 'rl | opd | combine (OPENCLAW_METHOD; default combine)'))
     .addOption(new Option('--batch-size <n>', 'samples per epoch (OPENCLAW_BATCH_SIZE; default 16)'))
     .addOption(new Option('--input <json|file>', 'the start input as JSON or a JSON file'))
+    .addOption(
+      new Option(
+        '--wait [steps]',
+        'then wait until the run has trained this many more steps, the served policy version up as many (default 1)',
+      ),
+    )
+    .addOption(new Option('--timeout <seconds>', 'with --wait: give up after this long (default: no limit)'))
     .addOption(temporalOption())
     .option('--json', 'print JSON')
-    .action(async (flags: TrainStartFlags & { temporalAddress?: string; json?: boolean }) => {
+    .option('--no-progress', 'no progress bar on stderr (drawn only on a terminal, never with --json)')
+    .action(async (flags: TrainStartFlags & TrainWaitFlags & { temporalAddress?: string }) => {
       const config = configFromFlags({ temporalAddress: flags.temporalAddress });
       const input = await trainingInputFromFlags(config, flags);
+      const wait = waitFromFlags(flags);
       const { client, close } = await connectClient(config);
+      // Ctrl-C while waiting stops the wait (the run goes on) and still closes the connection.
+      const interrupt = wait.steps === undefined ? null : untilInterrupted();
       try {
         const result = await startTrainingRun(client, config.temporal.taskQueue, input);
-        if (flags.json) console.log(JSON.stringify({ ...result, input }, null, 2));
-        else
+        if (!flags.json)
           console.log(
             result.started
               ? `started ${result.workflowId} (${input.method}, batch ${input.settings.batchSize}) on task queue ${config.temporal.taskQueue}`
               : `${result.workflowId} is already running (its input is unchanged; use the reconfigure update)`,
           );
+        if (wait.steps === undefined) {
+          if (flags.json) console.log(JSON.stringify({ ...result, input }, null, 2));
+          return;
+        }
+        const stream = options.progressStream ?? process.stderr;
+        const status = await followTrainingRun(client, input.runId, {
+          steps: wait.steps,
+          batchSize: input.settings.batchSize,
+          // A run started now has done nothing yet; one already going counts from its first answer.
+          ...(result.started && { fromSteps: carriedSteps(input) }),
+          ...(wait.timeoutMs !== undefined && { timeoutMs: wait.timeoutMs }),
+          progress: { stream, enabled: drawsProgress(flags, stream) },
+          ...(interrupt && { stop: interrupt.stopped }),
+        });
+        console.log(
+          flags.json ? JSON.stringify({ ...result, input, status }, null, 2) : formatTrainingStatus(status),
+        );
       } finally {
+        interrupt?.release();
         await close();
       }
     });

@@ -4,8 +4,7 @@
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
-import cliProgress from 'cli-progress';
+import { type Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
 import { type Command, Option } from 'commander';
 import { OpenAIJudge } from '../activities/judge-client.js';
 import { FileSampleStore } from '../activities/sample-store.js';
@@ -28,6 +27,7 @@ import {
 } from '../workflows/agentic-signals.js';
 import { configFromFlags } from './cli-config.js';
 import { connectClient, connectWorker } from './connect.js';
+import { drawsProgress, type ProgressStream, progressBar } from './progress.js';
 
 export interface Track2Options {
   /** The sandbox provider of `worker env` (the Docker one); without it the host serves container-free kinds. */
@@ -91,6 +91,68 @@ export async function runRollout(
     workflowId: envRolloutWorkflowId(input.rolloutId),
     args: [input],
   }) as Promise<EnvRolloutResult>;
+}
+
+/** Turns a rollout has finished (its completed policy steps) and the activity it is on, from its history. */
+export async function rolloutTurns(handle: WorkflowHandle): Promise<{ turns: number; activity: string }> {
+  const history = await handle.fetchHistory();
+  const scheduled = new Map<string, string>();
+  let turns = 0;
+  let activity = 'starting';
+  for (const event of history.events ?? []) {
+    const started = event.activityTaskScheduledEventAttributes;
+    if (started) {
+      activity = started.activityType?.name ?? activity;
+      scheduled.set(String(event.eventId), activity);
+    }
+    const completed = event.activityTaskCompletedEventAttributes;
+    if (completed && scheduled.get(String(completed.scheduledEventId)) === 'policyStep') turns++;
+  }
+  return { turns, activity };
+}
+
+/**
+ * `runRollout` with a bar of the turns done (of maxTurns) and the activity the rollout is on, read from its
+ * history every `intervalMs`; without a bar it is `runRollout`.
+ */
+export async function runRolloutWithProgress(
+  client: Client,
+  taskQueue: string,
+  input: EnvRolloutInput,
+  progress: { stream?: ProgressStream; enabled?: boolean; intervalMs?: number },
+): Promise<EnvRolloutResult> {
+  const bar = progressBar(
+    `${envRolloutWorkflowId(input.rolloutId)} |{bar}| {value}/{total} turns | {activity}`,
+    progress,
+  );
+  if (!bar.drawing) return runRollout(client, taskQueue, input);
+  const maxTurns = envRolloutInputSchema.parse(input).maxTurns;
+  try {
+    const handle = await client.workflow.start('envRolloutWorkflow', {
+      taskQueue,
+      workflowId: envRolloutWorkflowId(input.rolloutId),
+      args: [input],
+    });
+    let finished = false;
+    const result = (handle.result() as Promise<EnvRolloutResult>).finally(() => {
+      finished = true;
+    });
+    while (!finished) {
+      const seen = await rolloutTurns(handle).catch(() => null);
+      if (seen) bar.update(seen.turns, maxTurns, { activity: seen.activity });
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        result.catch(() => undefined),
+        new Promise((done) => (timer = setTimeout(done, progress.intervalMs ?? 1_000))),
+      ]);
+      clearTimeout(timer);
+    }
+    const out = await result;
+    bar.update(out.steps, maxTurns, { activity: out.status });
+    return out;
+  } finally {
+    bar.stop();
+  }
 }
 
 export function formatRolloutResult(result: EnvRolloutResult): string {
@@ -214,46 +276,38 @@ export async function watchAgenticRun(
   options: { stream?: NodeJS.WriteStream; intervalMs?: number; stop?: Promise<void> } = {},
 ): Promise<AgenticStatus> {
   const stream = options.stream ?? process.stderr;
-  const bar = new cliProgress.SingleBar(
-    {
-      stream,
-      format:
-        'step {step} |{bar}| {value}/{total} rollouts | {phase} | failed {failed} | reward {reward} | v{version}',
-      hideCursor: stream.isTTY === true,
-      noTTYOutput: false,
-    },
-    cliProgress.Presets.shades_classic,
+  const bar = progressBar(
+    'step {step} |{bar}| {value}/{total} rollouts | {phase} | failed {failed} | reward {reward} | v{version}',
+    { stream },
   );
   let stopped = false;
   void options.stop?.then(() => {
     stopped = true;
   });
-  let started = false;
   let lastLine = '';
-  for (;;) {
-    const status = await read();
-    const payload = {
-      step: `${Math.min(status.step + 1, status.steps)}/${status.steps}`,
-      phase: status.phase,
-      failed: status.rollouts.failed,
-      reward: status.meanReward === null ? '-' : status.meanReward.toFixed(3),
-      version: status.policyVersion,
-    };
-    if (stream.isTTY) {
-      if (!started) bar.start(Math.max(1, status.rollouts.total), status.rollouts.done, payload);
-      started = true;
-      bar.setTotal(Math.max(1, status.rollouts.total));
-      bar.update(status.rollouts.done, payload);
-    } else {
-      const line = `step ${payload.step} ${status.rollouts.done}/${status.rollouts.total} rollouts ${payload.phase} failed ${payload.failed} reward ${payload.reward} v${payload.version}`;
-      if (line !== lastLine) stream.write(`${line}\n`);
-      lastLine = line;
+  try {
+    for (;;) {
+      const status = await read();
+      const payload = {
+        step: `${Math.min(status.step + 1, status.steps)}/${status.steps}`,
+        phase: status.phase,
+        failed: status.rollouts.failed,
+        reward: status.meanReward === null ? '-' : status.meanReward.toFixed(3),
+        version: status.policyVersion,
+      };
+      if (bar.drawing) bar.update(status.rollouts.done, Math.max(1, status.rollouts.total), payload);
+      else {
+        const line = `step ${payload.step} ${status.rollouts.done}/${status.rollouts.total} rollouts ${payload.phase} failed ${payload.failed} reward ${payload.reward} v${payload.version}`;
+        if (line !== lastLine) stream.write(`${line}\n`);
+        lastLine = line;
+      }
+      if (status.phase === 'done' || stopped) {
+        return status;
+      }
+      await new Promise((done) => setTimeout(done, options.intervalMs ?? 1000));
     }
-    if (status.phase === 'done' || stopped) {
-      if (started) bar.stop();
-      return status;
-    }
-    await new Promise((done) => setTimeout(done, options.intervalMs ?? 1000));
+  } finally {
+    bar.stop();
   }
 }
 
@@ -408,15 +462,24 @@ export function registerTrack2Commands(program: Command, options: Track2Options 
     .addOption(queueOption())
     .addOption(temporalOption())
     .option('--json', 'print the result as JSON')
+    .option('--no-progress', 'no progress bar on stderr (drawn only on a terminal, never with --json)')
     .action(
-      async (flags: RolloutFlags & { taskQueue?: string; temporalAddress?: string; json?: boolean }) => {
+      async (
+        flags: RolloutFlags & {
+          taskQueue?: string;
+          temporalAddress?: string;
+          json?: boolean;
+          progress?: boolean;
+        },
+      ) => {
         const config = configFromFlags({ temporalAddress: flags.temporalAddress });
         const { client, close } = await connectClient(config);
         try {
-          const result = await runRollout(
+          const result = await runRolloutWithProgress(
             client,
             flags.taskQueue ?? config.temporal.taskQueue,
             rolloutInputFromFlags(flags),
+            { enabled: drawsProgress(flags) },
           );
           console.log(flags.json ? JSON.stringify(result, null, 2) : formatRolloutResult(result));
           if (result.status === 'FAILED') process.exitCode = 2;

@@ -1,9 +1,10 @@
-import type { Client } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import {
   type TrainingRunStatus,
   trainingStatusQuery,
   trainingWorkflowId,
 } from '../workflows/training-signals.js';
+import { type ProgressStream, progressBar } from './progress.js';
 
 export async function readTrainingStatus(client: Client, runId: string): Promise<TrainingRunStatus> {
   return client.workflow.getHandle(trainingWorkflowId(runId)).query(trainingStatusQuery);
@@ -31,4 +32,112 @@ export function formatTrainingStatus(status: TrainingRunStatus): string {
   }
   if (status.lastCheckpoint) lines.push(`last checkpoint  ${status.lastCheckpoint}`);
   return lines.join('\n');
+}
+
+/** How long a run may take to answer its status query: one whose workers are down never does. */
+export const STATUS_QUERY_TIMEOUT_MS = 3_000;
+
+export interface FollowTrainingOptions {
+  /** Steps to wait for; absent: follow the run until `stop` resolves (`train status --watch`). */
+  steps?: number;
+  /** Steps the run had done when the wait began (0 for a run just started); default: its first answer. */
+  fromSteps?: number;
+  /** The batch size the bar shows until the run first answers (its start input's). */
+  batchSize?: number;
+  /** Give up after this long (a clear error); absent: no limit. */
+  timeoutMs?: number;
+  /** Between status queries (default 1 s). */
+  intervalMs?: number;
+  /** Where the bar goes and whether it may be drawn (progress.ts). */
+  progress?: { stream?: ProgressStream; enabled?: boolean };
+  /** Stops following (Ctrl-C): a wait ends with an error, a watch with the last status. */
+  stop?: Promise<void>;
+}
+
+/**
+ * Polls the run's `status` query (each within the 3 s query deadline) and draws a bar of the samples
+ * buffered toward the next step, with the steps trained and the policy version, until the run has trained
+ * `steps` more steps (or, without `steps`, until `stop`). Errors say whether a worker answered at all.
+ */
+export async function followTrainingRun(
+  client: Client,
+  runId: string,
+  options: FollowTrainingOptions = {},
+): Promise<TrainingRunStatus> {
+  const workflowId = trainingWorkflowId(runId);
+  const handle = client.workflow.getHandle(workflowId);
+  const deadline =
+    options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
+  const bar = progressBar(
+    `${workflowId} |{bar}| {value}/{total} samples toward the next step | {steps} | policy v{version}{note}`,
+    options.progress,
+  );
+  let stopped = false;
+  const stop = options.stop?.then(() => {
+    stopped = true;
+  });
+  let last: TrainingRunStatus | null = null;
+  let from = options.fromSteps;
+  let lastAnswerAt = Date.now();
+  const trained = (status: TrainingRunStatus) => status.stepsCompleted - (from ?? status.stepsCompleted);
+  const payload = (note: string) => ({
+    steps:
+      options.steps === undefined
+        ? `${last?.stepsCompleted ?? '-'} steps trained`
+        : `${last ? trained(last) : 0}/${options.steps} steps trained`,
+    version: last?.policyVersion ?? '-',
+    note,
+  });
+  try {
+    for (;;) {
+      // A run that is no longer running (failed, terminated) never trains again: say so instead of waiting.
+      const { status, taskQueue } = await handle.describe().catch((error: unknown) => {
+        throw error instanceof WorkflowNotFoundError
+          ? new Error(`there is no training run ${workflowId}`)
+          : error;
+      });
+      if (status.name !== 'RUNNING') throw new Error(`${workflowId} is ${status.name}`);
+      const answer = await client.connection
+        .withDeadline(Math.min(Date.now() + STATUS_QUERY_TIMEOUT_MS, deadline), () =>
+          handle.query(trainingStatusQuery),
+        )
+        .catch((error: unknown) => (error instanceof Error ? error : new Error(String(error))));
+      let note = '';
+      if (answer instanceof Error) {
+        // A running run that does not answer has no worker polling its task queue.
+        const silentMs = Date.now() - lastAnswerAt;
+        if (Date.now() >= deadline && (last === null || silentMs >= STATUS_QUERY_TIMEOUT_MS))
+          throw new Error(
+            `no worker answered ${workflowId}'s status query for ${Math.round(silentMs / 1000)} s: is a control worker polling task queue "${taskQueue}"? (openclaw-rl worker control)`,
+          );
+        note = ` | no worker answered for ${Math.round(silentMs / 1000)} s (task queue ${taskQueue})`;
+      } else {
+        last = answer;
+        lastAnswerAt = Date.now();
+        from ??= answer.stepsCompleted;
+        if (answer.paused) note = ' | PAUSED';
+      }
+      const batch = last?.settings.batchSize ?? options.batchSize ?? 1;
+      bar.update(Math.min(last?.pendingSamples ?? 0, batch), batch, payload(note));
+      if (last && options.steps !== undefined && trained(last) >= options.steps) return last;
+      if (Date.now() >= deadline && last)
+        throw new Error(
+          `${workflowId} trained ${trained(last)} of ${options.steps ?? 0} steps within ${Math.round((options.timeoutMs ?? 0) / 1000)} s (${last.pendingSamples} of a batch of ${last.settings.batchSize} samples waiting${last.paused ? ', PAUSED' : ''}); the run goes on`,
+        );
+      if (stopped) {
+        if (options.steps === undefined && last) return last;
+        throw new Error(`stopped waiting for ${workflowId}; the run goes on`);
+      }
+      await pause(Math.min(options.intervalMs ?? 1_000, Math.max(0, deadline - Date.now())), stop);
+    }
+  } finally {
+    bar.stop();
+  }
+}
+
+/** Waits `ms`, or less when `early` resolves first. */
+async function pause(ms: number, early: Promise<void> | undefined): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([new Promise((done) => (timer = setTimeout(done, ms))), ...(early ? [early] : [])]);
+  clearTimeout(timer);
 }

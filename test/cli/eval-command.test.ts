@@ -11,6 +11,7 @@ import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js'
 import { scriptsByTask, startScriptedPolicy } from '../support/scripted-policy-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { startTrack2 } from '../track2/track2-harness.js';
+import { BAR_CHARACTERS, lastFrame, recordingStreamDouble } from './terminal-stream-double.js';
 
 const conversation = (id: string, question: string, nextUser: string) =>
   JSON.stringify({
@@ -49,9 +50,11 @@ describe('openclaw-rl eval', () => {
         conversation('topic', 'Tell me about boats.', 'Now tell me about trains.'),
       ].join('\n'),
     );
+    const stderr = recordingStreamDouble(true);
     const report = await runEval(
       { model, conversations: file, judgeUrl: judge.url, votes: '3', maxTokens: '8' },
       {},
+      stderr.stream,
     );
     expect(report.items.map((i) => [i.id, i.score])).toEqual([
       ['weather', 1],
@@ -63,6 +66,9 @@ describe('openclaw-rl eval', () => {
     const table = formatEvalReport(report);
     expect(table).toMatch(/conversation\s+weather\s+1\s+majority/);
     expect(table).toContain('mean score 0.000 over 3 of 3 items');
+    // The bar on the terminal: conversations judged, with the running mean (1, then (1 - 1) / 2 = 0).
+    expect(stderr.text()).toContain('0/3 judged | mean score -');
+    expect(lastFrame(stderr.text())).toMatch(/^conversations \|[█░]+\| 3\/3 judged \| mean score 0\.000$/);
   }, 120_000);
 
   it('reports bad lines with their number', async () => {
@@ -106,8 +112,11 @@ describe('openclaw-rl eval', () => {
     const t2 = await startTrack2(env);
     try {
       await t2.startEnvHost({ hostId: `eval-host-${process.pid}` });
+      // --json: no bar even on a terminal.
+      const stderr = recordingStreamDouble(true);
       const report = await runEval(
         {
+          json: true,
           engineUrl: policy.url,
           env: 'arith',
           tasks: 'arith-0,arith-1',
@@ -117,7 +126,10 @@ describe('openclaw-rl eval', () => {
           maxTurns: '3',
         },
         { TEMPORAL_NAMESPACE: inject('temporalNamespace') },
+        stderr.stream,
       );
+      expect(stderr.text()).toBe('');
+      expect(JSON.stringify(report)).not.toMatch(BAR_CHARACTERS);
       expect(report.items.map((i) => [i.kind, i.id, i.score])).toEqual([
         ['task', 'arith-0', 1],
         ['task', 'arith-1', 0],

@@ -1,0 +1,84 @@
+// The bars of the commands that wait on rollouts, against the real server and an env host: `rollout` (turns
+// done, read from the rollout's history) and `eval --env` (rollouts done, with the running mean score). The
+// policy is the scripted test double: two turns for arith-2 (a calculator call, then the right answer), one
+// for arith-0 (right) and arith-1 (wrong).
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { runEval } from '../../cli/eval-command.js';
+import { rolloutInputFromFlags, runRolloutWithProgress } from '../../cli/track2-commands.js';
+import { arithProblem } from '../../environments/arith/problems.js';
+import { scriptsByTask, startScriptedPolicy } from '../support/scripted-policy-server.js';
+import { connectTestEnvironment } from '../support/temporal.js';
+import { startTrack2, type Track2Harness } from '../track2/track2-harness.js';
+import { lastFrame, recordingStreamDouble } from './terminal-stream-double.js';
+
+const submit = (answer: number) => ({ toolCalls: [{ name: 'submit', arguments: { answer } }] });
+
+describe('rollout and eval --env progress', () => {
+  let env: TestWorkflowEnvironment;
+  let t2: Track2Harness;
+  let policy: Awaited<ReturnType<typeof startScriptedPolicy>>;
+
+  beforeAll(async () => {
+    env = await connectTestEnvironment();
+    policy = await startScriptedPolicy(
+      scriptsByTask({
+        [arithProblem(0).question]: [submit(arithProblem(0).answer)],
+        [arithProblem(1).question]: [submit(arithProblem(1).answer + 5)],
+        [arithProblem(2).question]: [
+          { toolCalls: [{ name: 'calculator', arguments: { expression: '1 + 1' } }] },
+          submit(arithProblem(2).answer),
+        ],
+      }),
+    );
+    t2 = await startTrack2(env);
+    await t2.startEnvHost({ hostId: `progress-host-${process.pid}` });
+  }, 60_000);
+
+  afterAll(async () => {
+    await t2?.close();
+    await policy?.close();
+    await env?.teardown();
+  });
+
+  it('rollout: a bar of the turns done, from the rollout history', async () => {
+    const stderr = recordingStreamDouble(true);
+    const input = rolloutInputFromFlags({
+      env: 'arith',
+      task: 'arith-2',
+      policyUrl: policy.url,
+      envQueue: t2.envQueue,
+      maxTurns: '4',
+      rolloutId: `progress-${process.pid}-${Date.now().toString(36)}`,
+    });
+    const result = await runRolloutWithProgress(env.client, t2.workflowQueue, input, {
+      stream: stderr.stream,
+      intervalMs: 50,
+    });
+    expect(result).toMatchObject({ status: 'COMPLETED', steps: 2 });
+    expect(stderr.text()).toMatch(/\| [0-2]\/4 turns \| (acquireSandbox|resetEpisode|policyStep|envStep)/);
+    expect(lastFrame(stderr.text())).toMatch(
+      new RegExp(`^rollout-${input.rolloutId} \\|[█░]+\\| 2/4 turns \\| COMPLETED$`),
+    );
+  });
+
+  it('eval --env: a bar of the rollouts done with the running mean score', async () => {
+    const stderr = recordingStreamDouble(true);
+    const report = await runEval(
+      {
+        engineUrl: policy.url,
+        env: 'arith',
+        tasks: 'arith-0,arith-1',
+        temporalAddress: inject('temporalAddress'),
+        taskQueue: t2.workflowQueue,
+        envQueue: t2.envQueue,
+        maxTurns: '3',
+      },
+      { TEMPORAL_NAMESPACE: inject('temporalNamespace') },
+      stderr.stream,
+    );
+    expect(report.meanScore).toBe(0.5);
+    expect(stderr.text()).toContain('0/2 rollouts done | mean score -');
+    expect(lastFrame(stderr.text())).toMatch(/^tasks \|[█░]+\| 2\/2 rollouts done \| mean score 0\.500$/);
+  });
+});
