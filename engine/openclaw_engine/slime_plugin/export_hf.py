@@ -120,24 +120,6 @@ def _vocab_size(base_model: Path) -> int | None:
     return int(size) if size else None
 
 
-def torch_dist_convert_args(input_dir: Path, output_dir: Path, base_model: Path) -> list[str]:
-    """The arguments of slime's `tools/convert_torch_dist_to_hf.py` for one `iter_*` folder.
-
-    `--vocab-size` cuts Megatron's padded embedding/output rows back to the model's vocabulary (a no-op when
-    nothing was padded); `--origin-hf-dir` names the parameters and supplies config and tokenizer files.
-    """
-    args = [
-        "--input-dir",
-        str(input_dir),
-        "--output-dir",
-        str(output_dir),
-        "--origin-hf-dir",
-        str(base_model),
-    ]
-    vocab = _vocab_size(base_model)
-    return [*args, "--vocab-size", str(vocab)] if vocab else args
-
-
 def fsdp_convert_args(input_dir: Path, output_dir: Path, base_model: Path) -> list[str]:
     """The arguments of slime's `tools/convert_fsdp_to_hf.py` for one `iter_*` folder."""
     return [
@@ -148,6 +130,18 @@ def fsdp_convert_args(input_dir: Path, output_dir: Path, base_model: Path) -> li
         "--origin-hf-dir",
         str(base_model),
     ]
+
+
+def torch_dist_convert_args(input_dir: Path, output_dir: Path, base_model: Path) -> list[str]:
+    """The arguments of slime's `tools/convert_torch_dist_to_hf.py` for one `iter_*` folder.
+
+    The FSDP converter's arguments, plus `--vocab-size`, which cuts Megatron's padded embedding/output rows
+    back to the model's vocabulary (a no-op when nothing was padded); `--origin-hf-dir` names the parameters
+    and supplies config and tokenizer files.
+    """
+    args = fsdp_convert_args(input_dir, output_dir, base_model)
+    vocab = _vocab_size(base_model)
+    return [*args, "--vocab-size", str(vocab)] if vocab else args
 
 
 def _run_converter(command: list[str], args: list[str], what: str) -> None:
