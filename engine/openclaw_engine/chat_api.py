@@ -20,9 +20,10 @@ from .chat import StreamDelta, StreamParser, normalize_messages, parse_output
 from .errors import EngineError, error_body
 from .generate_api import check_token_ids
 from .generation_result import GenerationResult
-from .model_runner import Event, Finished, GenerationRequest, ModelRunner, RequestError, TokenStep
+from .model_runner import Event, Finished, GenerationRequest, RequestError, TokenStep
 from .sampling import SamplingParams
 from .schemas import ChatCompletionIn, ToolChoiceNamed
+from .served_policy import ServedPolicy
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class ChatPlan:
     created: int
 
 
-def plan(body: ChatCompletionIn, raw: dict[str, Any], runner: ModelRunner) -> ChatPlan:
+def plan(body: ChatCompletionIn, raw: dict[str, Any], runner: ServedPolicy) -> ChatPlan:
     tools_on = bool(body.tools) and body.tool_choice != "none"
     prompt_text: str | None = None
     if body.input_ids is not None:  # SGLang: a pre-tokenised prompt bypasses the chat template
@@ -88,7 +89,9 @@ def plan(body: ChatCompletionIn, raw: dict[str, Any], runner: ModelRunner) -> Ch
     )
 
 
-def render_prompt(body: ChatCompletionIn, raw: dict[str, Any], runner: ModelRunner, *, tools_on: bool) -> str:
+def render_prompt(
+    body: ChatCompletionIn, raw: dict[str, Any], runner: ServedPolicy, *, tools_on: bool
+) -> str:
     # Render the client's own dicts (validated above) so a proxy re-rendering them gets the same text.
     messages = normalize_messages(raw["messages"])
     tools: list[dict[str, Any]] | None = None
@@ -117,7 +120,7 @@ def render_prompt(body: ChatCompletionIn, raw: dict[str, Any], runner: ModelRunn
 
 
 # ------------------------------------------------------------------------------------------ rendering
-def _logprob_items(result: GenerationResult, start: int, runner: ModelRunner) -> list[dict[str, Any]]:
+def _logprob_items(result: GenerationResult, start: int, runner: ServedPolicy) -> list[dict[str, Any]]:
     items = []
     for i in range(start, len(result.output_ids)):
         token = result.output_ids[i]
@@ -158,7 +161,7 @@ def _meta_info(result: GenerationResult, plan_: ChatPlan) -> dict[str, Any]:
     }
 
 
-def response(result: GenerationResult, body: ChatCompletionIn, plan_: ChatPlan, runner: ModelRunner) -> dict:
+def response(result: GenerationResult, body: ChatCompletionIn, plan_: ChatPlan, runner: ServedPolicy) -> dict:
     parsed = parse_output(
         result.text, separate_reasoning=body.separate_reasoning, parse_tools=plan_.parse_tools
     )
@@ -206,7 +209,7 @@ def _chunk(plan_: ChatPlan, choice: dict[str, Any] | None, **extra: Any) -> str:
 
 
 async def stream(
-    events: AsyncGenerator[Event, None], body: ChatCompletionIn, plan_: ChatPlan, runner: ModelRunner
+    events: AsyncGenerator[Event, None], body: ChatCompletionIn, plan_: ChatPlan, runner: ServedPolicy
 ) -> AsyncIterator[str]:
     result = GenerationResult(prompt_ids=plan_.request.input_ids)
     parser = StreamParser(separate_reasoning=body.separate_reasoning, parse_tools=plan_.parse_tools)
@@ -267,7 +270,7 @@ def _delta_choice(
     body: ChatCompletionIn,
     delta: StreamDelta,
     sent_tokens: int,
-    runner: ModelRunner,
+    runner: ServedPolicy,
 ) -> dict[str, Any] | None:
     """A chunk for the tokens since `sent_tokens` and the text they released; None if there is nothing."""
     message: dict[str, Any] = {}

@@ -10,14 +10,15 @@ from typing import Any
 
 from .errors import EngineError, error_body
 from .generation_result import GenerationResult
-from .model_runner import Event, GenerationRequest, ModelRunner, RequestError
+from .model_runner import Event, GenerationRequest, RequestError
 from .sampling import SamplingParams
 from .schemas import GenerateIn
+from .served_policy import ServedPolicy
 
 log = logging.getLogger(__name__)
 
 
-def check_token_ids(ids: list[int], runner: ModelRunner, param: str) -> None:
+def check_token_ids(ids: list[int], runner: ServedPolicy, param: str) -> None:
     for i, token in enumerate(ids):
         if token >= runner.vocab_size:
             raise EngineError(
@@ -26,7 +27,7 @@ def check_token_ids(ids: list[int], runner: ModelRunner, param: str) -> None:
             )
 
 
-def build_request(body: GenerateIn, runner: ModelRunner) -> GenerationRequest:
+def build_request(body: GenerateIn, runner: ServedPolicy) -> GenerationRequest:
     if body.input_ids is not None:
         check_token_ids(body.input_ids, runner, "input_ids")
         prompt_ids = list(body.input_ids)
@@ -67,7 +68,7 @@ def build_request(body: GenerateIn, runner: ModelRunner) -> GenerationRequest:
 
 
 def render(
-    result: GenerationResult, req: GenerationRequest, body: GenerateIn, runner: ModelRunner
+    result: GenerationResult, req: GenerationRequest, body: GenerateIn, runner: ServedPolicy
 ) -> dict[str, Any]:
     """SGLang's response shape; works for finished results and in-flight stream snapshots."""
     meta: dict[str, Any] = {
@@ -98,7 +99,7 @@ def render(
 
 
 async def stream(
-    events: AsyncGenerator[Event, None], req: GenerationRequest, body: GenerateIn, runner: ModelRunner
+    events: AsyncGenerator[Event, None], req: GenerationRequest, body: GenerateIn, runner: ServedPolicy
 ) -> AsyncIterator[str]:
     """SGLang's stream: one `data:` event per token with the cumulative state, then `data: [DONE]`."""
     result = GenerationResult(prompt_ids=req.input_ids)

@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from tokenizers import decoders
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from transformers.utils import logging as hf_logging
 
 from .detokenizer import IncrementalDetokenizer, StopStringFilter
 from .sampling import SamplingParams, make_generator, sample_token, top_logprobs
 from .step_gate import StepCancelled, StepGate
+from .tokenizer_methods import TokenizerMethods
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +91,7 @@ def _bump_version(previous: str) -> str:
     return str(int(previous) + 1) if previous.isdigit() else f"{previous}+1"
 
 
-class ModelRunner:
+class ModelRunner(TokenizerMethods):
     def __init__(
         self,
         model_path: str,
@@ -111,12 +111,7 @@ class ModelRunner:
         self.tokenizer_path = str(model_path)
         self.served_model_name = served_model_name or str(model_path)
         self.original_logprobs = original_logprobs
-        # The Rust tokenizer is not safe for concurrent use (encode mutates padding state).
-        self._tok_lock = threading.Lock()
-        self.tokenizer: PreTrainedTokenizerBase = AutoTokenizer.from_pretrained(model_path)
-        backend = getattr(self.tokenizer, "backend_tokenizer", None)
-        self._byte_level = backend is not None and isinstance(backend.decoder, decoders.ByteLevel)
-        self._added_ids = frozenset(self.tokenizer.get_added_vocab().values())
+        self._init_tokenizer(AutoTokenizer.from_pretrained(model_path))
         self.model: PreTrainedModel = self._load(model_path)
         self.vocab_size: int = int(self.model.config.vocab_size)
         if len(self.tokenizer) > self.vocab_size:
@@ -148,48 +143,6 @@ class ModelRunner:
         elif isinstance(gen_eos, list):
             ids.update(int(i) for i in gen_eos)
         return frozenset(ids)
-
-    # ------------------------------------------------------------------ tokenizer helpers
-    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
-        with self._tok_lock:
-            return list(self.tokenizer.encode(text, add_special_tokens=add_special_tokens))
-
-    def decode(self, ids: list[int], *, skip_special_tokens: bool = False) -> str:
-        with self._tok_lock:
-            return self.tokenizer.decode(
-                ids, skip_special_tokens=skip_special_tokens, clean_up_tokenization_spaces=False
-            )
-
-    def token_text(self, token_id: int) -> str:
-        return self.decode([token_id], skip_special_tokens=False)
-
-    def token_bytes(self, token_id: int) -> list[int]:
-        """The raw bytes a token stands for (byte-level BPE pieces may be partial UTF-8)."""
-        if self._byte_level and token_id not in self._added_ids:
-            with self._tok_lock:
-                piece = self.tokenizer.convert_ids_to_tokens(token_id)
-            raw = _byte_level_bytes(piece) if isinstance(piece, str) else None
-            if raw is not None:
-                return list(raw)
-        return list(self.token_text(token_id).encode("utf-8"))
-
-    def apply_chat_template(
-        self,
-        messages: list[dict[str, Any]],
-        *,
-        tools: list[dict[str, Any]] | None,
-        add_generation_prompt: bool,
-        template_kwargs: dict[str, Any],
-    ) -> str:
-        with self._tok_lock:
-            rendered = self.tokenizer.apply_chat_template(
-                messages,
-                tools=tools,
-                tokenize=False,
-                add_generation_prompt=add_generation_prompt,
-                **template_kwargs,
-            )
-        return str(rendered)
 
     # ------------------------------------------------------------------ control
     def pause(self, mode: str) -> int:
@@ -441,19 +394,3 @@ def _architecture_mismatch(current: PreTrainedModel, new: PreTrainedModel) -> st
         if got[name] != shape:
             return f"{name} has shape {got[name]}, expected {shape}"
     return None
-
-
-_BYTE_DECODER: dict[str, int] | None = None
-
-
-def _byte_level_bytes(piece: str) -> bytes | None:
-    """Map a byte-level BPE piece back to its bytes; None if the piece is not byte-level."""
-    global _BYTE_DECODER
-    if _BYTE_DECODER is None:
-        from .tiny_model import bytes_to_unicode
-
-        _BYTE_DECODER = {c: b for b, c in bytes_to_unicode().items()}
-    try:
-        return bytes(_BYTE_DECODER[c] for c in piece)
-    except KeyError:
-        return None

@@ -1,4 +1,4 @@
-"""The HTTP server: SGLang's route subset over one `ModelRunner`, plus the optional training routes.
+"""The HTTP server: SGLang's route subset over one `ServedPolicy`, plus the optional training routes.
 
 Every error is OpenAI-shaped JSON (`errors.py`): 400 for bad input naming the field, 413 for
 oversized bodies, 500 for generation failures. A failing request never wedges the server: the
@@ -25,7 +25,7 @@ from . import chat_api, generate_api
 from .chat import normalize_messages
 from .errors import EngineError, error_body, install_error_handlers
 from .generation_result import collect
-from .model_runner import GenerationRequest, ModelRunner
+from .model_runner import GenerationRequest
 from .sampling import SamplingParams
 from .schemas import (
     AbortIn,
@@ -38,6 +38,7 @@ from .schemas import (
     UpdateWeightsFromDiskIn,
     parse_body,
 )
+from .served_policy import ServedPolicy
 
 log = logging.getLogger(__name__)
 
@@ -106,7 +107,7 @@ class BodyLimitMiddleware:
 
 
 def create_app(
-    runner: ModelRunner, *, max_body_bytes: int, extra_routers: list[APIRouter] | None = None
+    runner: ServedPolicy, *, max_body_bytes: int, extra_routers: list[APIRouter] | None = None
 ) -> FastAPI:
     app = FastAPI(title="openclaw-engine", docs_url=None, redoc_url=None)
     install_error_handlers(app)
@@ -126,7 +127,7 @@ def create_app(
     return app
 
 
-def _routes(runner: ModelRunner) -> APIRouter:
+def _routes(runner: ServedPolicy) -> APIRouter:
     r = APIRouter()
 
     # ---------------------------------------------------------------- health / info

@@ -1,7 +1,9 @@
-"""`python -m openclaw_engine.tinker_sidecar --base-model M [--lora-rank R] [--port 0]`.
+"""`python -m openclaw_engine.tinker_sidecar --base-model M [--lora-rank R] [--port 0] [--tokenizer DIR]`.
 
 Needs `pip install tinker` and TINKER_API_KEY. `--sdk-module` swaps the SDK for a module with the same
-surface (the tests pass their fake); prints `ready http://HOST:PORT` like the engine.
+surface (the tests pass their fake); prints `ready http://HOST:PORT` like the engine. Unless `--no-serve`, the
+process also serves the reference engine's routes (`/v1/chat/completions`, `/generate`, `/tokenize`,
+`/update_weights_from_disk`, ...) by sampling on Tinker: point OPENCLAW_ENGINE_URL at it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,26 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--sdk-module", default="tinker", help="module providing the Tinker SDK surface")
     parser.add_argument("--log-level", default="info")
+    parser.add_argument(
+        "--tokenizer",
+        default=None,
+        help="local folder with the base model's tokenizer and chat template (default: the SDK's "
+        "get_tokenizer(), which loads the base model's tokenizer from Hugging Face)",
+    )
+    parser.add_argument(
+        "--no-serve", action="store_true", help="training routes only; no policy-engine routes, no tokenizer"
+    )
+    parser.add_argument(
+        "--served-model-name", default=None, help="name reported by /v1/models (default: --base-model)"
+    )
+    parser.add_argument("--weight-version", default="0", help="weight_version of the base model's sampler")
+    parser.add_argument(
+        "--context-length",
+        type=int,
+        default=None,
+        help="prompt + completion limit (default: the tokenizer's model_max_length, else 32768)",
+    )
+    parser.add_argument("--max-body-mb", type=float, default=512, help="request body limit (413)")
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     try:
@@ -38,7 +60,36 @@ def main(argv: list[str] | None = None) -> None:
     from .trainer import TinkerTrainer
 
     trainer = TinkerTrainer(sdk, base_model=args.base_model, lora_rank=args.lora_rank, loss_fn=args.loss_fn)
-    serve(create_app(trainer), host=args.host, port=args.port, log_level=args.log_level)
+    runner = None
+    if not args.no_serve:
+        from ..tinker_runner import TinkerRunner
+
+        if args.tokenizer:
+            from transformers import AutoTokenizer
+
+            tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+            tokenizer_path = args.tokenizer
+        else:
+            try:
+                tokenizer = trainer.client.get_tokenizer()
+            except Exception as error:
+                raise SystemExit(
+                    f"cannot load the tokenizer of {args.base_model!r} ({error}); "
+                    "pass --tokenizer DIR (a local copy) or --no-serve"
+                ) from error
+            tokenizer_path = str(getattr(tokenizer, "name_or_path", "") or args.base_model)
+        runner = TinkerRunner(
+            sdk,
+            service=trainer.service,
+            base_model=args.base_model,
+            tokenizer=tokenizer,
+            tokenizer_path=tokenizer_path,
+            served_model_name=args.served_model_name,
+            context_length=args.context_length,
+            weight_version=args.weight_version,
+        )
+    app = create_app(trainer, runner, max_body_bytes=int(args.max_body_mb * 1024 * 1024))
+    serve(app, host=args.host, port=args.port, log_level=args.log_level)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,46 @@
+"""What the HTTP layer needs from a served policy; `ModelRunner` (torch) and `TinkerRunner` provide it."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from typing import Any, Protocol
+
+from .model_runner import Event, GenerationRequest
+from .step_gate import StepGate
+
+
+class ServedPolicy(Protocol):
+    served_model_name: str
+    model_path: str
+    weight_version: str
+    vocab_size: int
+    context_length: int
+    gate: StepGate  # pause state and the count of running requests
+
+    # tokenizer
+    def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]: ...
+    def decode(self, ids: list[int], *, skip_special_tokens: bool = False) -> str: ...
+    def token_text(self, token_id: int) -> str: ...
+    def token_bytes(self, token_id: int) -> list[int]: ...
+    def apply_chat_template(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None,
+        add_generation_prompt: bool,
+        template_kwargs: dict[str, Any],
+    ) -> str: ...
+
+    # generation
+    def validate(self, req: GenerationRequest) -> GenerationRequest: ...
+    def generate(self, req: GenerationRequest) -> AsyncGenerator[Event, None]: ...
+
+    # control
+    def pause(self, mode: str) -> int: ...
+    def resume(self) -> None: ...
+    def abort(self, rid: str | None) -> int: ...
+    def flush_cache(self) -> None: ...
+    def update_weights_from_disk(
+        self, model_path: str, weight_version: str | None
+    ) -> tuple[bool, str, int]: ...
+    def info(self) -> dict[str, Any]: ...
