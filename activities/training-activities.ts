@@ -9,6 +9,7 @@ import type { PolicyEngineClient } from './policy-engine-client.js';
 import type { SampleStore } from './sample-store.js';
 import { storeKey } from './sample-store.js';
 import type { LossMethod, TrainerBackend, TrainerSample } from './trainer-backend.js';
+import { TINKER_SAMPLER_FILE } from './trainer-backends/tinker-trainer.js';
 import { TRAINER_LOST_STEP } from './training-errors.js';
 
 export interface TrainingDependencies {
@@ -34,6 +35,14 @@ export interface TrainStepInput {
 
 /** Track 1 methods map onto the trainer's loss: binary RL is GRPO with the judge's reward. */
 const LOSS_METHOD: Record<Method, LossMethod> = { rl: 'grpo', opd: 'opd', combine: 'combine' };
+
+/**
+ * Whether `path` holds a whole published version: a Hugging Face folder, or a Tinker export naming its sampler
+ * weights. Both are written atomically, so one that is there is complete.
+ */
+export function isPublishedVersion(path: string): boolean {
+  return existsSync(join(path, 'config.json')) || existsSync(join(path, TINKER_SAMPLER_FILE));
+}
 
 export function createTrainingActivities(deps: TrainingDependencies) {
   const { store, trainer } = deps;
@@ -96,7 +105,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
         const path = join(deps.checkpointDir, input.runId, `v${input.version}`);
         if (await trainer.hasApplied(input.stepId)) {
           await trainer.exportForServing(path);
-        } else if (!existsSync(join(path, 'config.json'))) {
+        } else if (!isPublishedVersion(path)) {
           // The trainer restarted after the step and before its checkpoint: publishing now would ship the
           // weights it restarted with. The workflow trains the step again (trainAndPublish).
           throw ApplicationFailure.nonRetryable(

@@ -5,6 +5,10 @@ import { enginePython } from '../../workers/reference-engine-process.js';
 export interface TinkerSidecarOptions {
   baseModel: string;
   loraRank?: number;
+  /** A local folder with the base model's tokenizer and chat template; default the SDK's (from Hugging Face). */
+  tokenizer?: string;
+  /** Training routes only, no serving routes (and no tokenizer needed). */
+  trainOnly?: boolean;
   lossFn?: 'ppo' | 'importance_sampling' | 'cispo';
   host?: string;
   /** 0 picks a free port; the real one is read from the `ready` line. */
@@ -26,6 +30,8 @@ export function startTinkerSidecar(options: TinkerSidecarOptions): Promise<Tinke
   const args = ['-m', 'openclaw_engine.tinker_sidecar', '--base-model', options.baseModel];
   args.push('--host', options.host ?? '127.0.0.1', '--port', String(options.port ?? 0));
   if (options.loraRank) args.push('--lora-rank', String(options.loraRank));
+  if (options.tokenizer) args.push('--tokenizer', options.tokenizer);
+  if (options.trainOnly) args.push('--no-serve');
   if (options.lossFn) args.push('--loss-fn', options.lossFn);
   if (options.sdkModule) args.push('--sdk-module', options.sdkModule);
   const child = spawn(enginePython(), args, {

@@ -2,6 +2,9 @@ import { z } from 'zod';
 import type { LossConfig, OptimizerConfig, TrainerSample, TrainStepMetrics } from '../trainer-backend.js';
 import { ReferenceTrainerBackend } from './reference-trainer.js';
 
+/** What an export folder holds: the sampler weights' `tinker://` path (written by the sidecar, atomically). */
+export const TINKER_SAMPLER_FILE = 'tinker-sampler.json';
+
 const exportSchema = z.object({ path: z.string(), model_path: z.string().nullable() });
 
 /**

@@ -31,6 +31,7 @@ import { Conversation, type ExpectedOutcome } from '../recovery/conversation.js'
 import { type CountContext, fullCount, servedVersion } from '../recovery/recovery-count.js';
 import { freePort } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
+import { composeCommand } from './compose-command.js';
 
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
@@ -44,16 +45,6 @@ const COMPOSE_FILES = [
   '-f',
   'test/compose/docker-compose.smoke.yml',
 ];
-
-/** `docker compose` (v2) where installed, else docker-compose 1.29. */
-async function composeCommand(): Promise<string[]> {
-  try {
-    await run('docker', ['compose', 'version']);
-    return ['docker', 'compose'];
-  } catch {
-    return ['docker-compose'];
-  }
-}
 
 async function waitFor<T>(what: string, probe: () => Promise<T | null>, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;

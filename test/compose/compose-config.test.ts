@@ -1,0 +1,99 @@
+// The example .env files for GPU hosts and Tinker, read by compose itself (`config`): which services their
+// profiles start and what the gateway and the workers are told. Nothing is started; no GPU or Tinker is needed.
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { composeCommand } from './compose-command.js';
+
+const run = promisify(execFile);
+const ROOT = join(import.meta.dirname, '../..');
+
+interface ComposeService {
+  environment?: Record<string, string | null>;
+  volumes?: (string | { source?: string; target?: string; read_only?: boolean })[];
+  profiles?: string[];
+  command?: string[];
+}
+
+describe('compose with the example .env files', () => {
+  let compose: string[];
+  beforeAll(async () => {
+    compose = await composeCommand();
+  });
+
+  /** The resolved compose file and the services the profiles start, as compose sees them with `envFile`. */
+  async function resolved(envFile: string, profiles: string[]) {
+    const [command, ...prefix] = compose;
+    const args = [...prefix, '-f', 'docker-compose.yml', '--env-file', envFile];
+    // The env file's COMPOSE_PROFILES is what a user relies on; pass it as compose would read it from .env.
+    const env = { ...process.env, COMPOSE_PROFILES: profiles.join(',') };
+    const { stdout } = await run(command ?? 'docker-compose', [...args, 'config'], { cwd: ROOT, env });
+    const services = (parse(stdout) as { services: Record<string, ComposeService> }).services;
+    const started = Object.entries(services)
+      .filter(([, s]) => !s.profiles || s.profiles.some((p) => profiles.includes(p)))
+      .map(([name]) => name);
+    return { services, started };
+  }
+
+  const mounts = (service: ComposeService | undefined) =>
+    (service?.volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
+
+  it('gpu.env: SGLang serves, the trainer-worker runs slime epochs on host paths', async () => {
+    const { services, started } = await resolved('docs/examples/gpu.env', ['gpu']);
+    expect(started).toEqual(
+      expect.arrayContaining(['sglang', 'trainer-worker', 'gateway', 'control-worker']),
+    );
+    expect(started).not.toContain('tinker');
+    for (const name of ['gateway', 'control-worker', 'trainer-worker'])
+      expect(services[name]?.environment?.OPENCLAW_ENGINE_URL, name).toBe('http://sglang:30000');
+    expect(services['control-worker']?.environment?.OPENCLAW_TRAINER_TASK_QUEUE).toBe('trainer');
+    const trainer = services['trainer-worker']?.environment ?? {};
+    expect(trainer).toMatchObject({
+      OPENCLAW_TRAINER: 'slime',
+      OPENCLAW_TRAINER_TASK_QUEUE: 'trainer',
+      OPENCLAW_TRAINER_IMAGE: 'my/slime-openclaw:latest',
+      OPENCLAW_TRAINER_BASE_MODEL: '/srv/models/Qwen3-4B',
+      OPENCLAW_TRAINER_SHARED_DIR: '/srv/openclaw/trainer',
+      OPENCLAW_TRAINER_GPU_IDS: '1,2,3',
+      OPENCLAW_LORA_RANK: '16',
+    });
+    // Epoch containers are the host engine's: the shared folder and the model at the same paths, the socket.
+    expect(mounts(services['trainer-worker'])).toEqual(
+      expect.arrayContaining([
+        expect.stringMatching(/^\/srv\/openclaw\/trainer:\/srv\/openclaw\/trainer/),
+        expect.stringMatching(/^\/srv\/models\/Qwen3-4B:\/srv\/models\/Qwen3-4B/),
+        expect.stringMatching(/^\/var\/run\/docker\.sock:\/var\/run\/docker\.sock/),
+      ]),
+    );
+    expect(services.sglang?.environment?.CUDA_VISIBLE_DEVICES).toBe('0');
+    expect(mounts(services.sglang)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^\/srv\/models\/Qwen3-4B:\/models\/policy/)]),
+    );
+  });
+
+  it('tinker.env: the sidecar serves and the trainer-worker trains through it', async () => {
+    const { services, started } = await resolved('docs/examples/tinker.env', ['tinker']);
+    expect(started).toEqual(expect.arrayContaining(['tinker', 'trainer-worker']));
+    expect(started).not.toContain('sglang');
+    for (const name of ['gateway', 'control-worker', 'trainer-worker'])
+      expect(services[name]?.environment?.OPENCLAW_ENGINE_URL, name).toBe('http://tinker:30000');
+    expect(services['trainer-worker']?.environment?.OPENCLAW_TRAINER).toBe('tinker');
+    expect(services.tinker?.command).toEqual(
+      expect.arrayContaining(['openclaw_engine.tinker_sidecar', 'Qwen/Qwen3-8B']),
+    );
+  });
+
+  it('the default: no profile, the reference engine serves and the control worker trains', async () => {
+    const empty = join(await mkdtemp(join(tmpdir(), 'compose-env-')), 'empty.env');
+    await writeFile(empty, '');
+    const { services, started } = await resolved(empty, []);
+    expect(started).not.toContain('sglang');
+    expect(started).not.toContain('trainer-worker');
+    expect(services.gateway?.environment?.OPENCLAW_ENGINE_URL).toBe('http://engine:30000');
+    expect(services['control-worker']?.environment?.OPENCLAW_TRAINER_TASK_QUEUE ?? '').toBe('');
+  });
+});
