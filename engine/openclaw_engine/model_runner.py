@@ -87,6 +87,24 @@ class RequestError(ValueError):
         self.param = param
 
 
+def fit_to_context(req: GenerationRequest, context_length: int) -> GenerationRequest:
+    """The context checks of every runner; clamps max_new_tokens to the room left, as SGLang does."""
+    n = len(req.input_ids)
+    if n == 0:
+        raise RequestError("the prompt is empty", "input_ids")
+    if n >= context_length:
+        raise RequestError(f"the prompt has {n} tokens; the context length is {context_length}", "input_ids")
+    if req.logprob_start_len >= n:
+        raise RequestError(
+            f"logprob_start_len ({req.logprob_start_len}) must be < the prompt length ({n})",
+            "logprob_start_len",
+        )
+    room = context_length - n
+    if req.sampling.max_new_tokens > room:
+        return replace(req, sampling=replace(req.sampling, max_new_tokens=room))
+    return req
+
+
 def _bump_version(previous: str) -> str:
     return str(int(previous) + 1) if previous.isdigit() else f"{previous}+1"
 
@@ -197,23 +215,8 @@ class ModelRunner(TokenizerMethods):
 
     # ------------------------------------------------------------------ generation
     def validate(self, req: GenerationRequest) -> GenerationRequest:
-        """Context checks that need the model; clamps max_new_tokens to the context like SGLang."""
-        n = len(req.input_ids)
-        if n == 0:
-            raise RequestError("the prompt is empty", "input_ids")
-        if n >= self.context_length:
-            raise RequestError(
-                f"the prompt has {n} tokens; the context length is {self.context_length}", "input_ids"
-            )
-        if req.logprob_start_len >= n:
-            raise RequestError(
-                f"logprob_start_len ({req.logprob_start_len}) must be < the prompt length ({n})",
-                "logprob_start_len",
-            )
-        room = self.context_length - n
-        if req.sampling.max_new_tokens > room:
-            return replace(req, sampling=replace(req.sampling, max_new_tokens=room))
-        return req
+        """Context checks that need the model (`fit_to_context`)."""
+        return fit_to_context(req, self.context_length)
 
     async def generate(self, req: GenerationRequest) -> AsyncGenerator[Event, None]:
         """Run `req` in a worker thread; yield its events as they happen. Closing the iterator cancels it."""

@@ -23,7 +23,7 @@ import math
 import threading
 import time
 from collections.abc import AsyncGenerator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +40,7 @@ from .model_runner import (
     TokenStep,
     TopEntry,
     _bump_version,
+    fit_to_context,
 )
 from .sampling import SamplingParams
 from .step_gate import StepCancelled, StepGate
@@ -191,24 +192,9 @@ class TinkerRunner(TokenizerMethods):
 
     # ------------------------------------------------------------------ generation
     def validate(self, req: GenerationRequest) -> GenerationRequest:
-        n = len(req.input_ids)
-        if n == 0:
-            raise RequestError("the prompt is empty", "input_ids")
-        if n >= self.context_length:
-            raise RequestError(
-                f"the prompt has {n} tokens; the context length is {self.context_length}", "input_ids"
-            )
-        if req.logprob_start_len >= n:
-            raise RequestError(
-                f"logprob_start_len ({req.logprob_start_len}) must be < the prompt length ({n})",
-                "logprob_start_len",
-            )
         if req.sampling.min_p > 0.0:
             raise RequestError("min_p is not available when sampling on Tinker", "min_p")
-        room = self.context_length - n
-        if req.sampling.max_new_tokens > room:
-            return replace(req, sampling=replace(req.sampling, max_new_tokens=room))
-        return req
+        return fit_to_context(req, self.context_length)
 
     async def generate(self, req: GenerationRequest) -> AsyncGenerator[Event, None]:
         """Sample `req` on Tinker in a thread of its own; yield its events once the sequence is back."""
