@@ -141,8 +141,9 @@ describe('docker compose up (local images)', () => {
   afterAll(async () => {
     if (compose && env) {
       console.log(await logs());
-      await composeRun(['down', '-v', '--remove-orphans'], 5 * 60_000).catch((error: Error) =>
-        console.error(`compose down failed: ${error.message}`),
+      // With the gpu profile named: Compose v2's `down` leaves the trainer-worker up otherwise.
+      await composeRun(['--profile', 'gpu', 'down', '-v', '--remove-orphans'], 5 * 60_000).catch(
+        (error: Error) => console.error(`compose down failed: ${error.message}`),
       );
     }
     await connection?.close();
