@@ -1,9 +1,9 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { type ReadyProcess, startReadyLineProcess } from './ready-line-process.js';
 
 const execFileAsync = promisify(execFile);
 
@@ -43,11 +43,7 @@ export interface EngineProcessOptions {
   onLine?: (line: string) => void;
 }
 
-export interface EngineProcess {
-  url: string;
-  process: ChildProcess;
-  stop(): Promise<void>;
-}
+export type EngineProcess = ReadyProcess;
 
 /** Starts `python -m openclaw_engine serve` and resolves once it prints `ready http://HOST:PORT`. */
 export function startReferenceEngine(options: EngineProcessOptions): Promise<EngineProcess> {
@@ -57,42 +53,9 @@ export function startReferenceEngine(options: EngineProcessOptions): Promise<Eng
   if (options.loraRank) args.push('--lora-rank', String(options.loraRank));
   if (options.device) args.push('--device', options.device);
   if (options.weightVersion) args.push('--weight-version', options.weightVersion);
-  const child = spawn(enginePython(), args, { stdio: ['ignore', 'pipe', 'pipe'] });
-  const recent: string[] = [];
-  const remember = (line: string) => {
-    recent.push(line);
-    if (recent.length > 40) recent.shift();
-    options.onLine?.(line);
-  };
-  createInterface({ input: child.stderr }).on('line', remember);
-
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((done) => child.once('exit', () => done()));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
-
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => {
-      void stop();
-      reject(
-        new Error(`engine not ready within ${options.readyTimeoutMs ?? 120_000} ms:\n${recent.join('\n')}`),
-      );
-    }, options.readyTimeoutMs ?? 120_000);
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      remember(line);
-      const match = /^ready (\S+)$/.exec(line.trim());
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolvePromise({ url: match[1], process: child, stop });
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`engine exited (code ${code}, signal ${signal}) before ready:\n${recent.join('\n')}`));
-    });
+  return startReadyLineProcess(enginePython(), args, {
+    name: 'engine',
+    readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
+    onLine: options.onLine,
   });
 }

@@ -1,5 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { createInterface } from 'node:readline';
+import { type ReadyProcess, startReadyLineProcess } from '../../workers/ready-line-process.js';
 import { enginePython } from '../../workers/reference-engine-process.js';
 
 export interface TinkerSidecarOptions {
@@ -19,11 +18,7 @@ export interface TinkerSidecarOptions {
   readyTimeoutMs?: number;
 }
 
-export interface TinkerSidecarProcess {
-  url: string;
-  process: ChildProcess;
-  stop(): Promise<void>;
-}
+export type TinkerSidecarProcess = ReadyProcess;
 
 /** Starts `python -m openclaw_engine.tinker_sidecar` and resolves once it prints `ready http://HOST:PORT`. */
 export function startTinkerSidecar(options: TinkerSidecarOptions): Promise<TinkerSidecarProcess> {
@@ -34,43 +29,9 @@ export function startTinkerSidecar(options: TinkerSidecarOptions): Promise<Tinke
   if (options.trainOnly) args.push('--no-serve');
   if (options.lossFn) args.push('--loss-fn', options.lossFn);
   if (options.sdkModule) args.push('--sdk-module', options.sdkModule);
-  const child = spawn(enginePython(), args, {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, ...options.env },
-  });
-  const recent: string[] = [];
-  const remember = (line: string) => {
-    recent.push(line);
-    if (recent.length > 40) recent.shift();
-  };
-  createInterface({ input: child.stderr }).on('line', remember);
-
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((done) => child.once('exit', () => done()));
-    child.kill('SIGTERM');
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    await exited;
-    clearTimeout(timer);
-  };
-
-  const timeoutMs = options.readyTimeoutMs ?? 60_000;
-  return new Promise((resolvePromise, reject) => {
-    const timer = setTimeout(() => {
-      void stop();
-      reject(new Error(`Tinker sidecar not ready within ${timeoutMs} ms:\n${recent.join('\n')}`));
-    }, timeoutMs);
-    createInterface({ input: child.stdout }).on('line', (line) => {
-      remember(line);
-      const match = /^ready (\S+)$/.exec(line.trim());
-      if (match?.[1]) {
-        clearTimeout(timer);
-        resolvePromise({ url: match[1], process: child, stop });
-      }
-    });
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new Error(`Tinker sidecar exited (code ${code}, signal ${signal}):\n${recent.join('\n')}`));
-    });
+  return startReadyLineProcess(enginePython(), args, {
+    name: 'Tinker sidecar',
+    env: options.env,
+    readyTimeoutMs: options.readyTimeoutMs ?? 60_000,
   });
 }
