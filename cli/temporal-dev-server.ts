@@ -27,6 +27,29 @@ export function isReachable(address: string, timeoutMs = 1_000): Promise<boolean
   });
 }
 
+/**
+ * Waits up to 60 s until a just-spawned `temporal server start-dev` answers at `address`; gives back how to
+ * stop it (SIGTERM, then wait for the exit). A server that exits or stays silent is stopped and an error.
+ */
+export async function devServerAnswering(child: ChildProcess, address: string): Promise<() => Promise<void>> {
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = new Promise<void>((done) => child.once('exit', () => done()));
+    child.kill('SIGTERM');
+    await exited;
+  };
+  const deadline = Date.now() + 60_000;
+  while (!(await isReachable(address))) {
+    if (child.exitCode !== null) throw new Error(`temporal dev server exited with code ${child.exitCode}`);
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`temporal dev server did not answer at ${address} within 60 s`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return stop;
+}
+
 export interface DevServer {
   uiUrl: string;
   process: ChildProcess;
@@ -65,20 +88,6 @@ export async function startTemporalDevServer(address: string, dataDir: string): 
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((done) => child.once('exit', () => done()));
-    child.kill('SIGTERM');
-    await exited;
-  };
-  const deadline = Date.now() + 60_000;
-  while (!(await isReachable(address))) {
-    if (child.exitCode !== null) throw new Error(`temporal dev server exited with code ${child.exitCode}`);
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`temporal dev server did not answer at ${address} within 60 s`);
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
+  const stop = await devServerAnswering(child, address);
   return { uiUrl: `http://${host}:${uiPort}`, process: child, stop };
 }

@@ -3,7 +3,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
-import { isReachable } from '../../cli/temporal-dev-server.js';
+import { devServerAnswering } from '../../cli/temporal-dev-server.js';
 import { freePortPair } from './free-port.js';
 
 export interface DevServerProcess {
@@ -44,20 +44,6 @@ export async function startDevServerProcess(dbFile: string | null): Promise<DevS
       .split('\n')
       .filter((line) => line.includes('level=ERROR')).length;
   });
-  const stop = async () => {
-    if (child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise<void>((done) => child.once('exit', () => done()));
-    child.kill('SIGTERM');
-    await exited;
-  };
-  const deadline = Date.now() + 60_000;
-  while (!(await isReachable(address))) {
-    if (child.exitCode !== null) throw new Error(`temporal dev server exited with code ${child.exitCode}`);
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`temporal dev server did not answer at ${address} within 60 s`);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
+  const stop = await devServerAnswering(child, address);
   return { address, process: child, errorLines: () => errorLines, stop };
 }
