@@ -9,6 +9,19 @@ export interface RecordedResponse {
   toolCalls: unknown[] | null;
 }
 
+/**
+ * The sampling parameters a response was drawn with, as the engine applied them. Training computes log-probs
+ * at `temperature` (engines report log_softmax(logits / T)), so it must be the temperature actually used.
+ */
+export interface SamplingRecord {
+  temperature: number;
+  topP: number | null;
+  topK: number | null;
+  minP: number | null;
+  maxTokens: number | null;
+  seed: number | null;
+}
+
 export interface TurnRecord {
   sessionId: string;
   /** 1-based main-turn number within the session. */
@@ -33,6 +46,10 @@ export interface TurnRecord {
   /** Weight version of the policy that produced the response. */
   policyVersion: number;
   finishReason: string;
+  /** How the response was sampled; absent in records written before it was kept (then T = 1). */
+  sampling?: SamplingRecord;
+  /** `chat_template_kwargs` the prompt was rendered with (e.g. `enable_thinking: false`); replayed for the teacher. */
+  chatTemplateKwargs?: Record<string, unknown> | null;
 }
 
 /** Sample-store key of a turn's record. */

@@ -44,6 +44,8 @@ export interface TrainingSample {
   lossMask: number[];
   /** Log-probs the serving engine reported for each sampled response token. */
   rolloutLogProbs: number[];
+  /** Temperature the response was sampled at; every log-prob of this sample is computed at it (absent: 1). */
+  temperature?: number;
   /** Scalar reward broadcast to every response token: the judge's vote for rl, 0 for opd-only samples. */
   reward: number;
   /** Teacher log-probs of each response token given the hinted prompt (opd, opd+rl, and combine's rl rows). */
