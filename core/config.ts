@@ -9,6 +9,9 @@ export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
 export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
+/** Policy engine kinds, one adapter each (engines/): the project's reference engine, SGLang, vLLM. */
+export const ENGINE_KINDS = ['reference', 'sglang', 'vllm'] as const;
+export type EngineKind = (typeof ENGINE_KINDS)[number];
 
 /** Judge defaults that follow the method, as the original launch scripts set them (PRM_M, PRM_MAX_NEW_TOKENS). */
 export const JUDGE_DEFAULTS_BY_METHOD = {
@@ -37,11 +40,13 @@ const configObject = z.strictObject({
     .prefault({}),
   engine: z
     .strictObject({
+      kind: z.enum(ENGINE_KINDS).default('reference'),
       url: httpUrl.default('http://127.0.0.1:30000'),
       // Empty: `openclaw-rl engine` and `dev` build and serve a tiny random model in `<dataDir>/tiny-model`.
       model: z.string().default(''),
       device: z.enum(['cpu', 'cuda']).default('cpu'),
       loraRank: z.number().int().min(0).default(0),
+      args: z.string().default(''),
     })
     .prefault({}),
   temporal: z
@@ -65,6 +70,7 @@ const configObject = z.strictObject({
   teacher: z
     .strictObject({
       url: httpUrl.default('http://127.0.0.1:30000'),
+      kind: z.union([z.literal(''), z.enum(ENGINE_KINDS)]).default(''),
       topK: z.number().int().min(0).max(1024).default(0),
     })
     .prefault({}),
@@ -108,6 +114,7 @@ const configObject = z.strictObject({
         .default(16 * 2 ** 30),
       extraArgs: z.string().default(''),
       tinkerUrl: z.union([z.literal(''), httpUrl]).default(''),
+      url: z.union([z.literal(''), httpUrl]).default(''),
     })
     .prefault({}),
   session: z
@@ -202,10 +209,17 @@ export const CONFIG_OPTIONS = [
       'Comma-separated bearer keys clients must send; none means no authentication (original: `SGLANG_API_KEY`).',
   },
   {
+    key: 'engine.kind',
+    env: 'OPENCLAW_ENGINE_KIND',
+    kind: 'enum',
+    description:
+      "Which engine serves the policy at `engine.url`: `reference` (the project's engine), `sglang` or `vllm` (docs/engines.md). `dev` and `engine` start a vLLM themselves for `vllm`.",
+  },
+  {
     key: 'engine.url',
     env: 'OPENCLAW_ENGINE_URL',
     kind: 'string',
-    description: 'Base URL of the policy engine (SGLang or the reference engine).',
+    description: 'Base URL of the policy engine (without `/v1`).',
   },
   {
     key: 'engine.model',
@@ -227,6 +241,13 @@ export const CONFIG_OPTIONS = [
     kind: 'integer',
     description:
       'LoRA rank of the trainer (reference, slime on its FSDP backend with alpha 2×rank, Tinker); 0 trains all weights (Tinker: its default rank).',
+  },
+  {
+    key: 'engine.args',
+    env: 'OPENCLAW_ENGINE_ARGS',
+    kind: 'string',
+    description:
+      'Extra arguments, separated by spaces, for the engine server the project starts (`dev`, `engine`, `worker gpu`), e.g. `--max-model-len 8192`.',
   },
   {
     key: 'temporal.address',
@@ -299,6 +320,13 @@ export const CONFIG_OPTIONS = [
     kind: 'string',
     description:
       'SGLang-compatible engine that computes teacher log-probs (`/generate` prefill). The default, the policy engine, makes the current policy its own teacher; point it at a frozen copy of the base model to match the original.',
+  },
+  {
+    key: 'teacher.kind',
+    env: 'OPENCLAW_TEACHER_KIND',
+    kind: 'enum',
+    defaultNote: '`engine.kind`',
+    description: 'Engine kind of the teacher at `teacher.url`: `reference`, `sglang` or `vllm`.',
   },
   {
     key: 'teacher.topK',
@@ -472,6 +500,14 @@ export const CONFIG_OPTIONS = [
     defaultNote: '`engine.url`',
     description:
       'tinker: base URL of the Tinker sidecar (`python -m openclaw_engine.tinker_sidecar`); by default the engine URL, since the sidecar also serves.',
+  },
+  {
+    key: 'trainer.url',
+    env: 'OPENCLAW_TRAINER_URL',
+    kind: 'string',
+    defaultNote: '`engine.url` (with `engine.kind` vllm, `dev` starts it on the next port)',
+    description:
+      'reference: base URL of the reference engine that trains (`openclaw-rl engine --trainer-only`); by default the policy engine itself, which is the reference engine unless `engine.kind` says otherwise.',
   },
   {
     key: 'session.idleTimeoutMs',
