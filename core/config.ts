@@ -3,15 +3,14 @@
 // defaults < environment < overrides. Nothing here reads `process.env`: callers pass the environment in.
 
 import { z } from 'zod';
+import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
 export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
 export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
-/** Policy engine kinds, one adapter each (engines/): the project's reference engine, SGLang, vLLM. */
-export const ENGINE_KINDS = ['reference', 'sglang', 'vllm'] as const;
-export type EngineKind = (typeof ENGINE_KINDS)[number];
+export { ENGINE_KINDS, type EngineKind };
 
 /** Judge defaults that follow the method, as the original launch scripts set them (PRM_M, PRM_MAX_NEW_TOKENS). */
 export const JUDGE_DEFAULTS_BY_METHOD = {
