@@ -31,6 +31,10 @@ describe('engine container settings', () => {
       '--port',
       '30000',
       '--enable-metrics',
+      '--tool-call-parser',
+      'qwen25',
+      '--reasoning-parser',
+      'qwen3',
       '--mem-fraction-static',
       '0.8',
     ]);

@@ -31,7 +31,9 @@ export async function streamCapture(
   adapter: EngineAdapter,
   body: Record<string, unknown>,
 ): Promise<{ turn: CapturedTurn; chunks: Record<string, unknown>[] }> {
-  const response = await adapter.chatCompletions(adapter.chatBody({ ...body, stream: true }, { capture: true }));
+  const response = await adapter.chatCompletions(
+    adapter.chatBody({ ...body, stream: true }, { capture: true }),
+  );
   if (!response.body) throw new Error('no stream');
   const capture = new TurnCapture();
   const chunks: Record<string, unknown>[] = [];
