@@ -103,7 +103,7 @@ describe('engine container settings', () => {
     expect(() => parseEngineContainerSettings({ modelPath: '/m', tensorParallel: 0 })).toThrow(
       /tensorParallel/,
     );
-    expect(() => parseEngineContainerSettings({ modelPath: '/m', kind: 'vllm' })).toThrow(
+    expect(() => parseEngineContainerSettings({ modelPath: '/m', kind: 'tgi' })).toThrow(
       /invalid engine settings/,
     );
     expect(() => parseEngineContainerSettings({})).toThrow(/modelPath/);
