@@ -1,6 +1,6 @@
 """Checks request bodies and server command lines against vLLM's own code (run in .venv-vllm).
 
-stdin: {"calls": [{"method", "path", "body"}], "commands": [[argv after `-m vllm.entrypoints.openai.api_server`]]}
+stdin: {"calls": [{"method", "path", "body"}], "commands": [[argv after `-m vllm...api_server`]]}
 stdout: {"calls": [{"path", "ok", "error"}], "commands": [{"argv", "ok", "error"}]}
 
 A body passes when the route's own request model accepts it and every field it sends is one of the model's
