@@ -10,7 +10,10 @@
 // - `--enable-auto-tool-choice --tool-call-parser hermes`: Qwen3's `<tool_call>{...}</tool_call>` format;
 //   `--reasoning-parser qwen3`: `<think>...</think>` as reasoning;
 // - CPU: `--dtype float32 --enforce-eager` and a KV cache of a fixed size (the CPU build otherwise reserves
-//   `--gpu-memory-utilization` of the whole machine's memory).
+//   `--gpu-memory-utilization` of the whole machine's memory); `--no-enable-chunked-prefill`, because the CPU
+//   build's engine dies when a seeded request's prefill is split (v1/worker/gpu_model_runner.py
+//   `_bookkeeping_sync` rewinds the request's generator with `set_offset`: "CPU Generator does not use
+//   offset"), which 64 concurrent seeded requests did here.
 
 export const VLLM_SERVER_MODULE = 'vllm.entrypoints.openai.api_server';
 
@@ -68,6 +71,7 @@ export function vllmServerArgs(settings: VllmServerSettings): string[] {
       '--enforce-eager',
       '--kv-cache-memory-bytes',
       String(settings.cpuKvCacheBytes ?? DEFAULT_CPU_KV_CACHE_BYTES),
+      '--no-enable-chunked-prefill',
     );
   return [...args, ...(settings.extraArgs ?? [])];
 }
