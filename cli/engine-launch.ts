@@ -53,9 +53,9 @@ function hostAndPort(url: string, fallbackPort: number): { host: string; port: n
   return { host: parsed.hostname.replace(/^\[|\]$/g, ''), port: Number(parsed.port || fallbackPort) };
 }
 
-/** A reference engine with the trainer, for the reference backend beside an engine that does not train. */
-export function startTrainerBeside(config: OpenClawConfig, model: string, log: (line: string) => void) {
-  const { host, port } = hostAndPort(referenceTrainerUrl(config), 30001);
+/** The reference engine (serving and training) of `model` at `url`, with the config's device and LoRA rank. */
+function startReferenceAt(config: OpenClawConfig, url: string, model: string, log: (line: string) => void) {
+  const { host, port } = hostAndPort(url, 30000);
   return startReferenceEngine({
     model,
     host,
@@ -66,6 +66,11 @@ export function startTrainerBeside(config: OpenClawConfig, model: string, log: (
     onLine: log,
     readyTimeoutMs: 600_000,
   });
+}
+
+/** A reference engine with the trainer, for the reference backend beside an engine that does not train. */
+export function startTrainerBeside(config: OpenClawConfig, model: string, log: (line: string) => void) {
+  return startReferenceAt(config, referenceTrainerUrl(config), model, log);
 }
 
 /**
@@ -89,18 +94,7 @@ export async function launchEngine(
         'dev and engine do not start SGLang: run it on a GPU host (`worker gpu`, or compose with the gpu profile) and point OPENCLAW_ENGINE_URL at it',
       );
     if (config.engine.kind === 'reference') {
-      processes.push(
-        await startReferenceEngine({
-          model,
-          host,
-          port,
-          trainer: true,
-          device: config.engine.device,
-          loraRank: config.engine.loraRank,
-          onLine: log,
-          readyTimeoutMs: 600_000,
-        }),
-      );
+      processes.push(await startReferenceAt(config, config.engine.url, model, log));
     } else {
       ensureVllmInstalled(log);
       if (config.trainer.backend === 'reference') {

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { EngineCall } from '../../engines/engine-http.js';
 
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+export const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
 export interface Verdict {
   ok: boolean;
@@ -38,7 +38,12 @@ export async function checkWithEngineCode(
   const checker = CHECKERS[engine];
   if (!existsSync(checker.python))
     throw new Error(`${checker.python} is missing: run \`${checker.setup}\` (.ci/run does)`);
-  const child = spawn(checker.python, ['-W', 'ignore', checker.script], { stdio: ['pipe', 'pipe', 'pipe'] });
+  return (await runPythonJson(checker.python, checker.script, input)) as CheckResult;
+}
+
+/** Runs `python script` with `input` as JSON on stdin; resolves with the JSON it prints. */
+export async function runPythonJson(python: string, script: string, input: unknown): Promise<unknown> {
+  const child = spawn(python, ['-W', 'ignore', script], { stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   let err = '';
   child.stdout.on('data', (chunk: Buffer) => {
@@ -49,8 +54,8 @@ export async function checkWithEngineCode(
   });
   child.stdin.end(JSON.stringify(input));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) throw new Error(`${checker.script} exited ${code}:\n${err.slice(-3000)}`);
-  return JSON.parse(out) as CheckResult;
+  if (code !== 0) throw new Error(`${script} exited ${code}:\n${err.slice(-3000)}`);
+  return JSON.parse(out) as unknown;
 }
 
 /** The verdicts that failed, with what was checked, for a readable assertion message. */

@@ -27,7 +27,7 @@ async function composeCommands(envFile: string | null): Promise<Record<string, s
 }
 
 /** The arguments after `python3 -m <module>`. */
-function after(module: string, command: string[]): string[] {
+function argsAfter(module: string, command: string[]): string[] {
   const at = command.indexOf(module);
   if (at < 0) throw new Error(`${module} is not in ${command.join(' ')}`);
   return command.slice(at + 1);
@@ -40,9 +40,9 @@ describe('engine server command lines, parsed by the engines themselves', () => 
       parseEngineContainerSettings({ kind: 'sglang', modelPath: '/srv/m', tensorParallel: 2 }),
     );
     const commands = [
-      after('sglang.launch_server', container),
-      after('sglang.launch_server', compose.sglang ?? []),
-      after('sglang.launch_server', compose.judge ?? []),
+      argsAfter('sglang.launch_server', container),
+      argsAfter('sglang.launch_server', compose.sglang ?? []),
+      argsAfter('sglang.launch_server', compose.judge ?? []),
     ];
     const result = await checkWithEngineCode('sglang', {
       commands: [...commands, ['--model-path', '/m', '--no-such-flag']],
@@ -66,7 +66,7 @@ describe('engine server command lines, parsed by the engines themselves', () => 
     // compose's entrypoint adds `--model <folder>` in front of the service's command.
     const service = ['--model', '/models/policy', ...(compose.vllm ?? [])];
     const result = await checkWithEngineCode('vllm', {
-      commands: [dev, after('vllm.entrypoints.openai.api_server', container), service],
+      commands: [dev, argsAfter('vllm.entrypoints.openai.api_server', container), service],
     });
     expect(failures(result)).toEqual([]);
     // compose's service runs what dev runs (on CPU), flag for flag, listening on every address.

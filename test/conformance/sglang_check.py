@@ -17,14 +17,13 @@ import argparse
 import contextlib
 import dataclasses
 import io
-import json
-import sys
 import warnings
 from typing import Any
 
 warnings.filterwarnings("ignore")
 
 import msgspec  # noqa: E402
+from checker_io import run  # noqa: E402 (beside this file)
 from pydantic import BaseModel, TypeAdapter  # noqa: E402
 from sglang.srt.entrypoints.api_contract import generate_contract_error  # noqa: E402
 from sglang.srt.entrypoints.openai.protocol import ChatCompletionRequest, TokenizeRequest  # noqa: E402
@@ -150,25 +149,8 @@ def check_command(argv: list[str]) -> str | None:
     return None
 
 
-def outcome(check: Any, item: Any) -> tuple[bool, str | None]:
-    try:
-        error = check(item)
-    except Exception as exc:  # the model's own validation error is the answer
-        error = f"{type(exc).__name__}: {exc}"
-    return error is None, error
-
-
 def main() -> None:
-    given = json.load(sys.stdin)
-    calls = []
-    for call in given.get("calls", []):
-        ok, error = outcome(check_call, call)
-        calls.append({"path": call["path"], "ok": ok, "error": error})
-    commands = []
-    for argv in given.get("commands", []):
-        ok, error = outcome(check_command, argv)
-        commands.append({"argv": argv, "ok": ok, "error": error})
-    json.dump({"calls": calls, "commands": commands}, sys.stdout)
+    run(check_call, check_command)
 
 
 if __name__ == "__main__":

@@ -7,8 +7,6 @@
 // - THUDM/slime (624b824a): what it lacks is exactly Megatron-LM's optimizer options (Megatron is not in that
 //   repository), the FSDP backend's LoRA options (removed there) and `--distill-topk` (the fork's).
 
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import {
   defaultLossConfig,
@@ -16,8 +14,7 @@ import {
   type LossMethod,
 } from '../../activities/trainer-backend.js';
 import { SPEC_LORA, slimeArguments } from '../../activities/trainer-backends/slime-arguments.js';
-
-const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+import { ROOT, runPythonJson } from './python-check.js';
 
 interface SlimeVerdict {
   argv: string[];
@@ -27,19 +24,15 @@ interface SlimeVerdict {
 }
 
 async function parseWith(manifest: string, commands: string[][]): Promise<SlimeVerdict[]> {
-  const child = spawn(`${ROOT}.venv/bin/python`, [`${ROOT}test/conformance/slime_check.py`]);
-  let out = '';
-  let err = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    out += chunk.toString();
-  });
-  child.stderr.on('data', (chunk: Buffer) => {
-    err += chunk.toString();
-  });
-  child.stdin.end(JSON.stringify({ manifest: `${ROOT}test/fixtures/${manifest}`, commands }));
-  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  if (code !== 0) throw new Error(`slime_check.py exited ${code}: ${err}`);
-  return (JSON.parse(out) as { commands: SlimeVerdict[] }).commands;
+  const input = { manifest: `${ROOT}test/fixtures/${manifest}`, commands };
+  const result = (await runPythonJson(
+    `${ROOT}.venv/bin/python`,
+    `${ROOT}test/conformance/slime_check.py`,
+    input,
+  )) as {
+    commands: SlimeVerdict[];
+  };
+  return result.commands;
 }
 
 function commandLines(): string[][] {

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
-import sys
 import warnings
 from typing import Any
 
 warnings.filterwarnings("ignore")
 
+from checker_io import run  # noqa: E402 (beside this file)
 from vllm.entrypoints.launchers.cli_args import make_arg_parser, validate_parsed_serve_args  # noqa: E402
 from vllm.entrypoints.openai.chat_completion.protocol import ChatCompletionRequest  # noqa: E402
 from vllm.entrypoints.openai.completion.protocol import CompletionRequest  # noqa: E402
@@ -85,25 +84,8 @@ def check_command(argv: list[str]) -> str | None:
     return None
 
 
-def outcome(check: Any, item: Any) -> tuple[bool, str | None]:
-    try:
-        error = check(item)
-    except Exception as exc:  # the model's own validation error is the answer
-        error = f"{type(exc).__name__}: {exc}"
-    return error is None, error
-
-
 def main() -> None:
-    given = json.load(sys.stdin)
-    calls = []
-    for call in given.get("calls", []):
-        ok, error = outcome(check_call, call)
-        calls.append({"path": call["path"], "ok": ok, "error": error})
-    commands = []
-    for argv in given.get("commands", []):
-        ok, error = outcome(check_command, argv)
-        commands.append({"argv": argv, "ok": ok, "error": error})
-    json.dump({"calls": calls, "commands": commands}, sys.stdout)
+    run(check_call, check_command)
 
 
 if __name__ == "__main__":
