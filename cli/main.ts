@@ -181,7 +181,7 @@ program
     const launched = await launchEngine(config, (line) => console.error(line));
     if (launched.trainerUrl) console.log(`trainer ${launched.trainerUrl} (reference engine)`);
     console.log(
-      `engine ${launched.url} (${config.engine.kind}) model=${launched.model} policy version ${launched.version}`,
+      `engine ${launched.url} model=${launched.model} (${config.engine.kind}) policy version ${launched.version}`,
     );
     const exited = launched.processes.map(
       (started) =>
