@@ -59,7 +59,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       policyVersion = launched.version;
       if (launched.trainerUrl) say(`trainer ${launched.trainerUrl} (reference engine)`);
       say(
-        `engine ${launched.url} (${config.engine.kind}) model=${launched.model} policy version ${policyVersion}`,
+        `engine ${launched.url} model=${launched.model} (${config.engine.kind}) policy version ${policyVersion}`,
       );
     }
 
