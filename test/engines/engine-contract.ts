@@ -5,11 +5,15 @@
 // as the engine sampled it; publishing a folder changes what is served and names the version, while a
 // stream in flight completes; pause holds new requests until resume.
 
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CapturedTurn, TurnCapture } from '../../engines/chat-capture.js';
 import { engineChatChunkSchema } from '../../engines/chat-schema.js';
 import type { EngineAdapter } from '../../engines/engine-adapter.js';
 import { parseSseEvents } from '../../gateway/engine-stream.js';
+import { makeTinyModel } from '../../workers/reference-engine-process.js';
 
 export interface ContractSubject {
   adapter: EngineAdapter;
@@ -19,6 +23,16 @@ export interface ContractSubject {
   baseWeights: string;
   otherWeights: string;
   close(): Promise<void>;
+}
+
+/** Two tiny models of one architecture and tokenizer (seeds 0 and 1) in a temporary folder. */
+export async function tinyWeights(label: string, headDim = 16) {
+  const dir = await mkdtemp(join(tmpdir(), `${label}-`));
+  const [base, other] = await Promise.all([
+    makeTinyModel(join(dir, 'base'), 0, headDim),
+    makeTinyModel(join(dir, 'other'), 1, headDim),
+  ]);
+  return { base, other, remove: () => rm(dir, { recursive: true, force: true }) };
 }
 
 const MESSAGES = [

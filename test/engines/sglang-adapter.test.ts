@@ -2,24 +2,17 @@
 // what SGLang 0.5.23 refuses and answers in its spelling), then every request that run sent checked against
 // SGLang 0.5.23's own request models, serving code and stream restrictions (test/conformance/sglang_check.py).
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EngineCall } from '../../engines/engine-http.js';
 import { SglangAdapter } from '../../engines/sglang-adapter.js';
-import { makeTinyModel, startReferenceEngine } from '../../workers/reference-engine-process.js';
+import { startReferenceEngine } from '../../workers/reference-engine-process.js';
 import { checkWithEngineCode, failures } from '../conformance/python-check.js';
-import { describeEngineContract } from './engine-contract.js';
+import { describeEngineContract, tinyWeights } from './engine-contract.js';
 
 const sent: EngineCall[] = [];
 
 describeEngineContract('sglang (the reference engine in strict mode standing in)', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'sglang-contract-'));
-  const [base, other] = await Promise.all([
-    makeTinyModel(join(dir, 'base')),
-    makeTinyModel(join(dir, 'other'), 1),
-  ]);
+  const { base, other, remove } = await tinyWeights('sglang-contract');
   const engine = await startReferenceEngine({ model: base });
   return {
     adapter: new SglangAdapter(engine.url, { onCall: (call) => sent.push(call) }),
@@ -28,7 +21,7 @@ describeEngineContract('sglang (the reference engine in strict mode standing in)
     otherWeights: other,
     async close() {
       await engine.stop();
-      await rm(dir, { recursive: true, force: true });
+      await remove();
     },
   };
 });

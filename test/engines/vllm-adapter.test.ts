@@ -2,25 +2,17 @@
 // tiny Qwen3 with a head size vLLM's CPU attention takes, then every request of that run checked with vLLM's
 // own request models (test/conformance/vllm_check.py).
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { EngineCall } from '../../engines/engine-http.js';
 import { VllmAdapter } from '../../engines/vllm-adapter.js';
-import { makeTinyModel } from '../../workers/reference-engine-process.js';
 import { startVllm } from '../../workers/vllm-process.js';
 import { checkWithEngineCode, failures } from '../conformance/python-check.js';
-import { describeEngineContract } from './engine-contract.js';
+import { describeEngineContract, tinyWeights } from './engine-contract.js';
 
 const sent: EngineCall[] = [];
 
 describeEngineContract('vllm (real vLLM, CPU build)', async () => {
-  const dir = await mkdtemp(join(tmpdir(), 'vllm-contract-'));
-  const [base, other] = await Promise.all([
-    makeTinyModel(join(dir, 'base'), 0, 64),
-    makeTinyModel(join(dir, 'other'), 1, 64),
-  ]);
+  const { base, other, remove } = await tinyWeights('vllm-contract', 64);
   const vllm = await startVllm({ model: base, servedModelName: 'default', device: 'cpu' });
   return {
     adapter: new VllmAdapter(vllm.url, { onCall: (call) => sent.push(call) }),
@@ -29,7 +21,7 @@ describeEngineContract('vllm (real vLLM, CPU build)', async () => {
     otherWeights: other,
     async close() {
       await vllm.stop();
-      await rm(dir, { recursive: true, force: true });
+      await remove();
     },
   };
 });
