@@ -18,6 +18,7 @@
 
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
 import type { PolicySettings, StepJudgeSettings } from '../core/rollout-settings.js';
+import { SandboxDiskQuotaError, SandboxImageMissingError } from '../environments/docker-errors.js';
 import type { Environment, EnvironmentRegistry, EnvTask, EpisodeStep } from '../environments/environment.js';
 import type { Sandbox, SandboxProvider, SandboxSpec } from '../environments/sandbox.js';
 import { type EpisodeOutcome, runEpisodeLoop } from './episode-loop.js';
@@ -99,6 +100,20 @@ interface Lease {
   sandbox: Sandbox;
   leaseMs: number;
   renewedAt: number;
+}
+
+/**
+ * A sandbox that cannot be had (its image is missing and cannot be pulled, or the rollout outgrew its disk
+ * quota) fails the same way again: no retry.
+ */
+async function acquiring<T>(acquire: () => Promise<T>): Promise<T> {
+  try {
+    return await acquire();
+  } catch (error) {
+    if (error instanceof SandboxImageMissingError || error instanceof SandboxDiskQuotaError)
+      throw ApplicationFailure.nonRetryable(error.message, error.name);
+    throw error;
+  }
 }
 
 function clip(text: string): string {
@@ -209,7 +224,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
         `rollout ${ref.rolloutId} was released; its container is not created again`,
         'RolloutReleased',
       );
-    const { sandbox } = await sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs);
+    const { sandbox } = await acquiring(() => sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs));
     leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
     await replay(ref, environment, task, sandbox);
     const placement: PlacementRecord = {
@@ -256,7 +271,8 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     const spec = environment.sandboxSpec(task);
     let containerId: string | null = null;
     if (spec) {
-      const { sandbox } = await requireProvider(ref.env).acquire(spec, ref.rolloutId, ref.leaseMs);
+      const sandboxes = requireProvider(ref.env);
+      const { sandbox } = await acquiring(() => sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs));
       leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
       containerId = sandbox.id;
     }

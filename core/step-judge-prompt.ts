@@ -4,6 +4,7 @@
 // with \boxed{1} when the step was correct and useful or \boxed{-1} otherwise. The votes' mean is the step's
 // score (core/judge-votes.ts). Long texts are cut so the prompt stays bounded whatever the episode's length.
 
+import { clipMiddle } from './clip-middle.js';
 import type { JudgePromptMessage } from './judge-prompts.js';
 
 export interface JudgedStep {
@@ -31,14 +32,6 @@ export const STEP_JUDGE_LIMITS = {
   historyText: 1_000,
   currentText: 4_000,
 } as const;
-
-/** Head and tail of `text` with the number of characters left out between them. */
-export function clipMiddle(text: string, max: number): string {
-  if (text.length <= max) return text;
-  const head = Math.floor(max * 0.6);
-  const tail = max - head;
-  return `${text.slice(0, head)}\n[... ${text.length - max} characters omitted ...]\n${text.slice(-tail)}`;
-}
 
 const STEP_JUDGE_SYSTEM = `You evaluate one step of an AI agent that works on a task through tools (a shell, a code interpreter, an editor, a desktop, ...). You are given the task, the steps the agent took before, and its most recent step: what it wrote, the tool calls it made and what those calls returned. Judge only the most recent step.
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
+import { clipMiddle } from '../../core/clip-middle.js';
 import { meanStepVote, parseJudgeVote } from '../../core/judge-votes.js';
-import { buildStepJudgeMessages, clipMiddle, STEP_JUDGE_LIMITS } from '../../core/step-judge-prompt.js';
+import { buildStepJudgeMessages, STEP_JUDGE_LIMITS } from '../../core/step-judge-prompt.js';
 
 describe('the Track 2 step judge', () => {
   it('scores a step by the mean of its valid ±1 votes, 0 without one', () => {
@@ -32,12 +33,12 @@ describe('the Track 2 step judge', () => {
     expect(user?.content).toContain('Task instruction: count the files');
     expect(user?.content).toContain('### Step 1\nAgent wrote:\nListing first.');
     expect(user?.content).toContain('Parse error shown to the agent:\nbad markup');
-    expect(user?.content).toContain('[... 500 characters omitted ...]');
+    expect(user?.content).toContain('[... 500 characters cut ...]');
     expect(user?.content.indexOf('### Step 1')).toBeLessThan(user?.content.indexOf('### Step 2') ?? -1);
   });
 
   it('keeps head and tail of a long text', () => {
     expect(clipMiddle('abcdefghij', 20)).toBe('abcdefghij');
-    expect(clipMiddle('abcdefghij', 5)).toBe('abc\n[... 5 characters omitted ...]\nij');
+    expect(clipMiddle('abcdefghij', 5)).toBe('abc\n[... 5 characters cut ...]\nij');
   });
 });
