@@ -5,8 +5,10 @@
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
@@ -100,8 +102,11 @@ async function untilNamespaceReady(
 export async function startTemporalCluster(dir: string): Promise<TemporalCluster> {
   await ensureTemporalServerBuilt();
   await mkdir(dir, { recursive: true });
-  // PostgreSQL runs as a non-root user, who must be able to enter the folder.
+  // PostgreSQL runs as a non-root user, who must be able to enter the folder and, in the temporary folder,
+  // the folders above it (mkdtemp makes them private).
   await chmod(dir, 0o755);
+  for (let parent = dirname(resolve(dir)); parent.startsWith(`${tmpdir()}/`); parent = dirname(parent))
+    await chmod(parent, ((await stat(parent)).mode & 0o777) | 0o711);
   const port = await freePortRange(PORTS_PER_SERVER);
   const pgPort = await freePortRange(1);
   const namespace = 'default';
