@@ -12,9 +12,11 @@
 #   bash scripts/temporal-server.sh schema           only the schema, against POSTGRES_HOST:POSTGRES_PORT
 #                                                    (the compose image's entrypoint)
 #
-# Settings (environment): TEMPORAL_PORT (7233; the server also takes the next 8 ports), POSTGRES_PORT (55432),
-# POSTGRES_HOST (127.0.0.1, for `schema`), POSTGRES_USER / POSTGRES_PASSWORD (temporal / generated once per
-# DIR), TEMPORAL_SHARDS (4: fixed once the schema exists), TEMPORAL_NAMESPACE (default), TEMPORAL_LOG_LEVEL
+# Settings (environment): TEMPORAL_PORT (7233; the server also takes the next 8 ports), TEMPORAL_BIND_IP
+# (127.0.0.1; 0.0.0.0 in a container), POSTGRES_PORT (55432), POSTGRES_HOST (127.0.0.1), POSTGRES_EXTERNAL (1:
+# use the PostgreSQL at POSTGRES_HOST instead of starting one in DIR), POSTGRES_USER / POSTGRES_PASSWORD
+# (temporal / generated once per DIR), TEMPORAL_SHARDS (4: fixed once the schema exists), TEMPORAL_NAMESPACE
+# (default), TEMPORAL_LOG_LEVEL
 # (warn), TEMPORAL_SERVER_VERSION (1.32.2), GO_TOOLCHAIN (go1.27.3: the server needs Go >= 1.26.10, and Go
 # downloads that toolchain from the module proxy), TEMPORAL_CLI (the `temporal` CLI that creates the namespace:
 # .venv/bin/temporal by default).
@@ -34,6 +36,13 @@ PG_USER="${POSTGRES_USER:-temporal}"
 SHARDS="${TEMPORAL_SHARDS:-4}"
 NAMESPACE="${TEMPORAL_NAMESPACE:-default}"
 LOG_LEVEL="${TEMPORAL_LOG_LEVEL:-warn}"
+BIND_IP="${TEMPORAL_BIND_IP:-127.0.0.1}"
+EXTERNAL_PG="${POSTGRES_EXTERNAL:-0}"
+# Where the server's services find each other: the bind address, or this host's own address for 0.0.0.0.
+BROADCAST="$BIND_IP"
+if [ "$BIND_IP" = "0.0.0.0" ]; then
+  BROADCAST="$( (hostname -i 2>/dev/null || getent hosts "$(hostname)") | awk '{print $1; exit}')"
+fi
 
 log() { echo "== $*" >&2; }
 die() { echo "temporal-server.sh: $*" >&2; exit 1; }
@@ -133,6 +142,16 @@ postgres_stop() {
   fi
 }
 
+# An external PostgreSQL (compose's service) may still be starting: wait until it takes TCP connections.
+wait_for_postgres() {
+  local i
+  for i in $(seq 1 120); do
+    if (exec 3<>"/dev/tcp/$PG_HOST/$PG_PORT") 2>/dev/null; then return; fi
+    sleep 1
+  done
+  die "PostgreSQL at $PG_HOST:$PG_PORT did not answer within 120 s"
+}
+
 # Creates both databases and brings their schemas to the version this server needs, with its own SQL tool:
 # on a new database `setup-schema -v 0.0` then every versioned step; later only the steps still missing.
 schema() {
@@ -196,16 +215,16 @@ persistence:
 global:
   membership:
     maxJoinDuration: 30s
-    broadcastAddress: 127.0.0.1
+    broadcastAddress: "$BROADCAST"
 services:
   frontend:
-    rpc: { grpcPort: $PORT, httpPort: $((PORT + 1)), membershipPort: $membership, bindOnIP: 127.0.0.1 }
+    rpc: { grpcPort: $PORT, httpPort: $((PORT + 1)), membershipPort: $membership, bindOnIP: "$BIND_IP" }
   history:
-    rpc: { grpcPort: $((PORT + 2)), membershipPort: $((membership + 1)), bindOnIP: 127.0.0.1 }
+    rpc: { grpcPort: $((PORT + 2)), membershipPort: $((membership + 1)), bindOnIP: "$BIND_IP" }
   matching:
-    rpc: { grpcPort: $((PORT + 3)), membershipPort: $((membership + 2)), bindOnIP: 127.0.0.1 }
+    rpc: { grpcPort: $((PORT + 3)), membershipPort: $((membership + 2)), bindOnIP: "$BIND_IP" }
   worker:
-    rpc: { grpcPort: $((PORT + 4)), membershipPort: $((membership + 3)), bindOnIP: 127.0.0.1 }
+    rpc: { grpcPort: $((PORT + 4)), membershipPort: $((membership + 3)), bindOnIP: "$BIND_IP" }
 clusterMetadata:
   enableGlobalNamespace: false
   failoverVersionIncrement: 10
@@ -216,7 +235,7 @@ clusterMetadata:
       enabled: true
       initialFailoverVersion: 1
       rpcName: frontend
-      rpcAddress: "127.0.0.1:$PORT"
+      rpcAddress: "$BROADCAST:$PORT"
 dcRedirectionPolicy:
   policy: noop
 dynamicConfigClient:
@@ -265,7 +284,12 @@ prepare() {
   local dir="$1" password
   build
   mkdir -p "$dir"
-  postgres_start "$dir"
+  if [ "$EXTERNAL_PG" = "1" ]; then
+    [ -n "${POSTGRES_PASSWORD:-}" ] || die "POSTGRES_EXTERNAL=1 needs POSTGRES_PASSWORD"
+    wait_for_postgres
+  else
+    postgres_start "$dir"
+  fi
   password="$(pg_password "$dir")"
   schema "$password"
   write_config "$dir" "$password"

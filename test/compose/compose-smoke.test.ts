@@ -1,6 +1,6 @@
 // The compose smoke test: what a new user does with `docker compose up`, on this machine's Docker engine.
-// Every image is built here (docker-compose.local.yml: a locally made Debian base, Temporal's dev server in
-// place of the official images), the services come up through their health checks, a training run is started
+// Every image is built here (docker-compose.local.yml: a locally made Debian base, the Temporal server built
+// from the Go module proxy on the PostgreSQL service in place of the official images), the services come up through their health checks, a training run is started
 // with the same JSON a user pastes into the Temporal UI's Start Workflow form, chat turns go through the
 // gateway, an epoch completes and the engine serves the next policy version; then the control worker is
 // killed (SIGKILL), Docker restarts it, and the run goes on with nothing lost. Last, the gpu profile's
@@ -121,6 +121,8 @@ describe('docker compose up (local images)', () => {
     // data-init makes everything under the data folder the services' (uid 1000), this one included.
     await mkdir(join(dataDir, 'trainer'));
     const started = Date.now();
+    // The local override's Temporal server image copies the binaries built from the Go module proxy.
+    await run('bash', ['scripts/temporal-server.sh', 'build'], { cwd: ROOT, timeout: 30 * 60_000 });
     await composeRun(['build'], 40 * 60_000);
     console.log(`[compose] images built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     await composeRun(['up', '-d'], 10 * 60_000);
@@ -172,10 +174,9 @@ describe('docker compose up (local images)', () => {
     batchSize: BATCH_SIZE,
   });
 
-  it('serves the Temporal UI and the model list', async () => {
-    expect(
-      (await fetch(`http://127.0.0.1:${ports.ui}/`, { signal: AbortSignal.timeout(10_000) })).status,
-    ).toBe(200);
+  it('runs the Temporal server on PostgreSQL (not the dev server) and serves the model list', async () => {
+    const info = await connection.workflowService.getSystemInfo({});
+    expect(info.serverVersion).toBe('1.32.2');
     const models = await openai().models.list();
     expect(models.data.length).toBeGreaterThan(0);
   });

@@ -22,6 +22,7 @@ import { type CliProcess, freePort, freePortPair, killOnExit, startCli } from '.
 import { type DelayingProxy, startDelayingProxy } from '../support/delaying-proxy.js';
 import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
+import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster.js';
 import { Conversation, type ExpectedOutcome } from './conversation.js';
 import {
   activityAttempts,
@@ -39,6 +40,8 @@ const JUDGE_DELAY_MS = 1_500;
 /** How long the proxy holds the engine's answer to a training call while the worker is to be killed. */
 const HOLD_MS = 4_000;
 const PHASE_TIMEOUT_MS = 180_000;
+/** OPENCLAW_TEST_TEMPORAL=server: the whole matrix on the Temporal server with PostgreSQL. */
+const ON_REAL_SERVER = process.env.OPENCLAW_TEST_TEMPORAL === 'server';
 
 /** Polls `probe` until it returns a value (not null/undefined/false); never a fixed sleep. */
 async function waitFor<T>(
@@ -120,7 +123,8 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
   let dir: string;
   let dataDir: string;
   let temporalAddress: string;
-  let temporal: DevServer | undefined;
+  let temporal: Pick<DevServer, 'process' | 'stop'> | undefined;
+  let cluster: TemporalCluster | undefined;
   /** `openclaw-rl engine`, and the Python engine process it started. */
   let engine: CliProcess | undefined;
   let enginePid: number | undefined;
@@ -147,8 +151,21 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     return made;
   };
 
-  /** The dev server on the suite's own address and database file (a restart finds its workflows there). */
-  const startDevServer = async (): Promise<DevServer> => {
+  /**
+   * The dev server on the suite's own address and database file (a restart finds its workflows there), or with
+   * OPENCLAW_TEST_TEMPORAL=server the Temporal server on PostgreSQL (restarted on the same database).
+   */
+  const startDevServer = async (): Promise<Pick<DevServer, 'process' | 'stop'>> => {
+    if (ON_REAL_SERVER) {
+      if (cluster) await cluster.restart();
+      else {
+        cluster = await startTemporalCluster(join(dir, 'temporal-server'));
+        temporalAddress = cluster.address;
+      }
+      temporal = cluster;
+      killOnExit(cluster.process);
+      return cluster;
+    }
     const server = await startTemporalDevServer(temporalAddress, dataDir);
     temporal = server;
     killOnExit(server.process);
