@@ -11,7 +11,7 @@ import {
 import type { EnvHostActivities, EnvSharedActivities, EpisodeRef } from '../activities/env-activities.js';
 import type { EnvRolloutSettings } from '../core/rollout-settings.js';
 import type { EnvRolloutResult, RolloutStatus } from './agentic-signals.js';
-import { describeFailure } from './failure-text.js';
+import { describeFailure, failedRolloutResult } from './rollout-results.js';
 
 export async function rolloutStepByStep(input: EnvRolloutSettings): Promise<EnvRolloutResult> {
   const ref: EpisodeRef = {
@@ -38,18 +38,7 @@ export async function rolloutStepByStep(input: EnvRolloutSettings): Promise<EnvR
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
-  const result: EnvRolloutResult = {
-    rolloutId: input.rolloutId,
-    status: 'FAILED',
-    reward: null,
-    steps: 0,
-    sampleIds: [],
-    containerIds: [],
-    hostIds: [],
-    parseErrors: 0,
-    detail: '',
-    stepScores: null,
-  };
+  const result = failedRolloutResult(input.rolloutId);
   const noteContainer = (id: string | null) => {
     if (id !== null && !result.containerIds.includes(id)) result.containerIds.push(id);
   };

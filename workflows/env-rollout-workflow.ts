@@ -26,7 +26,7 @@ import { type EnvRolloutSettings, envRolloutInputSchema } from '../core/rollout-
 import { describeZodError } from '../core/training-settings.js';
 import type { EnvRolloutInput, EnvRolloutResult } from './agentic-signals.js';
 import { rolloutStepByStep } from './env-rollout-steps.js';
-import { describeFailure } from './failure-text.js';
+import { describeFailure, failedRolloutResult } from './rollout-results.js';
 
 /** Marks rollouts that run as episode activities (histories without it replay step by step). */
 export const EPISODE_ACTIVITIES_PATCH = 'episode-activities';
@@ -85,18 +85,7 @@ async function rolloutByEpisode(input: EnvRolloutSettings): Promise<EnvRolloutRe
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
-  const result: EnvRolloutResult = {
-    rolloutId: input.rolloutId,
-    status: 'FAILED',
-    reward: null,
-    steps: 0,
-    sampleIds: [],
-    containerIds: [],
-    hostIds: [],
-    parseErrors: 0,
-    detail: '',
-    stepScores: null,
-  };
+  const result = failedRolloutResult(input.rolloutId);
   const noteContainer = (id: string | null) => {
     if (id !== null && !result.containerIds.includes(id)) result.containerIds.push(id);
   };

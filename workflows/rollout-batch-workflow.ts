@@ -26,7 +26,7 @@ import {
   type SlotResult,
 } from './agentic-signals.js';
 import { envRolloutWorkflow } from './env-rollout-workflow.js';
-import { describeFailure } from './failure-text.js';
+import { describeFailure, failedRolloutResult } from './rollout-results.js';
 
 /** Progress signals per batch: few enough that a parent with 1,000 batches stays under 10,000 signals. */
 const REPORTS_PER_BATCH = 8;
@@ -79,18 +79,7 @@ export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<Ro
       } catch (error) {
         if (isCancellation(error)) throw error;
         // The child failed, timed out or was terminated: the same as a FAILED rollout.
-        outcome = {
-          rolloutId,
-          status: 'FAILED',
-          reward: null,
-          steps: 0,
-          sampleIds: [],
-          containerIds: [],
-          hostIds: [],
-          parseErrors: 0,
-          detail: describeFailure(error),
-          stepScores: null,
-        };
+        outcome = failedRolloutResult(rolloutId, describeFailure(error));
       }
       if (outcome.status === 'FAILED' && attempt < input.maxRetriesPerRollout) {
         attempt++;

@@ -4,21 +4,15 @@
 // is the orchestrator's own cost of a child workflow, the floor any real rollout is measured against.
 
 import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
+import { failedRolloutResult } from '../../workflows/rollout-results.js';
 
 export { agenticTrainingWorkflow } from '../../workflows/agentic-training-workflow.js';
 export { rolloutBatchWorkflow } from '../../workflows/rollout-batch-workflow.js';
 
 export async function envRolloutWorkflow(input: EnvRolloutInput): Promise<EnvRolloutResult> {
   return {
-    rolloutId: input.rolloutId,
+    ...failedRolloutResult(input.rolloutId, 'empty rollout (benchmark baseline)'),
     status: 'COMPLETED',
     reward: 1,
-    steps: 0,
-    sampleIds: [],
-    containerIds: [],
-    hostIds: [],
-    parseErrors: 0,
-    detail: 'empty rollout (benchmark baseline)',
-    stepScores: null,
   };
 }
