@@ -249,7 +249,10 @@ for (const server of servers) {
       runs.push(figures);
       console.log(
         `  ${server} ${variant}: ${figures.rollouts} rollouts (${figures.completed} completed, ${figures.executions} executions; server logged ${figures.serverErrors} errors) in ${figures.seconds.toFixed(1)} s: ` +
-          `${(figures.rollouts / figures.seconds).toFixed(1)} rollouts/s (load ${load()})`,
+          `${(figures.rollouts / figures.seconds).toFixed(1)} rollouts/s (load ${load()}); per rollout ` +
+          `${figures.eventsPerRollout.toFixed(1)} events, ${(figures.historyBytesPerRollout / 1024).toFixed(2)} KiB of history, ` +
+          `${figures.payloadBytesPerRollout.toFixed(0)} B of payloads, ` +
+          `${((figures.serverRssPeak - figures.serverRssBefore) / figures.rollouts / 1024).toFixed(1)} KiB of server RSS`,
       );
     }
   }
