@@ -132,5 +132,5 @@ describe('fan-out: 500 rollouts of the container-free environment through the re
     expect(manifest?.sampleIds).toHaveLength(436);
     expect(manifest?.droppedRolloutIds).toHaveLength(12);
     expect(sawProgress).toBe(true);
-  }, 180_000);
+  }, 300_000);
 });
