@@ -13,7 +13,13 @@ import { link, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises
 import { join } from 'node:path';
 import { z } from 'zod';
 import { DurableDirectories, syncDirectory, writeTemporary } from './durable-file.js';
-import { type Outbox, type OutboxEntry, type OutboxStats, outboxEntrySchema } from './outbox.js';
+import {
+  type ClaimLimit,
+  type Outbox,
+  type OutboxEntry,
+  type OutboxStats,
+  parseOutboxEntry,
+} from './outbox.js';
 
 const leaseSchema = z.object({ holder: z.string(), expiresAt: z.number() });
 type Lease = z.infer<typeof leaseSchema>;
@@ -60,13 +66,20 @@ export class FileOutbox implements Outbox {
     if (this.sync) await syncDirectory(this.entriesDir);
   }
 
-  async claim(holder: string, leaseMs: number, limit: number): Promise<OutboxEntry[]> {
+  async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<OutboxEntry[]> {
     if (!(await this.lease(holder, leaseMs))) return [];
-    const names = (await this.entryNames()).slice(0, limit);
     const entries: OutboxEntry[] = [];
-    for (const name of names) {
+    const sessions = new Set<string>();
+    for (const name of await this.entryNames()) {
+      if (entries.length >= limit.entries) break;
       const entry = await this.readEntry(name);
-      if (entry) entries.push(entry);
+      if (!entry) continue;
+      if (!sessions.has(entry.sessionId)) {
+        // Past the session limit, only the sessions already taken; the others' turn comes next time.
+        if (sessions.size >= limit.sessions) continue;
+        sessions.add(entry.sessionId);
+      }
+      entries.push(entry);
     }
     return entries;
   }
@@ -181,13 +194,14 @@ export class FileOutbox implements Outbox {
       if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null; // delivered meanwhile
       throw error;
     }
-    let parsed: ReturnType<typeof outboxEntrySchema.safeParse>;
+    let raw: unknown;
     try {
-      parsed = outboxEntrySchema.safeParse(JSON.parse(text));
+      raw = JSON.parse(text);
     } catch {
-      parsed = outboxEntrySchema.safeParse(undefined);
+      raw = undefined;
     }
-    if (parsed.success) return { ...(parsed.data as OutboxEntry), position: name };
+    const entry = parseOutboxEntry(raw, name);
+    if (entry) return entry;
     // Entries are renamed into place whole, so only a damaged disk makes one unreadable: set it aside.
     if (this.clock() - createdAtOfName(name) > TORN_AFTER_MS)
       await rename(join(this.entriesDir, name), join(this.entriesDir, `${name}.unreadable`)).catch(() => {});

@@ -7,8 +7,13 @@
 // The outbox is two tables: entries in commit order, and one lease row per session being delivered.
 
 import pg from 'pg';
-import type { Outbox, OutboxEntry, OutboxStats } from './outbox.js';
-import { outboxMessageSchema } from './outbox.js';
+import {
+  type ClaimLimit,
+  type Outbox,
+  type OutboxEntry,
+  type OutboxStats,
+  parseOutboxEntry,
+} from './outbox.js';
 import { packRecord, unpackRecord } from './packed-arrays.js';
 import type { SampleStore } from './sample-store.js';
 
@@ -37,6 +42,7 @@ const SCHEMA = [
     id text NOT NULL UNIQUE,
     session_id text NOT NULL,
     message jsonb NOT NULL,
+    workflow jsonb NOT NULL,
     created_at bigint NOT NULL)`,
   'CREATE INDEX IF NOT EXISTS outbox_by_session ON outbox (session_id, seq)',
   `CREATE TABLE IF NOT EXISTS outbox_leases (
@@ -132,11 +138,11 @@ export class PostgresSampleStore implements SampleStore {
       `WITH created AS (
          INSERT INTO ${table} (key, doc, arrays) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key
        ), queued AS (
-         INSERT INTO outbox (id, session_id, message, created_at)
-         SELECT $4, $5, $6, $7 FROM created ON CONFLICT (id) DO NOTHING RETURNING 1
+         INSERT INTO outbox (id, session_id, message, workflow, created_at)
+         SELECT $4, $5, $6, $7, $8 FROM created ON CONFLICT (id) DO NOTHING RETURNING 1
        )
        SELECT (SELECT count(*) FROM created) AS created`,
-      [key, json, arrays, entry.id, entry.sessionId, JSON.stringify(entry.message), entry.createdAt],
+      [key, json, arrays, ...entryValues(entry)],
     );
     return Number(result.rows[0]?.created) === 1;
   }
@@ -185,6 +191,7 @@ interface OutboxRow {
   id: string;
   session_id: string;
   message: unknown;
+  workflow: unknown;
   created_at: string;
 }
 
@@ -196,12 +203,13 @@ export class PostgresOutbox implements Outbox {
 
   async enqueue(entry: OutboxEntry): Promise<void> {
     await this.query(
-      `INSERT INTO outbox (id, session_id, message, created_at) VALUES ($1, $2, $3, $4) ON CONFLICT (id) DO NOTHING`,
-      [entry.id, entry.sessionId, JSON.stringify(entry.message), entry.createdAt],
+      `INSERT INTO outbox (id, session_id, message, workflow, created_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (id) DO NOTHING`,
+      entryValues(entry),
     );
   }
 
-  async claim(holder: string, leaseMs: number, limit: number): Promise<OutboxEntry[]> {
+  async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<OutboxEntry[]> {
     // Sessions with entries whose lease is free, run out or ours, oldest first; leased (or renewed) in one
     // statement whose conflict clause checks the lease again under the row's lock, so of two relays racing
     // for a session exactly one gets it. Rows are leased in session order, which keeps two claims from
@@ -221,26 +229,28 @@ export class PostgresOutbox implements Outbox {
          WHERE outbox_leases.expires_at <= now() OR outbox_leases.holder = EXCLUDED.holder
          RETURNING session_id
        )
-       SELECT o.seq, o.id, o.session_id, o.message, o.created_at
+       SELECT o.seq, o.id, o.session_id, o.message, o.workflow, o.created_at
        FROM outbox o JOIN leased USING (session_id)
        ORDER BY o.seq
-       LIMIT $3`,
-      [holder, leaseMs, limit],
+       LIMIT $4`,
+      [holder, leaseMs, limit.sessions, limit.entries],
     );
     // Now and then, the leases of sessions that have nothing left and whose holder went away.
     if (++this.claims % 200 === 0)
       await this.query("DELETE FROM outbox_leases WHERE expires_at < now() - interval '1 minute'");
     const entries: OutboxEntry[] = [];
     for (const row of result.rows) {
-      const message = outboxMessageSchema.safeParse(row.message);
-      if (!message.success) continue; // not written by this code: left for a person to look at
-      entries.push({
-        id: row.id,
-        sessionId: row.session_id,
-        message: message.data as OutboxEntry['message'],
-        createdAt: Number(row.created_at),
-        position: row.seq,
-      });
+      const entry = parseOutboxEntry(
+        {
+          id: row.id,
+          sessionId: row.session_id,
+          message: row.message,
+          workflow: row.workflow,
+          createdAt: Number(row.created_at),
+        },
+        row.seq,
+      );
+      if (entry) entries.push(entry); // else not written by this code: left for a person to look at
     }
     return entries;
   }
@@ -269,6 +279,17 @@ export class PostgresOutbox implements Outbox {
       oldestCreatedAt: row?.oldest === null || row?.oldest === undefined ? null : Number(row.oldest),
     };
   }
+}
+
+/** An entry's columns after `id`'s position: id, session_id, message, workflow, created_at. */
+function entryValues(entry: OutboxEntry): unknown[] {
+  return [
+    entry.id,
+    entry.sessionId,
+    JSON.stringify(entry.message),
+    JSON.stringify(entry.workflow),
+    entry.createdAt,
+  ];
 }
 
 function checkKey(key: string): void {

@@ -19,9 +19,7 @@ import {
 } from '../../core/config.js';
 import type { EngineAdapter } from '../../engines/engine-adapter.js';
 import { createEngineAdapter } from '../../engines/engine-adapters.js';
-import { DurableTurnRecorder, sessionSettingsFromConfig } from '../../gateway/durable-turn-recorder.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import type { RecordedTurn, TurnDraft, TurnRecorder } from '../../gateway/turn-recorder.js';
 import { type FakeJudge, startFakeJudge } from '../../test/support/fake-judge-server.js';
 import { createControlWorker } from '../../workers/control-worker.js';
 import {
@@ -90,7 +88,7 @@ async function freePortPair(): Promise<number> {
   throw new Error('no free port pair found');
 }
 
-/** The sample store with its create-if-absent writes (the recorder's claim of a turn) timed. */
+/** The sample store with its create-if-absent writes (the recorder's durable write of a turn and its entry) timed. */
 class TimedStore extends FileSampleStore {
   constructor(
     root: string,
@@ -98,28 +96,15 @@ class TimedStore extends FileSampleStore {
   ) {
     super(root);
   }
-  override async putIfAbsent(key: string, value: unknown): Promise<boolean> {
+  override async putIfAbsent(
+    key: string,
+    value: unknown,
+    options?: Parameters<FileSampleStore['putIfAbsent']>[2],
+  ): Promise<boolean> {
     const started = performance.now();
-    const result = await super.putIfAbsent(key, value);
+    const result = await super.putIfAbsent(key, value, options);
     this.times.push(performance.now() - started);
     return result;
-  }
-}
-
-/** Wraps the gateway's durable recorder to time each hand-off; behaviour is unchanged. */
-class TimedRecorder implements TurnRecorder {
-  constructor(
-    private readonly inner: TurnRecorder,
-    private readonly times: number[],
-  ) {}
-  async record(draft: TurnDraft): Promise<RecordedTurn> {
-    const started = performance.now();
-    const result = await this.inner.record(draft);
-    this.times.push(performance.now() - started);
-    return result;
-  }
-  endSession(sessionId: string): Promise<void> {
-    return this.inner.endSession(sessionId);
   }
 }
 
@@ -208,16 +193,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const storeTimes: number[] = [];
     let gateway: RunningGateway | null = null;
     if (options.gateway) {
-      // What startGateway builds by default, with the same store, client and session settings, plus a timer.
-      const recorder = new DurableTurnRecorder({
-        store: new TimedStore(store.root, storeTimes),
-        client,
-        session: sessionSettingsFromConfig(config),
-        taskQueue: config.temporal.taskQueue,
-      });
+      // What startGateway builds by default, with the same store (timed) and client.
       const config0 = { ...config, gateway: { ...config.gateway, port: 0 } };
       gateway = await startGateway(config0, {
-        recorder: new TimedRecorder(recorder, recordTimes),
+        store: new TimedStore(store.root, storeTimes),
+        temporal: client,
         logger: false,
       });
       const running = gateway;

@@ -59,6 +59,18 @@ const ref = (sessionId: string, turn: number): TurnRef => ({
   kind: 'main',
 });
 
+const workflow = {
+  taskQueue: 'control',
+  input: {
+    sessionId: 's',
+    runId: 'default',
+    method: 'rl' as const,
+    judgeVotes: 1,
+    idleTimeoutMs: 60_000,
+    continueAsNewAfterTurns: 200,
+  },
+};
+
 describe.each(backends)('$name', ({ make }) => {
   it('round-trips values under encoded keys, any session id included', async () => {
     const store = await make();
@@ -115,10 +127,12 @@ describe.each(backends)('$name', ({ make }) => {
 
   it('a created turn comes with its outbox entry; a turn already there adds none', async () => {
     const store = await make();
-    const entry = turnEntry(ref('s', 1));
+    const entry = turnEntry(ref('s', 1), workflow);
     expect(await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: entry })).toBe(true);
-    expect(await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: turnEntry(ref('s', 1)) })).toBe(false);
-    const claimed = await store.outbox.claim('relay-a', 10_000, 10);
+    expect(
+      await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: turnEntry(ref('s', 1), workflow) }),
+    ).toBe(false);
+    const claimed = await store.outbox.claim('relay-a', 10_000, { sessions: 100, entries: 10 });
     expect(claimed.map((e) => e.message)).toEqual([{ kind: 'turn', ref: ref('s', 1) }]);
     expect((await store.outbox.stats()).depth).toBe(1);
   });
@@ -126,13 +140,13 @@ describe.each(backends)('$name', ({ make }) => {
   it('outbox: entries in order per session; one holder at a time; removed once delivered', async () => {
     const store = await make();
     for (let turn = 1; turn <= 3; turn++) {
-      await store.outbox.enqueue(turnEntry(ref('s1', turn), 1_000 + turn));
-      await store.outbox.enqueue(turnEntry(ref('s2', turn), 1_000 + turn));
+      await store.outbox.enqueue(turnEntry(ref('s1', turn), workflow, 1_000 + turn));
+      await store.outbox.enqueue(turnEntry(ref('s2', turn), workflow, 1_000 + turn));
     }
     const stats = await store.outbox.stats();
     expect(stats).toEqual({ depth: 6, oldestCreatedAt: 1_001 });
 
-    const a = await store.outbox.claim('relay-a', 10_000, 100);
+    const a = await store.outbox.claim('relay-a', 10_000, { sessions: 100, entries: 100 });
     const turnsOf = (session: string) =>
       a
         .filter((e) => e.sessionId === session)
@@ -140,25 +154,25 @@ describe.each(backends)('$name', ({ make }) => {
     expect(turnsOf('s1')).toEqual([1, 2, 3]);
     expect(turnsOf('s2')).toEqual([1, 2, 3]);
     // Another relay gets nothing while relay-a's lease runs; relay-a renews its own.
-    expect(await store.outbox.claim('relay-b', 10_000, 100)).toEqual([]);
-    expect(await store.outbox.claim('relay-a', 10_000, 100)).toHaveLength(6);
+    expect(await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 100 })).toEqual([]);
+    expect(await store.outbox.claim('relay-a', 10_000, { sessions: 100, entries: 100 })).toHaveLength(6);
 
     await store.outbox.remove(a.slice(0, 2));
     expect((await store.outbox.stats()).depth).toBe(4);
     await store.outbox.release('relay-a');
-    const b = await store.outbox.claim('relay-b', 10_000, 100);
+    const b = await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 100 });
     expect(b).toHaveLength(4);
     expect(b.map((e) => e.id)).toEqual(a.slice(2).map((e) => e.id));
   });
 
   it('outbox: a lease that ran out is taken by another holder', async () => {
     const store = await make();
-    await store.outbox.enqueue(turnEntry(ref('s', 1)));
-    expect(await store.outbox.claim('dead', 200, 10)).toHaveLength(1);
-    expect(await store.outbox.claim('alive', 10_000, 10)).toEqual([]);
+    await store.outbox.enqueue(turnEntry(ref('s', 1), workflow));
+    expect(await store.outbox.claim('dead', 200, { sessions: 100, entries: 10 })).toHaveLength(1);
+    expect(await store.outbox.claim('alive', 10_000, { sessions: 100, entries: 10 })).toEqual([]);
     await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(await store.outbox.claim('alive', 10_000, 10)).toHaveLength(1);
-    expect(await store.outbox.claim('dead', 200, 10)).toEqual([]);
+    expect(await store.outbox.claim('alive', 10_000, { sessions: 100, entries: 10 })).toHaveLength(1);
+    expect(await store.outbox.claim('dead', 200, { sessions: 100, entries: 10 })).toEqual([]);
   });
 });
 
@@ -167,10 +181,11 @@ describe('PostgresSampleStore outbox leases', () => {
     const store = await backends[1]?.make();
     if (!store) throw new Error('no store');
     for (const session of ['s1', 's2', 's3', 's4'])
-      for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(turnEntry(ref(session, turn)));
+      for (let turn = 1; turn <= 2; turn++)
+        await store.outbox.enqueue(turnEntry(ref(session, turn), workflow));
     const [a, b] = await Promise.all([
-      store.outbox.claim('relay-a', 10_000, 2),
-      store.outbox.claim('relay-b', 10_000, 2),
+      store.outbox.claim('relay-a', 10_000, { sessions: 2, entries: 10 }),
+      store.outbox.claim('relay-b', 10_000, { sessions: 2, entries: 10 }),
     ]);
     const sessionsA = new Set((a ?? []).map((e) => e.sessionId));
     const sessionsB = new Set((b ?? []).map((e) => e.sessionId));
@@ -180,7 +195,7 @@ describe('PostgresSampleStore outbox leases', () => {
     const [first] = [...sessionsA];
     if (first) {
       await store.outbox.release('relay-a', [first]);
-      const again = await store.outbox.claim('relay-b', 10_000, 10);
+      const again = await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 10 });
       expect(again.some((e) => e.sessionId === first)).toBe(true);
     }
   });

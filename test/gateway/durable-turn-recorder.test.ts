@@ -1,7 +1,8 @@
 // Turn numbering without memory: two recorders (two gateways) on one store agree on numbers, a retried
-// request is recognised, and every recorded turn reaches its session workflow on the real Temporal server.
+// request is recognised, and every recorded turn reaches its session workflow on the real Temporal server
+// through the outbox relay. A crash between the record and its outbox entry loses nothing acknowledged.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -10,9 +11,12 @@ import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
+import { sessionDelivery } from '../../gateway/outbox-delivery.js';
+import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import type { TurnDraft } from '../../gateway/turn-recorder.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import {
+  outboxEmpty,
   sessionSignals,
   TEST_SESSION_SETTINGS,
   terminateSessions,
@@ -23,26 +27,32 @@ describe('DurableTurnRecorder', () => {
   let env: TestWorkflowEnvironment;
   let dir: string;
   let store: FileSampleStore;
+  let relay: OutboxRelay;
   const sessions: string[] = [];
+  const taskQueue = uniqueTaskQueue('recorder');
 
   beforeAll(async () => {
     env = await connectTestEnvironment();
     dir = await mkdtemp(join(tmpdir(), 'openclaw-recorder-'));
-    store = new FileSampleStore(dir);
+    store = new FileSampleStore(join(dir, 'store'));
+    relay = new OutboxRelay({ outbox: store.outbox, deliver: sessionDelivery(env.client), pollMs: 50 });
+    relay.start();
   });
 
   afterAll(async () => {
+    await relay?.stop();
     if (env) await terminateSessions(env, sessions);
     await env?.teardown();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const recorder = () =>
+  const recorder = (on = store) =>
     new DurableTurnRecorder({
-      store,
-      client: env.client,
+      store: on,
       session: TEST_SESSION_SETTINGS,
-      taskQueue: uniqueTaskQueue('recorder'),
+      taskQueue,
+      retry: { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 },
+      onQueued: () => relay.notify(),
     });
 
   const draft = (sessionId: string, messages: ChatMessage[]): TurnDraft => ({
@@ -85,12 +95,52 @@ describe('DurableTurnRecorder', () => {
     const stored = await store.get<TurnRecord>(turnRecordKey(sessionId, rightOnly?.turn ?? 0));
     expect(stored?.messages.at(-1)?.content).toBe('right');
 
+    // Answered once durable; delivered by the relay right after.
+    await outboxEmpty(store, 20_000);
     const signals = await sessionSignals(env.client, sessionId);
     expect(signals).toHaveLength(4);
     expect(signals.every((s) => s.name === 'turnRecorded')).toBe(true);
     expect(new Set(signals.map((s) => (s.args[0] as { turn: number }).turn))).toEqual(new Set([2, 3]));
 
     await a.endSession(sessionId);
+    await outboxEmpty(store, 20_000);
     expect((await sessionSignals(env.client, sessionId)).at(-1)?.name).toBe('sessionDone');
   });
+
+  it('a crash between the record and its outbox entry: unacknowledged, and the retry delivers it', async () => {
+    const sessionId = session();
+    // The outbox folder cannot take a file: the record is written, its entry is not, as if the process had
+    // died between the two writes.
+    const root = join(dir, 'torn');
+    await mkdir(join(root, '.outbox'), { recursive: true });
+    await writeFile(join(root, '.outbox', 'entries'), 'not a folder');
+    const torn = new FileSampleStore(root);
+    const turn = draft(sessionId, [{ role: 'user', content: 'hello' }]);
+    await expect(recorder(torn).record(turn)).rejects.toThrow();
+    expect(await torn.get(turnRecordKey(sessionId, 1))).toBeDefined();
+    await rm(join(root, '.outbox', 'entries'));
+
+    // The client saw an error and retries the same request: the recorder finds the record and queues it now.
+    const retried = await recorder(torn).record(turn);
+    expect(retried).toEqual({ turn: 1, sampleId: `${sessionId}:1`, duplicate: true });
+    const tornRelay = new OutboxRelay({
+      outbox: torn.outbox,
+      deliver: sessionDelivery(env.client),
+      pollMs: 50,
+    });
+    tornRelay.start();
+    try {
+      await outboxEmpty(torn, 20_000);
+    } finally {
+      await tornRelay.stop();
+    }
+    const signals = await sessionSignals(env.client, sessionId);
+    expect(signals.map((s) => (s.args[0] as { turn: number }).turn)).toEqual([1]);
+  });
+
+  const session = () => {
+    const id = uniqueSessionId('rec');
+    sessions.push(id);
+    return id;
+  };
 });
