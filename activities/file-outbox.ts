@@ -9,6 +9,7 @@
 // the session workflow ignores; a lease does not outlive a reboot's processes anyway).
 
 import { randomUUID } from 'node:crypto';
+import { type FSWatcher, mkdirSync, watch } from 'node:fs';
 import { link, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -46,6 +47,8 @@ export class FileOutbox implements Outbox {
   private readonly entriesDir: string;
   private readonly leaseDir: string;
   private readonly dirs: DurableDirectories;
+  /** Entries already read, by file name: a claim reads only the files that are new since the last one. */
+  private readonly parsed = new Map<string, OutboxEntry>();
 
   constructor(
     readonly root: string,
@@ -70,9 +73,12 @@ export class FileOutbox implements Outbox {
     if (!(await this.lease(holder, leaseMs))) return [];
     const entries: OutboxEntry[] = [];
     const sessions = new Set<string>();
-    for (const name of await this.entryNames()) {
+    const names = await this.entryNames();
+    const present = new Set(names);
+    for (const name of this.parsed.keys()) if (!present.has(name)) this.parsed.delete(name);
+    for (const name of names) {
       if (entries.length >= limit.entries) break;
-      const entry = await this.readEntry(name);
+      const entry = this.parsed.get(name) ?? (await this.readEntry(name));
       if (!entry) continue;
       if (!sessions.has(entry.sessionId)) {
         // Past the session limit, only the sessions already taken; the others' turn comes next time.
@@ -104,6 +110,21 @@ export class FileOutbox implements Outbox {
     const names = await this.entryNames();
     const first = names[0];
     return { depth: names.length, oldestCreatedAt: first === undefined ? null : createdAtOfName(first) };
+  }
+
+  /** inotify on the entries folder: a relay hears of an entry written by another process at once. */
+  watch(onChange: () => void): () => void {
+    let watcher: FSWatcher | null = null;
+    try {
+      mkdirSync(this.entriesDir, { recursive: true });
+      watcher = watch(this.entriesDir, { persistent: false }, (_event, name) => {
+        if (name?.endsWith(ENTRY_SUFFIX)) onChange();
+      });
+      watcher.on('error', () => watcher?.close());
+    } catch {
+      // no watching here (a filesystem without it): the relay's poll finds new entries
+    }
+    return () => watcher?.close();
   }
 
   /** Takes or renews the outbox's lease for `holder`; false while another holder's lease runs. */
@@ -201,7 +222,10 @@ export class FileOutbox implements Outbox {
       raw = undefined;
     }
     const entry = parseOutboxEntry(raw, name);
-    if (entry) return entry;
+    if (entry) {
+      this.parsed.set(name, entry);
+      return entry;
+    }
     // Entries are renamed into place whole, so only a damaged disk makes one unreadable: set it aside.
     if (this.clock() - createdAtOfName(name) > TORN_AFTER_MS)
       await rename(join(this.entriesDir, name), join(this.entriesDir, `${name}.unreadable`)).catch(() => {});

@@ -93,6 +93,8 @@ export interface Outbox {
   /** Gives up `holder`'s leases of these sessions (all of them when omitted), so others may take them now. */
   release(holder: string, sessionIds?: readonly string[]): Promise<void>;
   stats(): Promise<OutboxStats>;
+  /** Calls `onChange` soon after entries are added by any process, where the store can tell; returns a stop. */
+  watch?(onChange: () => void): () => void;
 }
 
 /** An entry read back from a store, or null when it is not one this code wrote (store data is a boundary). */

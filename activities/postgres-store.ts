@@ -51,6 +51,10 @@ const SCHEMA = [
     expires_at timestamptz NOT NULL)`,
 ];
 
+/** PostgreSQL's error codes for a database that does not exist, and one that already does. */
+const UNDEFINED_DATABASE = '3D000';
+const DUPLICATE_DATABASE = '42P04';
+
 /** Any fixed number: the advisory lock that keeps two processes from creating the tables at once. */
 const SCHEMA_LOCK = 0x6f70636c;
 
@@ -68,7 +72,10 @@ export class PostgresSampleStore implements SampleStore {
   private readonly pool: pg.Pool;
   private schemaReady: Promise<void> | null = null;
 
+  private readonly url: string;
+
   constructor(options: PostgresStoreOptions) {
+    this.url = options.url;
     this.pool = new pg.Pool({
       connectionString: options.url,
       max: options.poolSize ?? 10,
@@ -97,7 +104,12 @@ export class PostgresSampleStore implements SampleStore {
   }
 
   private async createSchema(): Promise<void> {
-    const client = await this.pool.connect();
+    const client = await this.pool.connect().catch(async (error: { code?: string }) => {
+      // A database that does not exist yet (a new deployment) is created, then connected to.
+      if (error.code !== UNDEFINED_DATABASE) throw error;
+      await this.createDatabase();
+      return this.pool.connect();
+    });
     try {
       await client.query('BEGIN');
       await client.query('SELECT pg_advisory_xact_lock($1)', [SCHEMA_LOCK]);
@@ -108,6 +120,22 @@ export class PostgresSampleStore implements SampleStore {
       throw error;
     } finally {
       client.release();
+    }
+  }
+
+  /** CREATE DATABASE through the server's `postgres` database (the URL's user needs CREATEDB). */
+  private async createDatabase(): Promise<void> {
+    const url = new URL(this.url);
+    const name = decodeURIComponent(url.pathname.slice(1));
+    url.pathname = '/postgres';
+    const admin = new pg.Client({ connectionString: url.toString() });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
+    } catch (error) {
+      if ((error as { code?: string }).code !== DUPLICATE_DATABASE) throw error; // another process was first
+    } finally {
+      await admin.end();
     }
   }
 

@@ -68,6 +68,7 @@ export class OutboxRelay {
   private readonly drains = new Set<Promise<void>>();
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | null = null;
+  private unwatch: (() => void) | null = null;
   private ticking: Promise<void> | null = null;
   private tickAgain = false;
 
@@ -87,6 +88,7 @@ export class OutboxRelay {
     if (this.timer || this.stopping.signal.aborted) return;
     this.timer = setInterval(() => this.notify(), this.pollMs);
     this.timer.unref();
+    this.unwatch = this.outbox.watch?.(() => this.notify()) ?? null;
     this.notify();
   }
 
@@ -116,6 +118,7 @@ export class OutboxRelay {
     this.stopping.abort();
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.unwatch?.();
     const bound = sleep(this.attemptTimeoutMs, undefined, { ref: false });
     await Promise.race([Promise.all([this.ticking, ...this.drains]), bound]);
     await this.outbox.release(this.holder).catch(() => undefined);

@@ -40,11 +40,8 @@ const backends: Backend[] = [
   {
     name: 'PostgresSampleStore',
     make: async () => {
-      const name = `contract_${++databases}`;
-      const admin = new PostgresSampleStore({ url: postgres.url });
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.close();
-      const store = new PostgresSampleStore({ url: postgres.url.replace(/\/postgres$/, `/${name}`) });
+      // A database that does not exist yet: the store creates it, then its tables.
+      const store = new PostgresSampleStore({ url: postgres.databaseUrl(`contract_${++databases}`) });
       stores.push(store);
       return store;
     },

@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
+import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
@@ -68,7 +68,7 @@ describe('docker compose up (local images)', () => {
   let judge: FakeJudge;
   let client: Client;
   let connection: Connection;
-  let ports: { gateway: number; temporal: number; ui: number; engine: number };
+  let ports: { gateway: number; temporal: number; ui: number; engine: number; postgres: number };
   const conversations: Conversation[] = [];
 
   const composeRun = async (args: string[], timeoutMs = 60_000) => {
@@ -100,6 +100,7 @@ describe('docker compose up (local images)', () => {
       temporal: await freePort(),
       ui: await freePort(),
       engine: await freePort(),
+      postgres: await freePort(),
     };
     env = {
       ...process.env,
@@ -108,6 +109,7 @@ describe('docker compose up (local images)', () => {
       TEMPORAL_PORT: String(ports.temporal),
       TEMPORAL_UI_PORT: String(ports.ui),
       ENGINE_PORT: String(ports.engine),
+      SMOKE_POSTGRES_PORT: String(ports.postgres),
       SMOKE_JUDGE_URL: `http://host.docker.internal:${new URL(judge.url).port}/v1`,
       SMOKE_DATA_DIR: dataDir,
       DOCKER_GID: String((await stat('/var/run/docker.sock')).gid),
@@ -141,6 +143,7 @@ describe('docker compose up (local images)', () => {
   }, 60 * 60_000);
 
   afterAll(async () => {
+    await shared?.close();
     if (compose && env) {
       console.log(await logs());
       // With the gpu profile named: Compose v2's `down` leaves the trainer-worker up otherwise.
@@ -166,9 +169,18 @@ describe('docker compose up (local images)', () => {
     await conversation.send('wrong, try again', { stream: false, maxTokens: 8, done: true });
   }
 
+  /** The stack's store: the compose PostgreSQL's `openclaw` database, published on a port for this test. */
+  let shared: PostgresSampleStore | undefined;
+  const store = (): PostgresSampleStore => {
+    shared ??= new PostgresSampleStore({
+      url: `postgres://temporal:temporal@127.0.0.1:${ports.postgres}/openclaw`,
+    });
+    return shared;
+  };
+
   const ctx = (): CountContext => ({
     client,
-    store: new FileSampleStore(join(dataDir, 'store')),
+    store: store(),
     engine: engine(),
     runId: RUN_ID,
     batchSize: BATCH_SIZE,
@@ -276,9 +288,8 @@ describe('docker compose up (local images)', () => {
       const [first] = await client.workflow
         .getHandle(trainingWorkflowId(RUN_ID))
         .query(lineageQuery, { version: 1 });
-      const store = new FileSampleStore(join(dataDir, 'store'));
       for (const sampleId of first?.sampleIds.slice(0, 2) ?? []) {
-        const sample = await store.get<TrainingSample>(sampleKey(sampleId));
+        const sample = await store().get<TrainingSample>(sampleKey(sampleId));
         if (!sample) throw new Error(`sample ${sampleId} is not in the store`);
         await handle.signal(sampleScoredSignal, {
           ok: true,

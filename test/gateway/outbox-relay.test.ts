@@ -39,11 +39,7 @@ const stores = [
   {
     name: 'postgres',
     make: async (): Promise<SampleStore> => {
-      const name = `relay_${++databases}`;
-      const admin = new PostgresSampleStore({ url: postgres.url });
-      await admin.query(`CREATE DATABASE ${name}`);
-      await admin.close();
-      const store = new PostgresSampleStore({ url: postgres.url.replace(/\/postgres$/, `/${name}`) });
+      const store = new PostgresSampleStore({ url: postgres.databaseUrl(`relay_${++databases}`) });
       opened.push(store);
       return store;
     },

@@ -21,7 +21,8 @@ export interface SendOptions {
 }
 
 export type Attempt =
-  | { acknowledged: true; sampleId: string; content: string; at: number }
+  /** `at`: when it was acknowledged (epoch ms); `ms`: how long the request took. */
+  | { acknowledged: true; sampleId: string; content: string; at: number; ms: number }
   | {
       acknowledged: false;
       error: string;
@@ -46,8 +47,13 @@ export class Conversation {
 
   constructor(
     readonly sessionId: string,
-    private readonly openai: OpenAI,
+    private openai: OpenAI,
   ) {}
+
+  /** Talks through another gateway from now on (the same session: the store is shared). */
+  use(openai: OpenAI): void {
+    this.openai = openai;
+  }
 
   /** Sample ids of the acknowledged turns, in order. */
   get acknowledged(): string[] {
@@ -107,6 +113,7 @@ export class Conversation {
       ...(options.ignoreEos && { ignore_eos: true }),
     };
     let result: { content: string } | { error: string; chunks: number; sawDone: boolean; status?: number };
+    const started = Date.now();
     try {
       result = options.stream
         ? await this.streamed(body, headers, options.onChunk)
@@ -119,7 +126,8 @@ export class Conversation {
     this.history.push({ role: 'user', content: text }, { role: 'assistant', content: result.content });
     const sampleId = `${this.sessionId}:${turn}`;
     this.turns.push({ sampleId, userText: text, done: options.done ?? false });
-    return { acknowledged: true, sampleId, content: result.content, at: Date.now() };
+    const at = Date.now();
+    return { acknowledged: true, sampleId, content: result.content, at, ms: at - started };
   }
 
   private async plain(

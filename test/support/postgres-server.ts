@@ -16,6 +16,8 @@ const run = promisify(execFile);
 export interface PostgresServer {
   /** `postgres://openclaw@127.0.0.1:<port>/postgres` */
   url: string;
+  /** The URL of another database on this server (the PostgreSQL store creates it on first use). */
+  databaseUrl(name: string): string;
   port: number;
   dir: string;
   /** Starts it again on the same port and data (after `stop` or `crash`). */
@@ -91,6 +93,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   await start();
   return {
     url: `postgres://openclaw@127.0.0.1:${port}/postgres`,
+    databaseUrl: (name) => `postgres://openclaw@127.0.0.1:${port}/${name}`,
     port,
     dir,
     start,
