@@ -8,6 +8,8 @@
 // Binary layout (little-endian): u32 count, then per array: u32 path length, path (UTF-8 JSON array of keys
 // and indices), u8 kind (1 int32, 2 float64), u32 element count, the elements.
 
+import { endianness } from 'node:os';
+
 /** Arrays shorter than this stay in the JSON document: packing them saves nothing worth a lookup. */
 export const PACK_MIN_LENGTH = 32;
 
@@ -90,6 +92,14 @@ export function unpackRecord(doc: unknown, arrays: Buffer | null): unknown {
   return root;
 }
 
+const LITTLE_ENDIAN = endianness() === 'LE';
+
+/** Big-endian machines store the same little-endian bytes: typed arrays use the machine's order. */
+function swapBytes(typed: Int32Array | Float64Array): void {
+  new Uint8Array(typed.buffer, typed.byteOffset, typed.byteLength).reverse();
+  typed.reverse();
+}
+
 function encode(packed: Packed[]): Buffer {
   const paths = packed.map((p) => Buffer.from(JSON.stringify(p.path), 'utf8'));
   let size = 4;
@@ -104,9 +114,10 @@ function encode(packed: Packed[]): Buffer {
     offset += pathBytes.copy(out, offset);
     offset = out.writeUInt8(p.kind, offset);
     offset = out.writeUInt32LE(p.values.length, offset);
-    if (p.kind === INT32) for (const v of p.values) offset = out.writeInt32LE(v, offset);
     // -0 becomes 0, as it does in JSON text: both stores give back the same numbers.
-    else for (const v of p.values) offset = out.writeDoubleLE(v === 0 ? 0 : v, offset);
+    const typed = p.kind === INT32 ? Int32Array.from(p.values) : Float64Array.from(p.values, (v) => v || 0);
+    if (!LITTLE_ENDIAN) swapBytes(typed);
+    offset += Buffer.from(typed.buffer, typed.byteOffset, typed.byteLength).copy(out, offset);
   });
   return out;
 }
@@ -125,13 +136,14 @@ function decode(buffer: Buffer): Packed[] {
     offset += 1;
     const length = buffer.readUInt32LE(offset);
     offset += 4;
-    const values = new Array<number>(length);
-    if (kind === INT32) {
-      for (let j = 0; j < length; j++, offset += 4) values[j] = buffer.readInt32LE(offset);
-    } else if (kind === FLOAT64) {
-      for (let j = 0; j < length; j++, offset += 8) values[j] = buffer.readDoubleLE(offset);
-    } else throw new Error(`packed arrays: unknown element kind ${kind}`);
-    out.push({ path, kind, values });
+    if (kind !== INT32 && kind !== FLOAT64) throw new Error(`packed arrays: unknown element kind ${kind}`);
+    const width = kind === INT32 ? 4 : 8;
+    // Copied out, so the typed array starts aligned whatever the offset in the row's buffer.
+    const bytes = new Uint8Array(buffer.subarray(offset, offset + length * width));
+    offset += length * width;
+    const typed = kind === INT32 ? new Int32Array(bytes.buffer) : new Float64Array(bytes.buffer);
+    if (!LITTLE_ENDIAN) swapBytes(typed);
+    out.push({ path, kind, values: Array.from(typed) });
   }
   return out;
 }

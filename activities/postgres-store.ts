@@ -30,13 +30,15 @@ function tableOf(key: string): string {
 
 /** Keys sort and compare bytewise (they are ASCII: every part is URI-encoded), like the filesystem store's. */
 const SCHEMA = [
-  ...ALL_TABLES.map(
-    (table) => `CREATE TABLE IF NOT EXISTS ${table} (
+  ...ALL_TABLES.flatMap((table) => [
+    `CREATE TABLE IF NOT EXISTS ${table} (
       key text COLLATE "C" PRIMARY KEY,
       doc json NOT NULL,
       arrays bytea,
       written_at timestamptz NOT NULL DEFAULT now())`,
-  ),
+    // Token ids and log-probs do not compress: stored out of line as they are, without a compression attempt.
+    `ALTER TABLE ${table} ALTER COLUMN arrays SET STORAGE EXTERNAL`,
+  ]),
   `CREATE TABLE IF NOT EXISTS outbox (
     seq bigserial PRIMARY KEY,
     id text NOT NULL UNIQUE,
@@ -61,7 +63,7 @@ const SCHEMA_LOCK = 0x6f70636c;
 export interface PostgresStoreOptions {
   /** `postgres://user:password@host:port/database` */
   url: string;
-  /** Connections in the pool (default 10). */
+  /** Connections in the pool (default 20). */
   poolSize?: number;
   /** How long to wait for a connection, ms (default 5 s): a down database fails writes instead of hanging. */
   connectTimeoutMs?: number;
@@ -78,7 +80,7 @@ export class PostgresSampleStore implements SampleStore {
     this.url = options.url;
     this.pool = new pg.Pool({
       connectionString: options.url,
-      max: options.poolSize ?? 10,
+      max: options.poolSize ?? 20,
       connectionTimeoutMillis: options.connectTimeoutMs ?? 5_000,
     });
     // An idle connection the server dropped (a restart) must not crash the process; the pool replaces it.

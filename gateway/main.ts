@@ -13,7 +13,7 @@ import { fileStoreRoot, storeFromConfig } from '../activities/store-from-config.
 import type { OpenClawConfig } from '../core/config.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
 import { GatewayMetrics } from './metrics.js';
-import { sessionDelivery } from './outbox-delivery.js';
+import { sessionDelivery, TEMPORAL_RECONNECT_ARGS } from './outbox-delivery.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { createGateway } from './server.js';
 import type { TurnRecorder } from './turn-recorder.js';
@@ -31,8 +31,8 @@ export interface GatewayDeps {
   taskQueue?: string;
   /** Replaces the durable recorder altogether (no relay runs then). */
   recorder?: TurnRecorder;
-  /** Relay settings (tests shorten the lease and the poll). */
-  relay?: { leaseMs?: number; pollMs?: number };
+  /** Relay settings (tests shorten the lease and the poll; benchmarks time deliveries). */
+  relay?: { leaseMs?: number; pollMs?: number; onDelivered?: (lagMs: number) => void };
   bodyLimitBytes?: number;
   upstreamTimeoutMs?: number;
   /** Default: info-level JSON logs. */
@@ -70,17 +70,30 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     let temporal = deps.temporal;
     if (!temporal) {
       // Lazy: connects on the first delivery, so neither starting nor serving needs Temporal up.
-      const connection = Connection.lazy({ address: deps.temporalAddress ?? config.temporal.address });
+      const connection = Connection.lazy({
+        address: deps.temporalAddress ?? config.temporal.address,
+        channelArgs: TEMPORAL_RECONNECT_ARGS,
+      });
       cleanups.push(() => connection.close());
       temporal = new Client({ connection, namespace: deps.temporalNamespace ?? config.temporal.namespace });
     }
     metrics = new GatewayMetrics({ processMetrics: true, outbox: store.outbox });
+    const counted = metrics.relayEvents();
+    const onDelivered = deps.relay?.onDelivered;
     const started = new OutboxRelay({
       outbox: store.outbox,
       deliver: sessionDelivery(temporal),
       leaseMs: deps.relay?.leaseMs ?? config.store.outboxLeaseMs,
       ...(deps.relay?.pollMs !== undefined && { pollMs: deps.relay.pollMs }),
-      events: metrics.relayEvents(),
+      events: onDelivered
+        ? {
+            ...counted,
+            delivered: (entry, lagMs) => {
+              counted.delivered?.(entry, lagMs);
+              onDelivered(lagMs);
+            },
+          }
+        : counted,
     });
     relay = started;
     cleanups.push(() => started.stop());

@@ -7,6 +7,15 @@ import type { Client } from '@temporalio/client';
 import type { OutboxEntry } from '../activities/outbox.js';
 import { sessionDoneSignal, sessionWorkflowId, turnRecordedSignal } from '../workflows/session-signals.js';
 
+/**
+ * gRPC reconnect backoff for clients that deliver: grpc-js backs off up to 120 s between reconnects by
+ * default, so after a minute's outage the first delivery could wait that long for the channel; 2 s at most.
+ */
+export const TEMPORAL_RECONNECT_ARGS = {
+  'grpc.initial_reconnect_backoff_ms': 250,
+  'grpc.max_reconnect_backoff_ms': 2_000,
+} as const;
+
 /** The workflow type, started by name so the gateway never imports workflow code. */
 export const SESSION_WORKFLOW_TYPE = 'sessionWorkflow';
 
