@@ -11,7 +11,7 @@
 // outbox depth the outage left, the time from the restart to an empty outbox, and the delivery lag of what was
 // drained. Figures only; never passes or fails.
 
-import { timedChat } from './support/chat-client.js';
+import { packingConversation, timedChat } from './support/chat-client.js';
 import { type BenchGateway, type Stack, startStack, stopOnSignal } from './support/stack.js';
 import { intOptions, median, ms, p99, printTable } from './support/stats.js';
 
@@ -22,15 +22,6 @@ const options = intOptions(
 
 let stack = null as Stack | null;
 stopOnSignal(() => stack);
-
-function messagesFor(turn: number): Record<string, string>[] {
-  const messages: Record<string, string>[] = [{ role: 'system', content: 'You are a concise assistant.' }];
-  for (let i = 1; i <= turn; i++) {
-    messages.push({ role: 'user', content: `Question ${i}: what should I pack for a day trip?` });
-    if (i < turn) messages.push({ role: 'assistant', content: 'A water bottle and a map.' });
-  }
-  return messages;
-}
 
 interface Window {
   latencies: number[];
@@ -52,7 +43,7 @@ async function talk(lane: BenchGateway, label: string, until: number): Promise<W
             `${lane.gateway.url}/v1/chat/completions`,
             {
               model: 'tiny',
-              messages: messagesFor((i % options.sessionTurns) + 1),
+              messages: packingConversation((i % options.sessionTurns) + 1),
               max_tokens: options.maxTokens,
               temperature: 1,
               seed: i,

@@ -18,9 +18,9 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { turnEntry } from '../activities/outbox.js';
 import { PostgresSampleStore } from '../activities/postgres-store.js';
 import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
+import { testTurnEntry } from '../test/support/outbox-entries.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { intOptions, median, ms, p99, printTable, runConcurrently } from './support/stats.js';
 
@@ -28,18 +28,6 @@ const options = intOptions(
   { writes: 100, bigWrites: 10, rounds: 3, promptTokens: 400, bigPromptTokens: 50_000, responseTokens: 256 },
   'npx tsx bench/store-writes.ts [options]',
 );
-
-const workflow = {
-  taskQueue: 'control',
-  input: {
-    sessionId: 's',
-    runId: 'bench',
-    method: 'rl' as const,
-    judgeVotes: 1,
-    idleTimeoutMs: 60_000,
-    continueAsNewAfterTurns: 200,
-  },
-};
 
 function turnRecord(sessionId: string, promptTokens: number) {
   return {
@@ -68,14 +56,7 @@ function turnRecord(sessionId: string, promptTokens: number) {
 
 /** The outbox row the stores write with a turn: the same for every variant, so only the record differs. */
 function entryColumns(id: string, value: ReturnType<typeof turnRecord>): unknown[] {
-  const ref = {
-    sessionId: value.sessionId,
-    turn: 1,
-    sampleId: value.sampleId,
-    policyVersion: 3,
-    kind: 'main' as const,
-  };
-  const entry = turnEntry(ref, workflow);
+  const entry = testTurnEntry(value.sessionId, 1, undefined, value.policyVersion);
   return [
     id,
     entry.sessionId,
@@ -128,14 +109,7 @@ async function main(): Promise<void> {
       return {
         name,
         async write(key, value) {
-          const ref = {
-            sessionId: value.sessionId,
-            turn: 1,
-            sampleId: value.sampleId,
-            policyVersion: 3,
-            kind: 'main' as const,
-          };
-          await store.putIfAbsent(key, value, { outbox: turnEntry(ref, workflow) });
+          await store.putIfAbsent(key, value, { outbox: testTurnEntry(value.sessionId, 1, undefined, 3) });
         },
         read: (key) => store.get(key),
         bytes,

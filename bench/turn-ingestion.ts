@@ -21,7 +21,7 @@
 // the histories of up to `historySessions` sessions of each store's last c32 main block show how long after
 // the client got its response the session workflow had taken the turn in. Figures only; never passes or fails.
 
-import { type ChatTiming, timedChat } from './support/chat-client.js';
+import { type ChatTiming, packingConversation, timedChat } from './support/chat-client.js';
 import { signalDeliveries } from './support/history.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
@@ -82,15 +82,6 @@ let stack = null as Stack | null;
 stopOnSignal(() => stack);
 let blockCounter = 0;
 
-function messagesFor(turn: number): Record<string, string>[] {
-  const messages: Record<string, string>[] = [{ role: 'system', content: 'You are a concise assistant.' }];
-  for (let i = 1; i <= turn; i++) {
-    messages.push({ role: 'user', content: `Question ${i}: what should I pack for a day trip?` });
-    if (i < turn) messages.push({ role: 'assistant', content: 'A water bottle and a map.' });
-  }
-  return messages;
-}
-
 const storeOf = (kind: Kind): 'file' | 'postgres' | null =>
   kind === 'main file' ? 'file' : kind === 'main postgres' ? 'postgres' : null;
 
@@ -120,7 +111,7 @@ async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count
           url,
           {
             model: 'tiny',
-            messages: messagesFor(turn),
+            messages: packingConversation(turn),
             max_tokens: options.maxTokens,
             temperature: 1,
             seed: i,

@@ -4,10 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { turnEntry } from '../../activities/outbox.js';
 import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { FileSampleStore, type SampleStore, storeKey } from '../../activities/sample-store.js';
 import type { TurnRef } from '../../core/types.js';
+import { testTurnEntry } from '../support/outbox-entries.js';
 import { type PostgresServer, startPostgres } from '../support/postgres-server.js';
 
 interface Backend {
@@ -55,18 +55,6 @@ const ref = (sessionId: string, turn: number): TurnRef => ({
   policyVersion: 0,
   kind: 'main',
 });
-
-const workflow = {
-  taskQueue: 'control',
-  input: {
-    sessionId: 's',
-    runId: 'default',
-    method: 'rl' as const,
-    judgeVotes: 1,
-    idleTimeoutMs: 60_000,
-    continueAsNewAfterTurns: 200,
-  },
-};
 
 describe.each(backends)('$name', ({ make }) => {
   it('round-trips values under encoded keys, any session id included', async () => {
@@ -124,11 +112,9 @@ describe.each(backends)('$name', ({ make }) => {
 
   it('a created turn comes with its outbox entry; a turn already there adds none', async () => {
     const store = await make();
-    const entry = turnEntry(ref('s', 1), workflow);
+    const entry = testTurnEntry('s', 1);
     expect(await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: entry })).toBe(true);
-    expect(
-      await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: turnEntry(ref('s', 1), workflow) }),
-    ).toBe(false);
+    expect(await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: testTurnEntry('s', 1) })).toBe(false);
     const claimed = await store.outbox.claim('relay-a', 10_000, { sessions: 100, entries: 10 });
     expect(claimed.map((e) => e.message)).toEqual([{ kind: 'turn', ref: ref('s', 1) }]);
     expect((await store.outbox.stats()).depth).toBe(1);
@@ -137,8 +123,8 @@ describe.each(backends)('$name', ({ make }) => {
   it('outbox: entries in order per session; one holder at a time; removed once delivered', async () => {
     const store = await make();
     for (let turn = 1; turn <= 3; turn++) {
-      await store.outbox.enqueue(turnEntry(ref('s1', turn), workflow, 1_000 + turn));
-      await store.outbox.enqueue(turnEntry(ref('s2', turn), workflow, 1_000 + turn));
+      await store.outbox.enqueue(testTurnEntry('s1', turn, 1_000 + turn));
+      await store.outbox.enqueue(testTurnEntry('s2', turn, 1_000 + turn));
     }
     const stats = await store.outbox.stats();
     expect(stats).toEqual({ depth: 6, oldestCreatedAt: 1_001 });
@@ -164,7 +150,7 @@ describe.each(backends)('$name', ({ make }) => {
 
   it('outbox: a lease that ran out is taken by another holder', async () => {
     const store = await make();
-    await store.outbox.enqueue(turnEntry(ref('s', 1), workflow));
+    await store.outbox.enqueue(testTurnEntry('s', 1));
     expect(await store.outbox.claim('dead', 200, { sessions: 100, entries: 10 })).toHaveLength(1);
     expect(await store.outbox.claim('alive', 10_000, { sessions: 100, entries: 10 })).toEqual([]);
     await new Promise((resolve) => setTimeout(resolve, 400));
@@ -178,8 +164,7 @@ describe('PostgresSampleStore outbox leases', () => {
     const store = await backends[1]?.make();
     if (!store) throw new Error('no store');
     for (const session of ['s1', 's2', 's3', 's4'])
-      for (let turn = 1; turn <= 2; turn++)
-        await store.outbox.enqueue(turnEntry(ref(session, turn), workflow));
+      for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
     const [a, b] = await Promise.all([
       store.outbox.claim('relay-a', 10_000, { sessions: 2, entries: 10 }),
       store.outbox.claim('relay-b', 10_000, { sessions: 2, entries: 10 }),

@@ -6,10 +6,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Outbox, type OutboxEntry, turnEntry } from '../../activities/outbox.js';
+import type { Outbox, OutboxEntry } from '../../activities/outbox.js';
 import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
+import { testTurnEntry } from '../support/outbox-entries.js';
 import { type PostgresServer, startPostgres } from '../support/postgres-server.js';
 import { outboxEmpty } from './gateway-fixture.js';
 
@@ -46,24 +47,7 @@ const stores = [
   },
 ];
 
-const workflow = {
-  taskQueue: 'control',
-  input: {
-    sessionId: 's',
-    runId: 'default',
-    method: 'rl' as const,
-    judgeVotes: 1,
-    idleTimeoutMs: 60_000,
-    continueAsNewAfterTurns: 200,
-  },
-};
-
-function entry(sessionId: string, turn: number): OutboxEntry {
-  return turnEntry(
-    { sessionId, turn, sampleId: `${sessionId}:${turn}`, policyVersion: 0, kind: 'main' },
-    workflow,
-  );
-}
+const entry = (sessionId: string, turn: number): OutboxEntry => testTurnEntry(sessionId, turn);
 
 const turnOf = (e: OutboxEntry) => (e.message.kind === 'turn' ? e.message.ref.turn : 0);
 
