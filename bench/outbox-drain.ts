@@ -105,9 +105,16 @@ async function main(): Promise<void> {
   );
   stack = await startStack({
     gateway: true,
+    judge: true,
     postgres: true,
-    // Sessions stay open; no scoring runs (nothing but the deliveries is measured).
-    config: { runId: 'bench-drain', method: 'rl', session: { idleTimeoutMs: 3_600_000 } },
+    // Sessions pair and score their turns (fake judge, one vote); no training step (batch size 4096).
+    config: {
+      runId: 'bench-drain',
+      method: 'rl',
+      judge: { votes: 1 },
+      training: { batchSize: 4096 },
+      session: { idleTimeoutMs: 3_600_000 },
+    },
   });
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   console.log(
