@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import { DurableDirectories, syncDirectory, writeTemporary } from './durable-file.js';
 import {
+  type Claim,
   type ClaimLimit,
   type Outbox,
   type OutboxEntry,
@@ -69,8 +70,8 @@ export class FileOutbox implements Outbox {
     if (this.sync) await syncDirectory(this.entriesDir);
   }
 
-  async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<OutboxEntry[]> {
-    if (!(await this.lease(holder, leaseMs))) return [];
+  async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<Claim> {
+    if (!(await this.lease(holder, leaseMs))) return { entries: [], sessions: [] };
     const entries: OutboxEntry[] = [];
     const sessions = new Set<string>();
     const names = await this.entryNames();
@@ -87,7 +88,7 @@ export class FileOutbox implements Outbox {
       }
       entries.push(entry);
     }
-    return entries;
+    return { entries, sessions: 'all' };
   }
 
   async remove(entries: readonly OutboxEntry[]): Promise<void> {

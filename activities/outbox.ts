@@ -78,16 +78,21 @@ export interface ClaimLimit {
   entries: number;
 }
 
+export interface Claim {
+  entries: OutboxEntry[];
+  /** The sessions `holder` holds for `leaseMs` from the claim on; `all` where one lease covers the outbox. */
+  sessions: readonly string[] | 'all';
+}
+
 export interface Outbox {
   /** Adds an entry; durable when it resolves. */
   enqueue(entry: OutboxEntry): Promise<void>;
   /**
-   * Leases sessions that have entries to `holder` for `leaseMs` (sessions whose lease is free, has run out,
-   * or is already `holder`'s, which renews it; at most `limit.sessions`, oldest first) and returns their
-   * oldest entries, at most `limit.entries`, in order within each session. A session leased to another live
-   * holder is left alone.
+   * Renews every lease `holder` has, leases it more sessions that have entries (free or run-out leases, at most
+   * `limit.sessions`, oldest first), and returns the sessions it now holds with their oldest entries, at most
+   * `limit.entries`, in order within each session. A session leased to another live holder is left alone.
    */
-  claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<OutboxEntry[]>;
+  claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<Claim>;
   /** Removes delivered entries (as returned by `claim`). */
   remove(entries: readonly OutboxEntry[]): Promise<void>;
   /** Gives up `holder`'s leases of these sessions (all of them when omitted), so others may take them now. */

@@ -8,6 +8,7 @@
 
 import pg from 'pg';
 import {
+  type Claim,
   type ClaimLimit,
   type Outbox,
   type OutboxEntry,
@@ -239,35 +240,39 @@ export class PostgresOutbox implements Outbox {
     );
   }
 
-  async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<OutboxEntry[]> {
-    // Sessions with entries whose lease is free, run out or ours, oldest first; leased (or renewed) in one
-    // statement whose conflict clause checks the lease again under the row's lock, so of two relays racing
-    // for a session exactly one gets it. Rows are leased in session order, which keeps two claims from
-    // deadlocking on each other's rows.
-    const result = await this.query<OutboxRow>(
+  async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<Claim> {
+    // The holder's own leases are renewed whatever the limit; then sessions with entries whose lease is free or
+    // ran out, oldest first. One statement whose conflict clause checks the lease again under the row's lock,
+    // so of two relays racing for a session exactly one gets it. Rows are leased in session order, which keeps
+    // two claims from deadlocking on each other's rows.
+    const leased = await this.query<{ session_id: string }>(
       `WITH candidates AS (
-         SELECT o.session_id, min(o.seq) AS first
-         FROM outbox o LEFT JOIN outbox_leases l ON l.session_id = o.session_id
-         WHERE l.session_id IS NULL OR l.expires_at <= now() OR l.holder = $1
-         GROUP BY o.session_id
-         ORDER BY first
-         LIMIT $3
-       ), leased AS (
-         INSERT INTO outbox_leases (session_id, holder, expires_at)
-         SELECT session_id, $1, now() + $2 * interval '1 millisecond' FROM candidates ORDER BY session_id
-         ON CONFLICT (session_id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
-         WHERE outbox_leases.expires_at <= now() OR outbox_leases.holder = EXCLUDED.holder
-         RETURNING session_id
+         SELECT session_id FROM outbox_leases WHERE holder = $1
+         UNION
+         (SELECT o.session_id
+          FROM outbox o LEFT JOIN outbox_leases l ON l.session_id = o.session_id
+          WHERE l.session_id IS NULL OR l.expires_at <= now()
+          GROUP BY o.session_id
+          ORDER BY min(o.seq)
+          LIMIT $3)
        )
-       SELECT o.seq, o.id, o.session_id, o.message, o.workflow, o.created_at
-       FROM outbox o JOIN leased USING (session_id)
-       ORDER BY o.seq
-       LIMIT $4`,
-      [holder, leaseMs, limit.sessions, limit.entries],
+       INSERT INTO outbox_leases (session_id, holder, expires_at)
+       SELECT session_id, $1, now() + $2 * interval '1 millisecond' FROM candidates ORDER BY session_id
+       ON CONFLICT (session_id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
+       WHERE outbox_leases.expires_at <= now() OR outbox_leases.holder = EXCLUDED.holder
+       RETURNING session_id`,
+      [holder, leaseMs, limit.sessions],
     );
+    const sessions = leased.rows.map((row) => row.session_id);
     // Now and then, the leases of sessions that have nothing left and whose holder went away.
     if (++this.claims % 200 === 0)
       await this.query("DELETE FROM outbox_leases WHERE expires_at < now() - interval '1 minute'");
+    if (sessions.length === 0) return { entries: [], sessions };
+    const result = await this.query<OutboxRow>(
+      `SELECT seq, id, session_id, message, workflow, created_at FROM outbox
+       WHERE session_id = ANY($1::text[]) ORDER BY seq LIMIT $2`,
+      [sessions, limit.entries],
+    );
     const entries: OutboxEntry[] = [];
     for (const row of result.rows) {
       const entry = parseOutboxEntry(
@@ -282,7 +287,7 @@ export class PostgresOutbox implements Outbox {
       );
       if (entry) entries.push(entry); // else not written by this code: left for a person to look at
     }
-    return entries;
+    return { entries, sessions };
   }
 
   async remove(entries: readonly OutboxEntry[]): Promise<void> {

@@ -12,7 +12,7 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Outbox, OutboxEntry } from '../activities/outbox.js';
+import type { Claim, Outbox, OutboxEntry } from '../activities/outbox.js';
 
 export interface RelayEvents {
   delivered?(entry: OutboxEntry, lagMs: number): void;
@@ -128,9 +128,9 @@ export class OutboxRelay {
     do {
       this.tickAgain = false;
       const claimedAt = performance.now();
-      let entries: OutboxEntry[];
+      let claim: Claim;
       try {
-        entries = await this.outbox.claim(this.holder, this.leaseMs, {
+        claim = await this.outbox.claim(this.holder, this.leaseMs, {
           sessions: this.concurrency,
           entries: this.batch,
         });
@@ -140,7 +140,11 @@ export class OutboxRelay {
       }
       if (this.stopping.signal.aborted) return;
       const validUntil = claimedAt + this.leaseMs / 2;
-      for (const entry of entries) {
+      // Sessions being delivered whose lease this claim renewed may go on; the others stop at their deadline.
+      const held = claim.sessions === 'all' ? null : new Set(claim.sessions);
+      for (const [sessionId, queue] of this.sessions)
+        if (held === null || held.has(sessionId)) queue.validUntil = validUntil;
+      for (const entry of claim.entries) {
         let queue = this.sessions.get(entry.sessionId);
         // Its drain is letting go of the lease; it looks again once it has.
         if (queue?.closing) continue;
@@ -208,18 +212,19 @@ export class OutboxRelay {
       const now = performance.now();
       if (this.stopping.signal.aborted || now >= queue.validUntil) return false;
       const deadline = Date.now() + Math.min(this.attemptTimeoutMs, queue.validUntil - now);
+      // The deadline is kept here too, whatever `deliver` does with it: an attempt that hangs counts as failed.
+      let timer: NodeJS.Timeout | undefined;
+      const overdue = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error('delivery took longer than its deadline')), deadline - Date.now());
+      });
       try {
-        // The deadline is kept here too, whatever `deliver` does with it: an attempt that hangs counts as failed.
-        await Promise.race([
-          this.options.deliver(entry, deadline),
-          sleep(Math.max(0, deadline - Date.now()), undefined, { ref: false }).then(() => {
-            throw new Error(`delivery took longer than its deadline`);
-          }),
-        ]);
+        await Promise.race([this.options.deliver(entry, deadline), overdue]);
         this.options.events?.delivered?.(entry, Date.now() - entry.createdAt);
         return true;
       } catch (error) {
         this.options.events?.deliveryFailed?.(entry, error);
+      } finally {
+        clearTimeout(timer);
       }
       try {
         await sleep(backoff * (0.5 + Math.random()), undefined, { signal: this.stopping.signal });

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClaimLimit } from '../../activities/outbox.js';
 import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { FileSampleStore, type SampleStore, storeKey } from '../../activities/sample-store.js';
 import type { TurnRef } from '../../core/types.js';
@@ -55,6 +56,11 @@ const ref = (sessionId: string, turn: number): TurnRef => ({
   policyVersion: 0,
   kind: 'main',
 });
+
+/** The entries of a claim. */
+async function claimed(store: SampleStore, holder: string, leaseMs: number, limit: ClaimLimit) {
+  return (await store.outbox.claim(holder, leaseMs, limit)).entries;
+}
 
 describe.each(backends)('$name', ({ make }) => {
   it('round-trips values under encoded keys, any session id included', async () => {
@@ -115,8 +121,8 @@ describe.each(backends)('$name', ({ make }) => {
     const entry = testTurnEntry('s', 1);
     expect(await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: entry })).toBe(true);
     expect(await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: testTurnEntry('s', 1) })).toBe(false);
-    const claimed = await store.outbox.claim('relay-a', 10_000, { sessions: 100, entries: 10 });
-    expect(claimed.map((e) => e.message)).toEqual([{ kind: 'turn', ref: ref('s', 1) }]);
+    const first = await claimed(store, 'relay-a', 10_000, { sessions: 100, entries: 10 });
+    expect(first.map((e) => e.message)).toEqual([{ kind: 'turn', ref: ref('s', 1) }]);
     expect((await store.outbox.stats()).depth).toBe(1);
   });
 
@@ -129,7 +135,7 @@ describe.each(backends)('$name', ({ make }) => {
     const stats = await store.outbox.stats();
     expect(stats).toEqual({ depth: 6, oldestCreatedAt: 1_001 });
 
-    const a = await store.outbox.claim('relay-a', 10_000, { sessions: 100, entries: 100 });
+    const a = await claimed(store, 'relay-a', 10_000, { sessions: 100, entries: 100 });
     const turnsOf = (session: string) =>
       a
         .filter((e) => e.sessionId === session)
@@ -137,13 +143,13 @@ describe.each(backends)('$name', ({ make }) => {
     expect(turnsOf('s1')).toEqual([1, 2, 3]);
     expect(turnsOf('s2')).toEqual([1, 2, 3]);
     // Another relay gets nothing while relay-a's lease runs; relay-a renews its own.
-    expect(await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 100 })).toEqual([]);
-    expect(await store.outbox.claim('relay-a', 10_000, { sessions: 100, entries: 100 })).toHaveLength(6);
+    expect(await claimed(store, 'relay-b', 10_000, { sessions: 100, entries: 100 })).toEqual([]);
+    expect(await claimed(store, 'relay-a', 10_000, { sessions: 100, entries: 100 })).toHaveLength(6);
 
     await store.outbox.remove(a.slice(0, 2));
     expect((await store.outbox.stats()).depth).toBe(4);
     await store.outbox.release('relay-a');
-    const b = await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 100 });
+    const b = await claimed(store, 'relay-b', 10_000, { sessions: 100, entries: 100 });
     expect(b).toHaveLength(4);
     expect(b.map((e) => e.id)).toEqual(a.slice(2).map((e) => e.id));
   });
@@ -151,11 +157,11 @@ describe.each(backends)('$name', ({ make }) => {
   it('outbox: a lease that ran out is taken by another holder', async () => {
     const store = await make();
     await store.outbox.enqueue(testTurnEntry('s', 1));
-    expect(await store.outbox.claim('dead', 200, { sessions: 100, entries: 10 })).toHaveLength(1);
-    expect(await store.outbox.claim('alive', 10_000, { sessions: 100, entries: 10 })).toEqual([]);
+    expect(await claimed(store, 'dead', 200, { sessions: 100, entries: 10 })).toHaveLength(1);
+    expect(await claimed(store, 'alive', 10_000, { sessions: 100, entries: 10 })).toEqual([]);
     await new Promise((resolve) => setTimeout(resolve, 400));
-    expect(await store.outbox.claim('alive', 10_000, { sessions: 100, entries: 10 })).toHaveLength(1);
-    expect(await store.outbox.claim('dead', 200, { sessions: 100, entries: 10 })).toEqual([]);
+    expect(await claimed(store, 'alive', 10_000, { sessions: 100, entries: 10 })).toHaveLength(1);
+    expect(await claimed(store, 'dead', 200, { sessions: 100, entries: 10 })).toEqual([]);
   });
 });
 
@@ -166,8 +172,8 @@ describe('PostgresSampleStore outbox leases', () => {
     for (const session of ['s1', 's2', 's3', 's4'])
       for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
     const [a, b] = await Promise.all([
-      store.outbox.claim('relay-a', 10_000, { sessions: 2, entries: 10 }),
-      store.outbox.claim('relay-b', 10_000, { sessions: 2, entries: 10 }),
+      claimed(store, 'relay-a', 10_000, { sessions: 2, entries: 10 }),
+      claimed(store, 'relay-b', 10_000, { sessions: 2, entries: 10 }),
     ]);
     const sessionsA = new Set((a ?? []).map((e) => e.sessionId));
     const sessionsB = new Set((b ?? []).map((e) => e.sessionId));
@@ -178,7 +184,10 @@ describe('PostgresSampleStore outbox leases', () => {
     if (first) {
       await store.outbox.release('relay-a', [first]);
       const again = await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 10 });
-      expect(again.some((e) => e.sessionId === first)).toBe(true);
+      expect(again.entries.some((e) => e.sessionId === first)).toBe(true);
+      // A claim renews every lease its holder has, and names them.
+      expect(again.sessions).toContain(first);
+      expect(new Set(again.sessions)).toEqual(new Set([...sessionsB, first]));
     }
   });
 });
