@@ -101,7 +101,7 @@ async function outage(name: 'file' | 'postgres'): Promise<string[]> {
 async function main(): Promise<void> {
   const started = Date.now();
   console.log(
-    'starting: temporal dev server, reference engine, PostgreSQL, a control worker and gateway per store',
+    'starting: temporal dev server, reference engine, fake judge, PostgreSQL, a control worker and gateway per store',
   );
   stack = await startStack({
     gateway: true,

@@ -10,6 +10,7 @@
 // renewed, so deliveries stop before another relay may take over.
 
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Claim, Outbox, OutboxEntry } from '../activities/outbox.js';
@@ -82,6 +83,8 @@ export class OutboxRelay {
     this.initialBackoffMs = options.initialBackoffMs ?? 200;
     this.maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 10_000;
+    // Every session waiting out a backoff listens for the stop: as many as `concurrency`.
+    setMaxListeners(this.concurrency + 10, this.stopping.signal);
   }
 
   start(): void {
@@ -215,7 +218,10 @@ export class OutboxRelay {
       // The deadline is kept here too, whatever `deliver` does with it: an attempt that hangs counts as failed.
       let timer: NodeJS.Timeout | undefined;
       const overdue = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error('delivery took longer than its deadline')), deadline - Date.now());
+        timer = setTimeout(
+          () => reject(new Error('delivery took longer than its deadline')),
+          deadline - Date.now(),
+        );
       });
       try {
         await Promise.race([this.options.deliver(entry, deadline), overdue]);
