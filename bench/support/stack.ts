@@ -23,6 +23,7 @@ import {
 import type { EngineAdapter } from '../../engines/engine-adapter.js';
 import { createEngineAdapter } from '../../engines/engine-adapters.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
+import { TEMPORAL_RECONNECT_ARGS } from '../../gateway/outbox-delivery.js';
 import { type FakeJudge, startFakeJudge } from '../../test/support/fake-judge-server.js';
 import { startPostgres } from '../../test/support/postgres-server.js';
 import { createControlWorker } from '../../workers/control-worker.js';
@@ -182,7 +183,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     if (!loaded.ok) throw new Error(loaded.error);
     const config = loaded.config;
 
-    const connection = await Connection.connect({ address });
+    // As the gateway and the control worker connect: quick reconnects after a Temporal restart.
+    const connection = await Connection.connect({ address, channelArgs: TEMPORAL_RECONNECT_ARGS });
     cleanups.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
     const store = new FileSampleStore(join(dir, 'store'));
