@@ -54,9 +54,10 @@ const SCHEMA = [
     expires_at timestamptz NOT NULL)`,
 ];
 
-/** PostgreSQL's error codes for a database that does not exist, and one that already does. */
+/** PostgreSQL's error codes for a database that does not exist, one that already does, a duplicate key. */
 const UNDEFINED_DATABASE = '3D000';
 const DUPLICATE_DATABASE = '42P04';
+const UNIQUE_VIOLATION = '23505';
 
 /** Any fixed number: the advisory lock that keeps two processes from creating the tables at once. */
 const SCHEMA_LOCK = 0x6f70636c;
@@ -136,7 +137,9 @@ export class PostgresSampleStore implements SampleStore {
     try {
       await admin.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`);
     } catch (error) {
-      if ((error as { code?: string }).code !== DUPLICATE_DATABASE) throw error; // another process was first
+      // Another process was first: 42P04, or a unique violation when both got there at the same moment.
+      const code = (error as { code?: string }).code;
+      if (code !== DUPLICATE_DATABASE && code !== UNIQUE_VIOLATION) throw error;
     } finally {
       await admin.end();
     }
