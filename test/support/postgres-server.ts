@@ -1,4 +1,4 @@
-// A real PostgreSQL server for tests and benchmarks: Debian's `postgresql` package (scripts/setup.sh installs
+// A real PostgreSQL server for tests and benchmarks: Debian's `postgresql` package (.ci/run installs
 // it), a fresh data folder made by initdb in a temporary directory, started with pg_ctl on a free port. No
 // system service is involved. PostgreSQL refuses to run as root, so under root (CI) the server runs as the
 // package's `postgres` user, which then owns the temporary directory.
@@ -55,7 +55,7 @@ export async function startPostgres(): Promise<PostgresServer> {
   const bin = postgresBinDir();
   if (bin === null)
     throw new Error(
-      "PostgreSQL is not installed: run `bash scripts/setup.sh` (it installs Debian's postgresql package)",
+      "PostgreSQL is not installed: apt-get install postgresql (Debian's package; .ci/run installs it)",
     );
   const dir = await mkdtemp(join(tmpdir(), 'openclaw-pg-'));
   const data = join(dir, 'data');
