@@ -10,6 +10,7 @@ export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
 export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
+export const PAYLOAD_ENCRYPTION_MODES = ['auto', 'required', 'off'] as const;
 export { ENGINE_KINDS, type EngineKind };
 export const STORE_BACKENDS = ['file', 'postgres'] as const;
 
@@ -36,6 +37,15 @@ const configObject = z.strictObject({
       host: z.string().min(1).default('127.0.0.1'),
       port: port.default(8000),
       apiKeys: z.array(z.string().min(1)).default([]),
+      // Empty: `<dataDir>/keys/api-keys`, read when it exists.
+      apiKeysFile: z.string().default(''),
+      allowNoKeys: z.boolean().default(false),
+      rateLimitPerMinute: z.number().int().min(0).default(600),
+      bodyLimitBytes: z
+        .number()
+        .int()
+        .min(1024)
+        .default(16 * 1024 * 1024),
     })
     .prefault({}),
   engine: z
@@ -129,6 +139,24 @@ const configObject = z.strictObject({
       outboxLeaseMs: z.number().int().min(1000).default(10_000),
     })
     .prefault({}),
+  payloads: z
+    .strictObject({
+      encryption: z.enum(PAYLOAD_ENCRYPTION_MODES).default('auto'),
+      // `<id>:<base64 of 32 bytes>` each; parsed and checked by temporal/payload-keys.ts.
+      keys: z.array(z.string().min(1)).default([]),
+      keyId: z.string().default(''),
+      // Empty: `<dataDir>/keys/payload-keys.json`.
+      keysFile: z.string().default(''),
+    })
+    .prefault({}),
+  codecServer: z
+    .strictObject({
+      host: z.string().min(1).default('127.0.0.1'),
+      port: port.default(8234),
+      // Empty: the Temporal UI origins this project runs (the dev server's and compose's).
+      corsOrigins: z.array(z.string().min(1)).default([]),
+    })
+    .prefault({}),
   session: z
     .strictObject({
       idleTimeoutMs: z.number().int().min(1000).default(1_800_000),
@@ -182,7 +210,14 @@ export type OpenClawConfig = z.output<typeof configSchema>;
 export type OpenClawConfigInput = z.input<typeof configSchema>;
 
 /** How an environment variable's text becomes the option's value. */
-export type ConfigValueKind = 'string' | 'integer' | 'number' | 'enum' | 'string-list' | 'number-pair';
+export type ConfigValueKind =
+  | 'string'
+  | 'integer'
+  | 'number'
+  | 'boolean'
+  | 'enum'
+  | 'string-list'
+  | 'number-pair';
 
 export interface ConfigOption {
   /** Dotted path into the config object. */
@@ -231,7 +266,35 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_API_KEYS',
     kind: 'string-list',
     description:
-      'Comma-separated bearer keys clients must send; none means no authentication (original: `SGLANG_API_KEY`).',
+      'Comma-separated bearer keys clients must send (original: `SGLANG_API_KEY`); with none here and no keys file, the gateway is open, which it only allows on a loopback address (docs/security.md).',
+  },
+  {
+    key: 'gateway.apiKeysFile',
+    env: 'OPENCLAW_API_KEYS_FILE',
+    kind: 'string',
+    defaultNote: '`<dataDir>/keys/api-keys`, when it exists',
+    description:
+      'File of more bearer keys, one per line (`#` starts a comment); `openclaw-rl keys init` creates it with a new key, and compose does on first start.',
+  },
+  {
+    key: 'gateway.allowNoKeys',
+    env: 'OPENCLAW_GATEWAY_ALLOW_NO_KEYS',
+    kind: 'boolean',
+    description:
+      'Let the gateway listen on a non-loopback address without any key (`--allow-no-keys`); otherwise it refuses to start.',
+  },
+  {
+    key: 'gateway.rateLimitPerMinute',
+    env: 'OPENCLAW_GATEWAY_RATE_LIMIT',
+    kind: 'integer',
+    description:
+      'Requests per minute each API key (each client address on an open gateway) may make; more get 429 with `retry-after`. 0 turns the limit off.',
+  },
+  {
+    key: 'gateway.bodyLimitBytes',
+    env: 'OPENCLAW_GATEWAY_BODY_LIMIT_BYTES',
+    kind: 'integer',
+    description: 'Largest request body the gateway reads; larger ones get 413.',
   },
   {
     key: 'engine.kind',
@@ -278,12 +341,15 @@ export const CONFIG_OPTIONS = [
     key: 'temporal.address',
     env: 'TEMPORAL_ADDRESS',
     kind: 'string',
-    description: 'Temporal frontend `host:port`; `dev` starts a dev server there when none answers.',
+    defaultNote: "the Temporal profile's address, else `127.0.0.1:7233`",
+    description:
+      'Temporal frontend `host:port`. TLS, mTLS and API keys come from the standard `TEMPORAL_*` variables and `temporal.toml` profiles (docs/security.md); `dev` starts a dev server here when none answers.',
   },
   {
     key: 'temporal.namespace',
     env: 'TEMPORAL_NAMESPACE',
     kind: 'string',
+    defaultNote: "the Temporal profile's namespace, else `default`",
     description: 'Temporal namespace of every workflow.',
   },
   {
@@ -556,6 +622,57 @@ export const CONFIG_OPTIONS = [
       "How long a relay keeps the outbox entries it claimed without renewing: a dead gateway's undelivered turns are delivered by another gateway or the control worker after this long.",
   },
   {
+    key: 'payloads.encryption',
+    env: 'OPENCLAW_PAYLOAD_ENCRYPTION',
+    kind: 'enum',
+    description:
+      'Encryption of Temporal payloads (AES-256-GCM codec): `auto` encrypts when a key is configured or the keys file exists (`dev` creates it), `required` refuses to start without a key, `off` sends plaintext.',
+  },
+  {
+    key: 'payloads.keys',
+    env: 'OPENCLAW_PAYLOAD_KEYS',
+    kind: 'string-list',
+    description:
+      'Payload keys as `<id>:<base64 of 32 bytes>`, comma-separated; when set, the keys file is not read. Any listed key decrypts; `keyId` encrypts.',
+  },
+  {
+    key: 'payloads.keyId',
+    env: 'OPENCLAW_PAYLOAD_KEY_ID',
+    kind: 'string',
+    defaultNote: 'the only key, when one is listed',
+    description:
+      'Id of the key in `payloads.keys` that encrypts new payloads (the newest one, when rotating).',
+  },
+  {
+    key: 'payloads.keysFile',
+    env: 'OPENCLAW_PAYLOAD_KEYS_FILE',
+    kind: 'string',
+    defaultNote: '`<dataDir>/keys/payload-keys.json`',
+    description:
+      'JSON key ring `{"current": id, "keys": {id: base64}}`; `openclaw-rl keys init` creates it, `openclaw-rl keys rotate` adds a key and makes it current.',
+  },
+  {
+    key: 'codecServer.host',
+    env: 'OPENCLAW_CODEC_HOST',
+    kind: 'string',
+    description:
+      'Address of the codec server (`openclaw-rl codec-server`, `dev`) that decrypts payloads for the Temporal UI; whoever reaches it can decrypt.',
+  },
+  {
+    key: 'codecServer.port',
+    env: 'OPENCLAW_CODEC_PORT',
+    kind: 'integer',
+    description: "Port of the codec server: the UI's codec endpoint is `http://<host>:<port>`.",
+  },
+  {
+    key: 'codecServer.corsOrigins',
+    env: 'OPENCLAW_CODEC_CORS_ORIGINS',
+    kind: 'string-list',
+    defaultNote:
+      'the UI of `dev` and of compose: `http://localhost:8233`, `http://localhost:8080` (and on 127.0.0.1)',
+    description: 'Comma-separated origins of the Temporal UI pages allowed to call the codec server.',
+  },
+  {
     key: 'session.idleTimeoutMs',
     env: 'OPENCLAW_SESSION_IDLE_TIMEOUT_MS',
     kind: 'integer',
@@ -624,6 +741,8 @@ function parseEnvValue(kind: ConfigValueKind, raw: string): unknown {
     case 'integer':
     case 'number':
       return toNumber(raw) ?? raw;
+    case 'boolean':
+      return BOOLEAN_TEXT[raw.toLowerCase()] ?? raw;
     case 'string-list':
       return raw
         .split(',')
@@ -635,6 +754,8 @@ function parseEnvValue(kind: ConfigValueKind, raw: string): unknown {
     }
   }
 }
+
+const BOOLEAN_TEXT: Record<string, boolean | undefined> = { true: true, '1': true, false: false, '0': false };
 
 function toNumber(text: string): number | null {
   if (text === '') return null;

@@ -18,7 +18,15 @@ describe('loadConfig defaults', () => {
       runId: 'default',
       method: 'combine',
       dataDir: 'data',
-      gateway: { host: '127.0.0.1', port: 8000, apiKeys: [] },
+      gateway: {
+        host: '127.0.0.1',
+        port: 8000,
+        apiKeys: [],
+        apiKeysFile: '',
+        allowNoKeys: false,
+        rateLimitPerMinute: 600,
+        bodyLimitBytes: 16 * 1024 * 1024,
+      },
       engine: {
         kind: 'reference',
         url: 'http://127.0.0.1:30000',
@@ -75,6 +83,8 @@ describe('loadConfig defaults', () => {
         url: '',
       },
       store: { backend: 'file', url: '', outboxLeaseMs: 10_000 },
+      payloads: { encryption: 'auto', keys: [], keyId: '', keysFile: '' },
+      codecServer: { host: '127.0.0.1', port: 8234, corsOrigins: [] },
       session: { idleTimeoutMs: 1_800_000, continueAsNewAfterTurns: 200 },
     });
   });
@@ -118,6 +128,15 @@ describe('loadConfig from the environment', () => {
       stalenessPolicy: 'drop',
     });
     expect(config.loss.wOpd).toBe(0.5);
+  });
+
+  it('parses booleans and rejects other words', () => {
+    expect(load({ OPENCLAW_GATEWAY_ALLOW_NO_KEYS: 'true' }).gateway.allowNoKeys).toBe(true);
+    expect(load({ OPENCLAW_GATEWAY_ALLOW_NO_KEYS: '1' }).gateway.allowNoKeys).toBe(true);
+    expect(load({ OPENCLAW_GATEWAY_ALLOW_NO_KEYS: 'FALSE' }).gateway.allowNoKeys).toBe(false);
+    const result = loadConfig({ OPENCLAW_GATEWAY_ALLOW_NO_KEYS: 'yes please' });
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error).toMatch(/gateway\.allowNoKeys \(OPENCLAW_GATEWAY_ALLOW_NO_KEYS\)/);
   });
 
   it('treats empty variables as unset', () => {
