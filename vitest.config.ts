@@ -8,7 +8,7 @@ export default defineConfig({
     // The compose smoke test runs alone: vitest.compose.config.ts.
     exclude: ['test/compose/**', '**/node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
-    setupFiles: ['test/support/quiet-runtime.ts'],
+    setupFiles: ['test/support/quiet-runtime.ts', 'test/support/payload-keys-env.ts'],
     // Every reference engine a test starts refuses what SGLang refuses (engine `serve --strict`).
     env: { OPENCLAW_ENGINE_STRICT: '1' },
     testTimeout: 60_000,

@@ -1,4 +1,5 @@
 import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../core/config.js';
+import { temporalProfile } from './connect.js';
 
 /** Flags shared by the commands; each also has an environment variable (docs/configuration.md). */
 export interface CommonFlags {
@@ -19,6 +20,7 @@ export interface CommonFlags {
   model?: string;
   device?: string;
   trainer?: string;
+  allowNoKeys?: boolean;
 }
 
 function integer(flag: string, value: string | undefined): number | undefined {
@@ -29,7 +31,8 @@ function integer(flag: string, value: string | undefined): number | undefined {
 }
 
 /**
- * Defaults < environment < flags. The judge and the teacher follow the engine unless set: as in the
+ * Defaults < Temporal profile < environment < flags (the profile, a `temporal.toml` that envconfig finds,
+ * only gives the Temporal address and namespace here; connect.ts takes its TLS and API key). The judge and the teacher follow the engine unless set: as in the
  * original, the policy engine judges its own turns when no judge is configured.
  */
 export function configFromFlags(flags: CommonFlags, env: NodeJS.ProcessEnv = process.env): OpenClawConfig {
@@ -44,9 +47,16 @@ export function configFromFlags(flags: CommonFlags, env: NodeJS.ProcessEnv = pro
       ...(flags.host !== undefined && { host: flags.host }),
     };
   }
+  if (flags.allowNoKeys) overrides.gateway = { ...overrides.gateway, allowNoKeys: true };
   const batchSize = integer('--batch-size', flags.batchSize);
   if (batchSize !== undefined) overrides.training = { batchSize };
-  if (flags.temporalAddress !== undefined) overrides.temporal = { address: flags.temporalAddress };
+  const profile = temporalProfile(env);
+  const temporalAddress = flags.temporalAddress ?? profile.connectionOptions.address;
+  if (temporalAddress || profile.namespace)
+    overrides.temporal = {
+      ...(temporalAddress && { address: temporalAddress }),
+      ...(profile.namespace && { namespace: profile.namespace }),
+    };
   const engine: NonNullable<OpenClawConfigInput['engine']> = {};
   if (flags.engineUrl !== undefined) engine.url = flags.engineUrl;
   const kind = flags.engineKind ?? flags.engine;

@@ -6,7 +6,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Client, defaultPayloadConverter, WorkflowNotFoundError } from '@temporalio/client';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
@@ -16,7 +16,7 @@ import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import { createGateway, type GatewayOptions } from '../../gateway/server.js';
 import { sessionWorkflowId } from '../../workflows/session-signals.js';
-import { uniqueTaskQueue } from '../support/temporal.js';
+import { historyValue, uniqueTaskQueue } from '../support/temporal.js';
 
 export const TEST_SESSION_SETTINGS: SessionSettings = {
   runId: 'gateway-test',
@@ -115,12 +115,14 @@ export async function sessionSignals(client: Client, sessionId: string): Promise
       return [];
     throw error;
   }
-  return (events ?? []).flatMap((event) => {
+  const signals: ReceivedSignal[] = [];
+  for (const event of events ?? []) {
     const signaled = event.workflowExecutionSignaledEventAttributes;
-    if (!signaled) return [];
-    const args = (signaled.input?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p));
-    return [{ name: signaled.signalName ?? '', args }];
-  });
+    if (!signaled) continue;
+    const args = await Promise.all((signaled.input?.payloads ?? []).map((p) => historyValue(client, p)));
+    signals.push({ name: signaled.signalName ?? '', args });
+  }
+  return signals;
 }
 
 /** The input a session workflow was started with. */
@@ -128,7 +130,7 @@ export async function sessionStartInput(client: Client, sessionId: string): Prom
   const history = await client.workflow.getHandle(sessionWorkflowId(sessionId)).fetchHistory();
   const started = history.events?.[0]?.workflowExecutionStartedEventAttributes;
   const payload = started?.input?.payloads?.[0];
-  return payload ? defaultPayloadConverter.fromPayload(payload) : undefined;
+  return payload ? historyValue(client, payload) : undefined;
 }
 
 /** Terminates the session workflows a test started (no worker ever runs them). */

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
@@ -21,6 +21,7 @@ import { type CliProcess, freePort, freePortPair, killOnExit, startCli } from '.
 import { type DelayingProxy, startDelayingProxy } from '../support/delaying-proxy.js';
 import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
+import { connectTestClient } from '../support/temporal.js';
 import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster.js';
 import { Conversation, type ExpectedOutcome, type SendOptions } from './conversation.js';
 import {
@@ -325,8 +326,9 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     workerEnv = { ...gatewayEnv, OPENCLAW_ENGINE_URL: proxy.url };
     const config = configFromFlags({}, gatewayEnv);
 
-    connection = await Connection.connect({ address: temporalAddress });
-    const client = new Client({ connection, namespace: config.temporal.namespace });
+    const connected = await connectTestClient(temporalAddress);
+    connection = connected.connection;
+    const client = connected.client;
     ctx = {
       client,
       store: new FileSampleStore(join(dataDir, 'store')),

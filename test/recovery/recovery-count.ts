@@ -1,7 +1,7 @@
 // The full count after each crash: waits until the system is quiet, then checks the store, the training run,
 // its lineage, its history and the engine against the turns the client saw acknowledged.
 import type { Client } from '@temporalio/client';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import type { Payload } from '@temporalio/common';
 import { expect } from 'vitest';
 import type { SampleStore } from '../../activities/sample-store.js';
 import type { TrainStepInput } from '../../activities/training-activities.js';
@@ -15,6 +15,7 @@ import {
   trainingWorkflowId,
 } from '../../workflows/training-signals.js';
 import type { EngineCalls } from '../support/engine-calls.js';
+import { historyValue } from '../support/temporal.js';
 import type { ExpectedOutcome } from './conversation.js';
 
 export interface CountContext {
@@ -142,7 +143,7 @@ export async function scheduledSteps(client: Client, runId: string): Promise<Sch
     if (scheduled?.activityType?.name === 'trainStep') {
       const payload = scheduled.input?.payloads?.[0] as Payload | undefined;
       if (!payload) throw new Error('trainStep scheduled without input');
-      const input = defaultPayloadConverter.fromPayload<TrainStepInput>(payload);
+      const input = await historyValue<TrainStepInput>(client, payload);
       steps.set(String(event.eventId), { input, attempts: 0, completed: false });
     }
     const started = event.activityTaskStartedEventAttributes;

@@ -2,6 +2,7 @@ import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { loadHistories } from '../support/histories.js';
+import { testEncryptionPlugin } from '../support/temporal.js';
 
 // Recorded histories of every workflow replay against today's code: a change that would break running
 // workflows (non-determinism) fails here. Refresh them with `RECORD_HISTORIES=1 npx vitest run test/workflows`
@@ -27,9 +28,15 @@ describe('workflow replay', () => {
     for (const expected of expectedNames) {
       expect(names).toContain(expected);
     }
+    // With the production data converter (the encryption plugin's codec and failure converter): plaintext
+    // histories pass through it.
+    const plugin = testEncryptionPlugin();
     for (const { name, history } of histories) {
       await expect(
-        Worker.runReplayHistory({ workflowsPath, replayName: name }, history),
+        Worker.runReplayHistory(
+          { workflowsPath, replayName: name, ...(plugin && { plugins: [plugin] }) },
+          history,
+        ),
         name,
       ).resolves.toBeUndefined();
     }
