@@ -54,21 +54,41 @@ export function describeTemporalConnection(settings: TemporalConnectionSettings)
   return `temporal ${settings.options.address} namespace ${settings.namespace} (${secured}); ${settings.encryption.description}`;
 }
 
+export interface ConnectedClient {
+  client: Client;
+  connection: Connection;
+  close(): Promise<void>;
+}
+
 export async function connectClient(
   config: OpenClawConfig,
   env: Env = process.env,
-): Promise<{ client: Client; connection: Connection; close(): Promise<void> }> {
+): Promise<ConnectedClient> {
   const settings = temporalConnectionSettings(config, env);
-  // Quick reconnects: the control worker's outbox relay delivers through this client after an outage.
-  const connection = await Connection.connect({
-    ...clientOptions(settings.options),
-    channelArgs: TEMPORAL_RECONNECT_ARGS,
-    plugins: plugins(settings),
-  });
+  return clientOf(await Connection.connect(clientConnectionOptions(settings)), settings);
+}
+
+/** A client whose connection is made on its first call, so its owner starts and serves while Temporal is down. */
+export function connectClientLazily(config: OpenClawConfig, env: Env = process.env): ConnectedClient {
+  const settings = temporalConnectionSettings(config, env);
+  return clientOf(Connection.lazy(clientConnectionOptions(settings)), settings);
+}
+
+function clientOf(connection: Connection, settings: TemporalConnectionSettings): ConnectedClient {
   return {
     client: new Client({ connection, namespace: settings.namespace }),
     connection,
     close: () => connection.close(),
+  };
+}
+
+/** The client connection takes the same settings (its `metadata` and `apiKey` types are wider) and reconnects quickly: outbox relays deliver through it after an outage. */
+function clientConnectionOptions(settings: TemporalConnectionSettings) {
+  const { tls, apiKey, metadata, address } = settings.options;
+  return {
+    ...definedOnly({ address, tls, apiKey, metadata }),
+    channelArgs: TEMPORAL_RECONNECT_ARGS,
+    plugins: plugins(settings),
   };
 }
 
@@ -79,12 +99,6 @@ export function connectWorker(config: OpenClawConfig, env: Env = process.env): P
 
 function plugins(settings: TemporalConnectionSettings) {
   return settings.encryption.plugin ? [settings.encryption.plugin] : [];
-}
-
-/** The client connection takes the same settings; its `metadata` and `apiKey` types are wider. */
-function clientOptions(options: NativeConnectionOptions & { address: string }) {
-  const { tls, apiKey, metadata, address } = options;
-  return definedOnly({ address, tls, apiKey, metadata });
 }
 
 /** Empty variables count as unset, as everywhere in the project's configuration. */

@@ -2,18 +2,20 @@
 // data directory, or PostgreSQL), the durable turn recorder writing turns and their outbox entries, the outbox
 // relay delivering them through a Temporal client, and the HTTP server on gateway.host:gateway.port. The
 // Temporal connection is lazy: the gateway starts and serves while Temporal is down, and the relay delivers
-// once it is up.
+// once it is up. It refuses to listen beyond loopback without an API key unless `gateway.allowNoKeys` says so.
 
-import type { AddressInfo } from 'node:net';
-import { Client, Connection } from '@temporalio/client';
+import { type AddressInfo, isIP } from 'node:net';
+import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import type { SampleStore } from '../activities/sample-store.js';
 import { fileStoreRoot, storeFromConfig } from '../activities/store-from-config.js';
+import { connectClientLazily } from '../cli/connect.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { configuredApiKeys } from '../security/api-keys.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
 import { GatewayMetrics } from './metrics.js';
-import { sessionDelivery, TEMPORAL_RECONNECT_ARGS } from './outbox-delivery.js';
+import { sessionDelivery } from './outbox-delivery.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { createGateway } from './server.js';
 import type { TurnRecorder } from './turn-recorder.js';
@@ -21,12 +23,17 @@ import type { TurnRecorder } from './turn-recorder.js';
 export interface GatewayDeps {
   /** Default: the store the config names (`store.backend`), closed with the gateway. */
   store?: SampleStore;
-  /** Default: a lazy client of `temporalAddress`, closed with the gateway. */
+  /**
+   * Default: a lazy client connected as the config and the `TEMPORAL_*` environment say (cli/connect.ts),
+   * closed with the gateway.
+   */
   temporal?: Client;
   /** Default: the config's `temporal.address`. */
   temporalAddress?: string;
   /** Default: the config's `temporal.namespace`. */
   temporalNamespace?: string;
+  /** Environment for the Temporal connection settings (default: this process's). */
+  env?: Readonly<Record<string, string | undefined>>;
   /** Task queue session workflows are started on (default: the config's `temporal.taskQueue`). */
   taskQueue?: string;
   /** Replaces the durable recorder altogether (no relay runs then). */
@@ -52,6 +59,8 @@ export interface RunningGateway {
 export const sampleStoreRoot = fileStoreRoot;
 
 export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {}): Promise<RunningGateway> {
+  const apiKeys = configuredApiKeys(config);
+  refuseOpenBeyondLoopback(config, apiKeys.keys.length);
   const cleanups: (() => Promise<void>)[] = [];
   const cleanUp = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
@@ -70,12 +79,19 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     let temporal = deps.temporal;
     if (!temporal) {
       // Lazy: connects on the first delivery, so neither starting nor serving needs Temporal up.
-      const connection = Connection.lazy({
-        address: deps.temporalAddress ?? config.temporal.address,
-        channelArgs: TEMPORAL_RECONNECT_ARGS,
-      });
-      cleanups.push(() => connection.close());
-      temporal = new Client({ connection, namespace: deps.temporalNamespace ?? config.temporal.namespace });
+      const connected = connectClientLazily(
+        {
+          ...config,
+          temporal: {
+            ...config.temporal,
+            address: deps.temporalAddress ?? config.temporal.address,
+            namespace: deps.temporalNamespace ?? config.temporal.namespace,
+          },
+        },
+        deps.env,
+      );
+      cleanups.push(() => connected.close());
+      temporal = connected.client;
     }
     metrics = new GatewayMetrics({ processMetrics: true, outbox: store.outbox });
     const counted = metrics.relayEvents();
@@ -109,8 +125,9 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     engineUrl: config.engine.url,
     engineKind: config.engine.kind,
     recorder,
-    apiKeys: config.gateway.apiKeys,
-    ...(deps.bodyLimitBytes !== undefined ? { bodyLimitBytes: deps.bodyLimitBytes } : {}),
+    apiKeys: apiKeys.keys,
+    bodyLimitBytes: deps.bodyLimitBytes ?? config.gateway.bodyLimitBytes,
+    rateLimitPerMinute: config.gateway.rateLimitPerMinute,
     ...(deps.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: deps.upstreamTimeoutMs } : {}),
     logger: deps.logger ?? { level: 'info' },
     metrics,
@@ -124,7 +141,16 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
   relay?.start();
   const address = app.server.address() as AddressInfo;
   const url = `http://${clientHost(address)}:${address.port}`;
-  app.log.info({ url, engine: config.engine.url, store: config.store.backend }, 'gateway listening');
+  app.log.info(
+    {
+      url,
+      engine: config.engine.url,
+      store: config.store.backend,
+      apiKeys: apiKeys.sources.length > 0 ? apiKeys.sources : 'none',
+      rateLimitPerMinute: config.gateway.rateLimitPerMinute || 'off',
+    },
+    'gateway listening',
+  );
   return {
     url,
     app,
@@ -134,6 +160,26 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
       await cleanUp();
     },
   };
+}
+
+/** Whether `host` can only be reached from this machine: 127.0.0.0/8, ::1 (also IPv4-mapped) or `localhost`. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  if (bare === 'localhost') return true;
+  if (isIP(bare) === 4) return bare.startsWith('127.');
+  if (isIP(bare) === 6) return bare === '::1' || /^::ffff:127\./.test(bare);
+  return false;
+}
+
+/** An open gateway on an address others can reach lets anyone write training data: refuse unless asked. */
+function refuseOpenBeyondLoopback(config: OpenClawConfig, keyCount: number): void {
+  if (keyCount > 0 || config.gateway.allowNoKeys || isLoopbackHost(config.gateway.host)) return;
+  throw new Error(
+    `the gateway would listen on ${config.gateway.host} without an API key, so anyone who reaches it could ` +
+      'write training data. Create a key with `openclaw-rl keys init` (it goes to the keys file, ' +
+      'gateway.apiKeysFile), or set OPENCLAW_API_KEYS; to run it open on purpose pass --allow-no-keys ' +
+      '(OPENCLAW_GATEWAY_ALLOW_NO_KEYS=true).',
+  );
 }
 
 /** The address a client on this machine dials: wildcard binds become loopback. */

@@ -20,7 +20,7 @@ export class OpenAIError extends Error {
     readonly type: OpenAIErrorType | string,
     readonly param: string | null = null,
     readonly code: string | number | null = null,
-    /** Seconds for the `retry-after` header; set on the statuses a client should retry (502, 503, 504). */
+    /** Seconds for the `retry-after` header; set on the statuses a client should retry (429, 502, 503, 504). */
     readonly retryAfterSeconds: number | null = null,
   ) {
     super(message);
@@ -54,6 +54,18 @@ export function payloadTooLarge(limitBytes: number): OpenAIError {
     'invalid_request_error',
     'body',
     'request_too_large',
+  );
+}
+
+/** A key sent more requests than its per-minute budget (OpenAI's own type and code for this case). */
+export function rateLimited(limitPerMinute: number, retryAfterSeconds: number): OpenAIError {
+  return new OpenAIError(
+    429,
+    `Rate limit reached: ${limitPerMinute} requests per minute for this API key. Please try again in ${retryAfterSeconds}s.`,
+    'requests',
+    null,
+    'rate_limit_exceeded',
+    retryAfterSeconds,
   );
 }
 

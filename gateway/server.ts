@@ -2,6 +2,7 @@
 // turn durably (its record and outbox entry in the sample store) before its response completes. `createGateway` builds one instance from its dependencies and
 // keeps no global state, so tests run several side by side.
 
+import rateLimit from '@fastify/rate-limit';
 import Fastify, {
   type FastifyError,
   type FastifyInstance,
@@ -17,7 +18,14 @@ import { chatCompletionsHandler, type RequestContext } from './chat-completions-
 import { clientSignalOf } from './client-signal.js';
 import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
 import { GatewayMetrics } from './metrics.js';
-import { internalError, invalidRequest, notFound, OpenAIError, payloadTooLarge } from './openai-errors.js';
+import {
+  internalError,
+  invalidRequest,
+  notFound,
+  OpenAIError,
+  payloadTooLarge,
+  rateLimited,
+} from './openai-errors.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
 export interface GatewayOptions {
@@ -28,10 +36,18 @@ export interface GatewayOptions {
   /** Replaces the adapter built from `engineUrl` and `engineKind`. */
   engine?: EngineAdapter;
   recorder: TurnRecorder;
-  /** Bearer keys clients must send; empty means an open gateway (a warning is logged). */
+  /**
+   * Bearer keys clients must send; empty means an open gateway (a warning is logged; startGateway refuses
+   * that beyond loopback unless `gateway.allowNoKeys`).
+   */
   apiKeys?: readonly string[];
   /** Largest request body accepted; larger ones get 413. */
   bodyLimitBytes?: number;
+  /**
+   * Requests per minute per API key (per client address on an open gateway); more get 429 with
+   * `retry-after`. 0 or absent: no limit.
+   */
+  rateLimitPerMinute?: number;
   /** Longest an engine request may take (streams included). Generous: weight swaps hold requests. */
   upstreamTimeoutMs?: number;
   /** Fastify/pino logger settings; false (the default) logs nothing. */
@@ -64,7 +80,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
   if (auth.open)
     app.log.warn(
       'NO API KEYS CONFIGURED: the gateway accepts every request without authentication. ' +
-        'Set gateway.apiKeys (OPENCLAW_API_KEYS) before exposing it beyond this machine.',
+        'Create one with `openclaw-rl keys init` or set OPENCLAW_API_KEYS before exposing it beyond this machine.',
     );
 
   // An engine started in a way that breaks exact capture is said at start, not at the first turn.
@@ -84,6 +100,22 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
     contexts.set(request, { scope, startedAt });
   });
 
+  const limit = options.rateLimitPerMinute ?? 0;
+  if (limit > 0)
+    // A fixed one-minute window per key, in this process (several gateways each count their own). It runs
+    // after the key check, so unauthenticated requests never spend a key's budget.
+    app.register(rateLimit, {
+      max: limit,
+      timeWindow: 60_000,
+      keyGenerator: (request) => {
+        const scope = contextOf(request).scope;
+        return scope ? `key:${scope}` : `ip:${request.ip}`;
+      },
+      allowList: (request) => PUBLIC_ROUTES.has(request.url.split('?')[0] ?? ''),
+      errorResponseBuilder: (_request, context) =>
+        rateLimited(context.max, Math.max(1, Math.ceil(context.ttl / 1000))),
+    });
+
   app.setErrorHandler((error: FastifyError | Error, request, reply) => {
     if (error instanceof ClientGoneError) {
       metrics.clientDisconnects.inc();
@@ -98,23 +130,26 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
     sendError(reply, notFound(`no route for ${request.method} ${request.url.split('?')[0]}`)),
   );
 
-  app.get('/healthz', async () => ({
-    ok: true,
-    engine: { url: upstream.baseUrl, kind: engine.kind, reachable: await upstream.reachable() },
-  }));
+  // Registered as a plugin so that it loads after the rate limiter, whose hook attaches to routes as they are added.
+  app.register(async (routes) => {
+    routes.get('/healthz', async () => ({
+      ok: true,
+      engine: { url: upstream.baseUrl, kind: engine.kind, reachable: await upstream.reachable() },
+    }));
 
-  app.get('/metrics', async (_request, reply) => {
-    reply.type(metrics.registry.contentType);
-    return metrics.registry.metrics();
+    routes.get('/metrics', async (_request, reply) => {
+      reply.type(metrics.registry.contentType);
+      return metrics.registry.metrics();
+    });
+
+    // The engine's own list: the gateway serves whatever model the engine serves.
+    routes.get('/v1/models', (_request, reply) => upstream.models(clientSignalOf(reply)));
+
+    routes.post(
+      '/v1/chat/completions',
+      chatCompletionsHandler({ upstream, recorder: options.recorder, metrics }, contextOf),
+    );
   });
-
-  // The engine's own list: the gateway serves whatever model the engine serves.
-  app.get('/v1/models', (_request, reply) => upstream.models(clientSignalOf(reply)));
-
-  app.post(
-    '/v1/chat/completions',
-    chatCompletionsHandler({ upstream, recorder: options.recorder, metrics }, contextOf),
-  );
 
   return app;
 }
