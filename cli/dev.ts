@@ -3,32 +3,77 @@ import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from
 import type { OpenClawConfig } from '../core/config.js';
 import { parsePolicyVersion } from '../core/policy-version.js';
 import { createEngineAdapter, policyEngineFromConfig } from '../engines/engine-adapters.js';
-import { startGateway } from '../gateway/main.js';
+import { gatewayApiKeys, startGateway } from '../gateway/main.js';
+import { ensurePayloadKeyFile, payloadKeysFile } from '../security/payload-keys.js';
 import { createControlWorker } from '../workers/control-worker.js';
-import { connectClient, connectWorker } from './connect.js';
+import { type RunningCodecServer, startCodecServer } from './codec-server-command.js';
+import {
+  connectClient,
+  connectWorker,
+  describeTemporalConnection,
+  temporalConnectionSettings,
+} from './connect.js';
 import { launchEngine, resolveModel, startTrainerBeside } from './engine-launch.js';
-import { type DevServer, isReachable, startTemporalDevServer } from './temporal-dev-server.js';
+import {
+  type DevServer,
+  devServerUiPort,
+  isReachable,
+  splitAddress,
+  startTemporalDevServer,
+} from './temporal-dev-server.js';
 import { ensureTrainingRun } from './training-run.js';
 
 /**
  * The whole Track 1 stack in one process tree: a Temporal dev server unless one answers (its database in
  * the data dir, so a restart resumes), the policy engine of `engine.kind` unless one answers (the reference
  * engine, or vLLM with a reference trainer beside it), the control worker, the gateway and the training run.
- * Prints the URLs, then `ready`. Stops everything when `stop` resolves.
+ * Payloads are encrypted with a key ring it creates in the data dir (unless `payloads.encryption` is off or
+ * keys are configured), and a codec server lets the dev server's UI show them decrypted. Prints the URLs, then
+ * `ready`. Stops everything when `stop` resolves.
  */
 export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promise<void> {
   const cleanups: (() => Promise<void>)[] = [];
   const say = (line: string) => console.log(line);
   try {
+    // Refused before anything starts, rather than after Temporal and the engine are up.
+    gatewayApiKeys(config);
+    if (config.payloads.encryption !== 'off' && config.payloads.keys.length === 0) {
+      const file = payloadKeysFile(config);
+      const { created } = await ensurePayloadKeyFile(file);
+      say(`payload keys ${file}${created ? ' (created)' : ''}`);
+    }
+    const settings = temporalConnectionSettings(config);
+    say(describeTemporalConnection(settings));
+
+    let codec: RunningCodecServer | null = null;
+    if (settings.encryption.plugin) {
+      const { host } = splitAddress(config.temporal.address);
+      const uiPort = devServerUiPort(config.temporal.address);
+      const uiOrigins = [host, '127.0.0.1', 'localhost'].map((h) => `http://${h}:${uiPort}`);
+      try {
+        codec = await startCodecServer(config, uiOrigins);
+        const running = codec;
+        cleanups.push(() => running.close());
+      } catch (error) {
+        say(`codec server not started (the UI shows payloads encrypted): ${(error as Error).message}`);
+      }
+    }
+
     let temporalUi: string;
     if (await isReachable(config.temporal.address)) {
       temporalUi = '(the Temporal server already running there; its UI is wherever it serves one)';
       say(`temporal ${config.temporal.address} (already running)`);
+    } else if (settings.options.tls || settings.options.apiKey) {
+      throw new Error(
+        `no Temporal server answers at ${config.temporal.address}; dev starts a local one only without TLS or an API key`,
+      );
     } else {
       say(
         `temporal: starting a dev server at ${config.temporal.address} (database ${config.dataDir}/temporal.db)`,
       );
-      const server: DevServer = await startTemporalDevServer(config.temporal.address, config.dataDir);
+      const server: DevServer = await startTemporalDevServer(config.temporal.address, config.dataDir, {
+        ...(codec && { codecEndpoint: codec.url }),
+      });
       cleanups.push(() => server.stop());
       temporalUi = server.uiUrl;
     }
@@ -93,6 +138,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
 
     say(`gateway ${gateway.url}/v1`);
     say(`temporal ui ${temporalUi}`);
+    if (codec) say(`codec server ${codec.url} (the Temporal UI decrypts payloads through it)`);
     say(`judge ${config.judge.baseUrl} (model ${config.judge.model})`);
     say('ready');
     await Promise.race([stop, running]);

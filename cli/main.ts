@@ -10,12 +10,19 @@ import { OutboxRelay } from '../gateway/outbox-relay.js';
 import { createControlWorker } from '../workers/control-worker.js';
 import { pauseUpdate, resumeUpdate, trainingWorkflowId } from '../workflows/training-signals.js';
 import { type CommonFlags, configFromFlags } from './cli-config.js';
-import { connectClient, connectWorker } from './connect.js';
+import { registerCodecServerCommand } from './codec-server-command.js';
+import {
+  connectClient,
+  connectWorker,
+  describeTemporalConnection,
+  temporalConnectionSettings,
+} from './connect.js';
 import { runDev } from './dev.js';
 import { launchEngine } from './engine-launch.js';
 import { registerEvalCommand } from './eval-command.js';
 import { registerGpuCommands } from './gpu-commands.js';
 import { registerImageCommands } from './images-command.js';
+import { registerKeyCommands } from './keys-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { registerTrack2Commands } from './track2-commands.js';
 import {
@@ -82,6 +89,11 @@ const common = {
   device: () => new Option('--device <device>', 'cpu | cuda (OPENCLAW_DEVICE; default cpu)'),
   trainer: () =>
     new Option('--trainer <backend>', 'reference | slime | tinker (OPENCLAW_TRAINER; default reference)'),
+  allowNoKeys: () =>
+    new Option(
+      '--allow-no-keys',
+      'let the gateway listen beyond loopback without an API key (OPENCLAW_GATEWAY_ALLOW_NO_KEYS)',
+    ),
 };
 
 const program = new Command('openclaw-rl')
@@ -114,6 +126,7 @@ program
   .addOption(common.judgeModel())
   .addOption(common.judgeApiKey())
   .addOption(common.trainer())
+  .addOption(common.allowNoKeys())
   .action(async (flags: CommonFlags) => {
     await runDev(configFromFlags(flags), untilStopped());
   });
@@ -129,8 +142,10 @@ program
   .addOption(common.method())
   .addOption(common.engineUrl())
   .addOption(common.engineKind())
+  .addOption(common.allowNoKeys())
   .action(async (flags: CommonFlags) => {
     const config = configFromFlags(flags);
+    console.log(describeTemporalConnection(temporalConnectionSettings(config)));
     const { client, close } = await connectClient(config);
     const gateway = await startGateway(config, { temporal: client, taskQueue: config.temporal.taskQueue });
     console.log(`gateway ${gateway.url}/v1`);
@@ -157,6 +172,7 @@ program
     if (queue !== 'control' && queue !== 'trainer')
       throw new Error(`unknown worker "${queue}"; this version has: control, trainer, env, gpu`);
     const config = configFromFlags(flags);
+    console.log(describeTemporalConnection(temporalConnectionSettings(config)));
     const connection = await connectWorker(config);
     if (queue === 'trainer') {
       await runTrainerWorker(config, connection, untilStopped());
@@ -287,6 +303,8 @@ for (const [name, update] of [
 }
 
 registerOperatorCommands(program, train);
+registerKeyCommands(program);
+registerCodecServerCommand(program, untilStopped);
 registerEvalCommand(program);
 registerImageCommands(program);
 registerGpuCommands(program);
@@ -297,6 +315,11 @@ try {
   await program.parseAsync(process.argv);
   process.exit(0);
 } catch (error) {
-  console.error(`openclaw-rl: ${(error as Error).message}`);
+  const message = (error as Error).message;
+  console.error(`openclaw-rl: ${message}`);
+  if (/binary\/encrypted/.test(message))
+    console.error(
+      'openclaw-rl: these payloads are encrypted: give this command the key ring the workers use (OPENCLAW_PAYLOAD_KEYS, or the key file OPENCLAW_PAYLOAD_KEYS_FILE / <dataDir>/keys/payload-keys.json)',
+    );
   process.exit(1);
 }

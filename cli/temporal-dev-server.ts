@@ -56,11 +56,20 @@ export interface DevServer {
   stop(): Promise<void>;
 }
 
+/** The UI port of a dev server at `address`: its port + 1000, the CLI's own default. */
+export function devServerUiPort(address: string): number {
+  return splitAddress(address).port + 1000;
+}
+
 /**
  * `temporal server start-dev` with its database in `<dataDir>/temporal.db`, so workflows survive a restart
- * of the server, and its Web UI on port + 1000.
+ * of the server, and its Web UI on port + 1000 (its payloads decoded through `codecEndpoint` when given).
  */
-export async function startTemporalDevServer(address: string, dataDir: string): Promise<DevServer> {
+export async function startTemporalDevServer(
+  address: string,
+  dataDir: string,
+  options: { codecEndpoint?: string } = {},
+): Promise<DevServer> {
   const executable = findTemporalExecutable();
   if (executable.type !== 'existing-path') {
     throw new Error(
@@ -69,7 +78,7 @@ export async function startTemporalDevServer(address: string, dataDir: string): 
   }
   const { host, port } = splitAddress(address);
   mkdirSync(resolve(dataDir), { recursive: true });
-  const uiPort = port + 1000;
+  const uiPort = devServerUiPort(address);
   const child = spawn(
     executable.path,
     [
@@ -85,6 +94,7 @@ export async function startTemporalDevServer(address: string, dataDir: string): 
       join(resolve(dataDir), 'temporal.db'),
       '--log-level',
       'error',
+      ...(options.codecEndpoint ? ['--ui-codec-endpoint', options.codecEndpoint] : []),
     ],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );

@@ -12,7 +12,7 @@ import type { SampleStore } from '../activities/sample-store.js';
 import { fileStoreRoot, storeFromConfig } from '../activities/store-from-config.js';
 import { connectClientLazily } from '../cli/connect.js';
 import type { OpenClawConfig } from '../core/config.js';
-import { configuredApiKeys } from '../security/api-keys.js';
+import { type ConfiguredApiKeys, configuredApiKeys } from '../security/api-keys.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
 import { GatewayMetrics } from './metrics.js';
 import { sessionDelivery } from './outbox-delivery.js';
@@ -59,8 +59,7 @@ export interface RunningGateway {
 export const sampleStoreRoot = fileStoreRoot;
 
 export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {}): Promise<RunningGateway> {
-  const apiKeys = configuredApiKeys(config);
-  refuseOpenBeyondLoopback(config, apiKeys.keys.length);
+  const apiKeys = gatewayApiKeys(config);
   const cleanups: (() => Promise<void>)[] = [];
   const cleanUp = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
@@ -171,9 +170,14 @@ export function isLoopbackHost(host: string): boolean {
   return false;
 }
 
-/** An open gateway on an address others can reach lets anyone write training data: refuse unless asked. */
-function refuseOpenBeyondLoopback(config: OpenClawConfig, keyCount: number): void {
-  if (keyCount > 0 || config.gateway.allowNoKeys || isLoopbackHost(config.gateway.host)) return;
+/**
+ * The keys the gateway will accept. An open gateway on an address others can reach lets anyone write
+ * training data, so that is refused unless `gateway.allowNoKeys` asks for it.
+ */
+export function gatewayApiKeys(config: OpenClawConfig): ConfiguredApiKeys {
+  const apiKeys = configuredApiKeys(config);
+  if (apiKeys.keys.length > 0 || config.gateway.allowNoKeys || isLoopbackHost(config.gateway.host))
+    return apiKeys;
   throw new Error(
     `the gateway would listen on ${config.gateway.host} without an API key, so anyone who reaches it could ` +
       'write training data. Create a key with `openclaw-rl keys init` (it goes to the keys file, ' +

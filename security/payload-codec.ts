@@ -10,7 +10,8 @@
 
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
 import { METADATA_ENCODING_KEY, type Payload, type PayloadCodec, ValueError } from '@temporalio/common';
-import { temporal } from '@temporalio/proto';
+// A CommonJS module whose named exports Node's ESM loader cannot see: take the default export.
+import proto from '@temporalio/proto';
 import type { PayloadKeyRing } from './payload-keys.js';
 
 export const ENCRYPTED_ENCODING = 'binary/encrypted';
@@ -20,7 +21,7 @@ const CIPHER = 'aes-256-gcm';
 const IV_BYTES = 12;
 const TAG_BYTES = 16;
 
-const ProtoPayload = temporal.api.common.v1.Payload;
+const ProtoPayload = proto.temporal.api.common.v1.Payload;
 
 export class AesGcmPayloadCodec implements PayloadCodec {
   private readonly currentKey: Buffer;
