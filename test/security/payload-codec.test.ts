@@ -4,10 +4,16 @@
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { ApplicationFailure, defaultPayloadConverter, type Payload } from '@temporalio/common';
+import {
+  decodeOptionalFailureToOptionalError,
+  encodeErrorToFailure,
+} from '@temporalio/common/lib/internal-non-workflow/codec-helpers.js';
+import { loadDataConverter } from '@temporalio/common/lib/internal-non-workflow/data-converter-helpers.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type OpenClawConfigInput } from '../../core/config.js';
 import { AesGcmPayloadCodec, ENCRYPTED_ENCODING, isEncrypted } from '../../security/payload-codec.js';
+import { PayloadEncryptionPlugin } from '../../security/payload-encryption.js';
 import {
   ensurePayloadKeyFile,
   keyRingFromEntries,
@@ -82,6 +88,35 @@ describe('AesGcmPayloadCodec', () => {
     const codec = new AesGcmPayloadCodec(ring('old', 'old'));
     const [decoded] = await codec.decode([plain({ runId: 'default' })]);
     expect(defaultPayloadConverter.fromPayload(decoded as Payload)).toEqual({ runId: 'default' });
+  });
+});
+
+describe('the encryption plugin', () => {
+  it('gives clients and workers the codec and a failure converter that encrypts failure messages', async () => {
+    const plugin = new PayloadEncryptionPlugin(ring('old', 'old'));
+    const clientOptions = plugin.configureClient({});
+    const workerOptions = plugin.configureWorker({ taskQueue: 'q' });
+    expect(clientOptions.dataConverter?.payloadCodecs).toEqual([plugin.codec]);
+    expect(workerOptions.dataConverter).toEqual(clientOptions.dataConverter);
+    // Applied twice (a connection's plugin and a client's), the codec is still there once.
+    expect(plugin.configureClient(clientOptions).dataConverter?.payloadCodecs).toEqual([plugin.codec]);
+
+    const converter = loadDataConverter(clientOptions.dataConverter);
+    const error = ApplicationFailure.create({
+      message: `judge said: ${SECRET}`,
+      details: [{ quote: SECRET }],
+    });
+    const failure = await encodeErrorToFailure(converter, error);
+    expect(JSON.stringify(failure)).not.toContain('rash');
+    expect(failure.message).toBe('Encoded failure');
+    for (const payload of [
+      failure.encodedAttributes,
+      ...(failure.applicationFailureInfo?.details?.payloads ?? []),
+    ])
+      expect(isEncrypted(payload as Payload)).toBe(true);
+    const back = (await decodeOptionalFailureToOptionalError(converter, failure)) as ApplicationFailure;
+    expect(back.message).toBe(`judge said: ${SECRET}`);
+    expect(back.details).toEqual([{ quote: SECRET }]);
   });
 });
 
