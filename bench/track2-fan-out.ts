@@ -16,7 +16,9 @@ import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
+import { connectClient } from '../cli/connect.js';
+import { loadConfig } from '../core/config.js';
 import { startScriptedPolicy } from '../test/support/scripted-policy-server.js';
 import { startTemporalCluster } from '../test/support/temporal-cluster.js';
 import {
@@ -27,6 +29,7 @@ import {
 import { startDevServerProcess } from './support/dev-server-process.js';
 import { historyTotals, workflowPayloadBytes } from './support/history-figures.js';
 import { answerRight } from './support/numbered-arith.js';
+import { benchPayloadKeysEnv } from './support/payload-keys.js';
 import { mib, readMemory, sampleMemory, treePss } from './support/process-memory.js';
 import { intOptions, printTable, ratio } from './support/stats.js';
 
@@ -137,6 +140,8 @@ async function startServer(kind: ServerKind, dir: string): Promise<ServerHandle>
 }
 
 async function runOnce(server: ServerKind, variant: Variant, rollouts: number): Promise<RunFigures> {
+  // Before the worker processes start: they inherit the key ring through the environment.
+  const keys = benchPayloadKeysEnv();
   const tasks = Math.ceil(rollouts / options.samples);
   const dir = await mkdtemp(join(tmpdir(), 'openclaw-fan-out-'));
   await chmod(dir, 0o755); // PostgreSQL's user enters it
@@ -157,8 +162,11 @@ async function runOnce(server: ServerKind, variant: Variant, rollouts: number): 
       'workflow worker': children[0]?.pid as number,
       'env host worker': children[1]?.pid as number,
     });
-    const connection = await Connection.connect({ address: temporal.address });
-    const client = new Client({ connection });
+    // Encrypting like the worker processes, which inherit this run's key ring.
+    const loaded = loadConfig(keys, { temporal: { address: temporal.address } });
+    if (!loaded.ok) throw new Error(loaded.error);
+    const connection = await connectClient(loaded.config, {});
+    const client: Client = connection.client;
     const runId = `fan-out-${rollouts}-${Date.now().toString(36)}`;
     const input: AgenticTrainingInput = {
       runId,

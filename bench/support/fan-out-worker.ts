@@ -5,11 +5,14 @@
 //   node --import tsx bench/support/fan-out-worker.ts <workflows|workflows-empty|env> <address> <queue> <storeDir>
 
 import { fileURLToPath } from 'node:url';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { FileSampleStore } from '../../activities/sample-store.js';
+import { connectWorker } from '../../cli/connect.js';
+import { loadConfig } from '../../core/config.js';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers } from '../../workers/env-worker.js';
 import { NumberedArith } from './numbered-arith.js';
+import { benchPayloadKeysEnv } from './payload-keys.js';
 
 const [role, address, queue, storeDir] = process.argv.slice(2);
 const EMPTY_ROLLOUT_WORKFLOWS = fileURLToPath(new URL('./empty-rollout-workflows.ts', import.meta.url));
@@ -19,7 +22,10 @@ if (!['workflows', 'workflows-empty', 'env'].includes(role ?? '') || !address ||
 }
 
 Runtime.install({ logger: new DefaultLogger('ERROR') });
-const connection = await NativeConnection.connect({ address });
+// The parent's key ring (inherited through the environment): payloads encrypted as by default.
+const loaded = loadConfig(benchPayloadKeysEnv(), { temporal: { address } });
+if (!loaded.ok) throw new Error(loaded.error);
+const connection = await connectWorker(loaded.config, {});
 let run: Promise<unknown>;
 let shutdown: () => void;
 if (role !== 'env') {

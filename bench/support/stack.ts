@@ -9,10 +9,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
+import { connectClient, connectWorker } from '../../cli/connect.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import {
   type EngineKind,
@@ -23,7 +24,6 @@ import {
 import type { EngineAdapter } from '../../engines/engine-adapter.js';
 import { createEngineAdapter } from '../../engines/engine-adapters.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import { TEMPORAL_RECONNECT_ARGS } from '../../gateway/outbox-delivery.js';
 import { type FakeJudge, startFakeJudge } from '../../test/support/fake-judge-server.js';
 import { startPostgres } from '../../test/support/postgres-server.js';
 import { createControlWorker } from '../../workers/control-worker.js';
@@ -33,6 +33,7 @@ import {
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
 import { startVllm } from '../../workers/vllm-process.js';
+import { benchPayloadKeysEnv } from './payload-keys.js';
 
 export interface StackOptions {
   /** Config overrides (runId, method, training, session...); engine, judge, dataDir and temporal are set here. */
@@ -169,7 +170,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     if (judge) cleanups.push(() => judge.close());
 
     const loaded = loadConfig(
-      {},
+      // Payloads encrypted, as by default; no other setting from this environment.
+      benchPayloadKeysEnv(),
       {
         ...options.config,
         dataDir: dir,
@@ -183,10 +185,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     if (!loaded.ok) throw new Error(loaded.error);
     const config = loaded.config;
 
-    // As the gateway and the control worker connect: quick reconnects after a Temporal restart.
-    const connection = await Connection.connect({ address, channelArgs: TEMPORAL_RECONNECT_ARGS });
-    cleanups.push(() => connection.close());
-    const client = new Client({ connection, namespace: config.temporal.namespace });
+    // The project's own connections (an empty environment: no TEMPORAL_* settings of this shell), with the
+    // quick reconnects the gateway and the control worker have after a Temporal restart.
+    const connected = await connectClient(config, {});
+    cleanups.push(() => connected.close());
+    const client: Client = connected.client;
     const store = new FileSampleStore(join(dir, 'store'));
 
     const postgresStore = postgresServer ? new PostgresSampleStore({ url: postgresServer.url }) : null;
@@ -198,7 +201,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       const lanes: [SampleStore, string][] = [[store, config.temporal.taskQueue]];
       if (postgresStore) lanes.push([postgresStore, POSTGRES_QUEUE]);
       for (const [laneStore, taskQueue] of lanes) {
-        const native = await NativeConnection.connect({ address });
+        const native = await connectWorker(config, {});
         const created = await createControlWorker(
           config,
           native,
