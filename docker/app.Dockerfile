@@ -44,6 +44,7 @@ COPY environments ./environments
 COPY docker/images ./docker/images
 COPY docker/base-image.sh ./docker/base-image.sh
 COPY cli ./cli
+COPY security ./security
 
 # Every process keeps its state under /data (a shared volume): the sample store and the checkpoints.
 ENV OPENCLAW_DATA_DIR=/data TEMPORAL_ADDRESS=temporal:7233 OPENCLAW_ENGINE_URL=http://engine:30000

@@ -1,7 +1,9 @@
 // The compose smoke test: what a new user does with `docker compose up`, on this machine's Docker engine.
 // Every image is built here (docker-compose.local.yml: a locally made Debian base, the Temporal server built
-// from the Go module proxy on the PostgreSQL service in place of the official images), the services come up through their health checks, a training run is started
-// with the same JSON a user pastes into the Temporal UI's Start Workflow form, chat turns go through the
+// from the Go module proxy on the PostgreSQL service in place of the official images), the services come up through their health checks (the first start makes
+// the gateway's API key and the payload key ring on the keys volume: the gateway refuses requests without the
+// key, Temporal holds only encrypted payloads, the codec server decrypts them for the UI), a training run is
+// started with the same JSON a user pastes into the Temporal UI's Start Workflow form, chat turns go through the
 // gateway, an epoch completes and the engine serves the next policy version; then the control worker is
 // killed (SIGKILL), Docker restarts it, and the run goes on with nothing lost. Last, the gpu profile's
 // trainer-worker trains a second run's step in an epoch container (the reference engine's image standing in
@@ -9,7 +11,7 @@
 //
 // Runs alone (vitest.compose.config.ts, `npm run test:compose`): it builds images and starts a whole stack.
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -20,6 +22,10 @@ import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
+import { parseApiKeysFile } from '../../security/api-keys.js';
+import { isEncrypted } from '../../security/payload-codec.js';
+import { PayloadEncryptionPlugin } from '../../security/payload-encryption.js';
+import { readPayloadKeyFile } from '../../security/payload-keys.js';
 import {
   lineageQuery,
   sampleScoredSignal,
@@ -68,7 +74,16 @@ describe('docker compose up (local images)', () => {
   let judge: FakeJudge;
   let client: Client;
   let connection: Connection;
-  let ports: { gateway: number; temporal: number; ui: number; engine: number; postgres: number };
+  let ports: {
+    gateway: number;
+    temporal: number;
+    ui: number;
+    engine: number;
+    postgres: number;
+    codec: number;
+  };
+  /** The gateway's API key, made by data-init on the first start. */
+  let apiKey: string;
   const conversations: Conversation[] = [];
 
   const composeRun = async (args: string[], timeoutMs = 60_000) => {
@@ -101,6 +116,7 @@ describe('docker compose up (local images)', () => {
       ui: await freePort(),
       engine: await freePort(),
       postgres: await freePort(),
+      codec: await freePort(),
     };
     env = {
       ...process.env,
@@ -110,6 +126,7 @@ describe('docker compose up (local images)', () => {
       TEMPORAL_UI_PORT: String(ports.ui),
       ENGINE_PORT: String(ports.engine),
       SMOKE_POSTGRES_PORT: String(ports.postgres),
+      CODEC_PORT: String(ports.codec),
       SMOKE_JUDGE_URL: `http://host.docker.internal:${new URL(judge.url).port}/v1`,
       SMOKE_DATA_DIR: dataDir,
       DOCKER_GID: String((await stat('/var/run/docker.sock')).gid),
@@ -137,7 +154,19 @@ describe('docker compose up (local images)', () => {
           : null,
       5 * 60_000,
     );
-    connection = await Connection.connect({ address: `127.0.0.1:${ports.temporal}` });
+    // What a user does to talk to it: read the key the first start made, and the payload keys for a client.
+    apiKey =
+      parseApiKeysFile((await composeRun(['exec', '-T', 'gateway', 'cat', '/keys/api-keys'])).stdout)[0] ??
+      '';
+    const keyFile = join(dataDir, 'payload-keys.json');
+    await writeFile(
+      keyFile,
+      (await composeRun(['exec', '-T', 'gateway', 'cat', '/keys/payload-keys.json'])).stdout,
+    );
+    connection = await Connection.connect({
+      address: `127.0.0.1:${ports.temporal}`,
+      plugins: [new PayloadEncryptionPlugin(readPayloadKeyFile(keyFile))],
+    });
     client = new Client({ connection });
     console.log(`[compose] up and healthy after ${((Date.now() - started) / 1000).toFixed(0)} s`);
   }, 60 * 60_000);
@@ -157,8 +186,7 @@ describe('docker compose up (local images)', () => {
   }, 6 * 60_000);
 
   const engine = () => engineCalls(`http://127.0.0.1:${ports.engine}`);
-  const openai = () =>
-    new OpenAI({ baseURL: `http://127.0.0.1:${ports.gateway}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const openai = () => new OpenAI({ baseURL: `http://127.0.0.1:${ports.gateway}/v1`, apiKey, maxRetries: 0 });
 
   /** A session of three turns: thanks → the first is +1, wrong → the second is -1, the last has no next state. */
   async function session(name: string): Promise<void> {
@@ -191,6 +219,14 @@ describe('docker compose up (local images)', () => {
     expect(info.serverVersion).toBe('1.32.2');
     const models = await openai().models.list();
     expect(models.data.length).toBeGreaterThan(0);
+  });
+
+  it('made an API key on the first start and refuses requests without it', async () => {
+    expect(apiKey).toMatch(/^ocrl-/);
+    const { stdout } = await composeRun(['logs', '--no-color', 'data-init']);
+    expect(stdout).toMatch(/api keys \/keys\/api-keys \(created with one new key\)/);
+    expect(stdout).toMatch(/docker compose exec gateway cat \/keys\/api-keys/);
+    expect((await fetch(`http://127.0.0.1:${ports.gateway}/v1/models`)).status).toBe(401);
   });
 
   it(
@@ -230,6 +266,49 @@ describe('docker compose up (local images)', () => {
     },
     10 * 60_000,
   );
+
+  it("stores the run's input encrypted, and the codec server decrypts it for the UI's origin", async () => {
+    const history = await client.workflow.getHandle(trainingWorkflowId(RUN_ID)).fetchHistory();
+    const input = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+    // Started by the temporal CLI in plaintext; the first payload the workers wrote is encrypted.
+    const written = history.events
+      ?.map(
+        (event) =>
+          event.workflowExecutionSignaledEventAttributes?.input?.payloads?.[0] ??
+          event.activityTaskScheduledEventAttributes?.input?.payloads?.[0],
+      )
+      .find((payload) => payload);
+    expect(input && isEncrypted(input)).toBe(false);
+    expect(written && isEncrypted(written)).toBe(true);
+    const origin = `http://localhost:${ports.ui}`;
+    const preflight = await fetch(`http://127.0.0.1:${ports.codec}/decode`, {
+      method: 'OPTIONS',
+      headers: {
+        origin,
+        'access-control-request-method': 'POST',
+        'access-control-request-headers': 'content-type,x-namespace',
+      },
+    });
+    expect(preflight.headers.get('access-control-allow-origin')).toBe(origin);
+    const toJson = (bytes: Uint8Array | null | undefined) =>
+      Buffer.from(bytes ?? new Uint8Array()).toString('base64');
+    const decoded = await fetch(`http://127.0.0.1:${ports.codec}/decode`, {
+      method: 'POST',
+      headers: { origin, 'content-type': 'application/json', 'x-namespace': 'default' },
+      body: JSON.stringify({
+        payloads: [
+          {
+            metadata: Object.fromEntries(
+              Object.entries(written?.metadata ?? {}).map(([k, v]) => [k, toJson(v)]),
+            ),
+            data: toJson(written?.data),
+          },
+        ],
+      }),
+    });
+    const { payloads } = (await decoded.json()) as { payloads: { metadata: Record<string, string> }[] };
+    expect(Buffer.from(payloads[0]?.metadata.encoding ?? '', 'base64').toString()).toBe('json/plain');
+  });
 
   it(
     'a control worker killed with SIGKILL is restarted by Docker and the run continues with nothing lost',
