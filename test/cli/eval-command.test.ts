@@ -9,7 +9,7 @@ import { arithProblem } from '../../environments/arith/problems.js';
 import { makeTinyModel } from '../../workers/reference-engine-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { scriptsByTask, startScriptedPolicy } from '../support/scripted-policy-server.js';
-import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { connectTestEnvironment, testPayloadKeysEnv, uniqueTaskQueue } from '../support/temporal.js';
 import { startTrack2 } from '../track2/track2-harness.js';
 import { BAR_CHARACTERS, lastFrame, recordingStreamDouble } from './terminal-stream-double.js';
 
@@ -91,7 +91,7 @@ describe('openclaw-rl eval', () => {
           taskQueue: uniqueTaskQueue('eval'),
           envQueue: uniqueTaskQueue('eval-env'),
         },
-        { TEMPORAL_NAMESPACE: inject('temporalNamespace') },
+        { TEMPORAL_NAMESPACE: inject('temporalNamespace'), ...testPayloadKeysEnv() },
       ),
     ).rejects.toThrow(/needs a control worker .* and an env worker/);
   }, 30_000);
@@ -125,7 +125,7 @@ describe('openclaw-rl eval', () => {
           envQueue: t2.envQueue,
           maxTurns: '3',
         },
-        { TEMPORAL_NAMESPACE: inject('temporalNamespace') },
+        { TEMPORAL_NAMESPACE: inject('temporalNamespace'), ...testPayloadKeysEnv() },
         stderr.stream,
       );
       expect(stderr.text()).toBe('');

@@ -9,7 +9,7 @@ import { runEval } from '../../cli/eval-command.js';
 import { rolloutInputFromFlags, runRolloutWithProgress } from '../../cli/track2-commands.js';
 import { arithProblem } from '../../environments/arith/problems.js';
 import { scriptsByTask, startScriptedPolicy } from '../support/scripted-policy-server.js';
-import { connectTestEnvironment } from '../support/temporal.js';
+import { connectTestEnvironment, testPayloadKeysEnv } from '../support/temporal.js';
 import { startTrack2, type Track2Harness } from '../track2/track2-harness.js';
 import { lastFrame, recordingStreamDouble } from './terminal-stream-double.js';
 
@@ -91,7 +91,7 @@ describe('rollout and eval --env progress', () => {
         envQueue: t2.envQueue,
         maxTurns: '3',
       },
-      { TEMPORAL_NAMESPACE: inject('temporalNamespace') },
+      { TEMPORAL_NAMESPACE: inject('temporalNamespace'), ...testPayloadKeysEnv() },
       stderr.stream,
     );
     expect(report.meanScore).toBe(0.5);

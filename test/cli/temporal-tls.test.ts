@@ -17,7 +17,7 @@ import { connectClient, describeTemporalConnection, temporalConnectionSettings }
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type CliProcess, startCli } from '../support/cli-process.js';
-import { uniqueTaskQueue } from '../support/temporal.js';
+import { testPayloadKeysEnv, uniqueTaskQueue } from '../support/temporal.js';
 import { startTlsTemporalServer, type TlsTemporalServer } from '../support/temporal-tls-server.js';
 
 const run = promisify(execFile);
@@ -44,9 +44,8 @@ describe('Temporal over TLS, mTLS and an API key', () => {
     base = {
       OPENCLAW_DATA_DIR: join(dir, 'data'),
       OPENCLAW_CONTROL_TASK_QUEUE: taskQueue,
-      // The run's payload key ring (test/support/payload-keys-env.ts), for the in-process configs too.
-      OPENCLAW_PAYLOAD_KEYS: process.env.OPENCLAW_PAYLOAD_KEYS,
-      OPENCLAW_PAYLOAD_KEY_ID: process.env.OPENCLAW_PAYLOAD_KEY_ID,
+      // The run's payload key ring, for the in-process configs too.
+      ...testPayloadKeysEnv(),
     };
     variables = {
       ...base,

@@ -12,7 +12,6 @@ import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { generateKeyPairSync, sign } from 'node:crypto';
 import { existsSync, openSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,7 +19,7 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { stringify } from 'yaml';
-import { killOnExit } from './cli-process.js';
+import { isPortFree, killOnExit } from './cli-process.js';
 
 const run = promisify(execFile);
 const SERVER_VERSION = '1.32.2';
@@ -134,16 +133,10 @@ function base64url(value: string | Buffer): string {
 
 /** `count` consecutive free ports below 32768 (the server keeps membership ports in a smallint column). */
 async function freePortRange(count: number): Promise<number> {
-  const free = (port: number) =>
-    new Promise<boolean>((resolve) => {
-      const server = createServer();
-      server.once('error', () => resolve(false));
-      server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-    });
   for (let attempt = 0; attempt < 200; attempt++) {
     const base = 20_000 + Math.floor(Math.random() * 12_000);
     let ok = true;
-    for (let port = base; port < base + count && ok; port++) ok = await free(port);
+    for (let port = base; port < base + count && ok; port++) ok = await isPortFree(port);
     if (ok) return base;
   }
   throw new Error(`no ${count} consecutive free ports`);

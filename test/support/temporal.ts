@@ -15,6 +15,16 @@ export function testEncryptionPlugin(): PayloadEncryptionPlugin | null {
 }
 
 /**
+ * The run's key ring as the variables a command reads: spread it into an environment a test hands to CLI code
+ * that connects by itself (`runEval(flags, env)`, `configFromFlags(flags, env)`), so it reads what the tests'
+ * workers wrote. Empty when the run has no key ring (RECORD_HISTORIES).
+ */
+export function testPayloadKeysEnv(): Record<string, string> {
+  const keys = inject('payloadKeys');
+  return keys ? { OPENCLAW_PAYLOAD_KEYS: keys, OPENCLAW_PAYLOAD_KEY_ID: inject('payloadKeyId') } : {};
+}
+
+/**
  * Connects a test file to the run's shared Temporal dev server (started in global-setup.ts). Its client and
  * native connection encrypt payloads with the run's key ring, so workers made from them do too.
  */
