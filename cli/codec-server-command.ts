@@ -4,6 +4,7 @@
 import type { AddressInfo } from 'node:net';
 import { type Command, Option } from 'commander';
 import type { OpenClawConfig } from '../core/config.js';
+import { clientHost } from '../gateway/main.js';
 import { codecCorsOrigins, createCodecServer } from '../security/codec-server.js';
 import { AesGcmPayloadCodec } from '../security/payload-codec.js';
 import { resolvePayloadKeys } from '../security/payload-keys.js';
@@ -25,13 +26,8 @@ export async function startCodecServer(
   const origins = codecCorsOrigins(config, extraOrigins);
   const app = createCodecServer({ codec: new AesGcmPayloadCodec(ring), corsOrigins: origins });
   await app.listen({ host: config.codecServer.host, port: config.codecServer.port });
-  const { address, port } = app.server.address() as AddressInfo;
-  const host = address.includes(':') ? `[${address}]` : address;
-  return {
-    url: `http://${host === '0.0.0.0' ? '127.0.0.1' : host}:${port}`,
-    origins,
-    close: () => app.close(),
-  };
+  const address = app.server.address() as AddressInfo;
+  return { url: `http://${clientHost(address)}:${address.port}`, origins, close: () => app.close() };
 }
 
 export function registerCodecServerCommand(program: Command, untilStopped: () => Promise<void>): void {

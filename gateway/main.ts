@@ -187,7 +187,7 @@ export function gatewayApiKeys(config: OpenClawConfig): ConfiguredApiKeys {
 }
 
 /** The address a client on this machine dials: wildcard binds become loopback. */
-function clientHost(address: AddressInfo): string {
+export function clientHost(address: AddressInfo): string {
   if (address.address === '0.0.0.0') return '127.0.0.1';
   if (address.address === '::') return '[::1]';
   return address.family === 'IPv6' ? `[${address.address}]` : address.address;
