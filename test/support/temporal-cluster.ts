@@ -49,7 +49,7 @@ function probe(port: number): Promise<boolean> {
  * A base port whose next `count - 1` neighbours are free too, below 32768: the server stores its membership
  * ports in a PostgreSQL smallint.
  */
-async function freePortRange(count: number): Promise<number> {
+export async function freePortRange(count: number): Promise<number> {
   for (let attempt = 0; attempt < 200; attempt++) {
     const base = 20_000 + Math.floor(Math.random() * 12_000);
     let free = true;

@@ -5,13 +5,13 @@
 // mapper and authorizer (the JWKS is a file). The system worker reaches the server through an internal
 // frontend, as Temporal recommends when an authorizer is on.
 //
-// The server binary is built once from the Go module proxy into build/temporal-server/<version>/bin (minutes
-// on a new machine; TEMPORAL_SERVER_BIN points at another build).
+// The server binary is the one scripts/temporal-server.sh builds from the Go module proxy into
+// build/temporal-server/<version>/bin (minutes on a new machine; TEMPORAL_SERVER_BIN points at another build).
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { generateKeyPairSync, sign } from 'node:crypto';
-import { existsSync, openSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { openSync } from 'node:fs';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,14 +19,12 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import { stringify } from 'yaml';
-import { isPortFree, killOnExit } from './cli-process.js';
+import { killOnExit } from './cli-process.js';
+import { ensureTemporalServerBuilt, freePortRange } from './temporal-cluster.js';
 
 const run = promisify(execFile);
-const SERVER_VERSION = '1.32.2';
-/** The server needs a newer Go than Debian's; Go fetches this toolchain from the module proxy itself. */
-const GO_TOOLCHAIN = 'go1.27.3';
-const BUILD_DIR = fileURLToPath(
-  new URL(`../../build/temporal-server/${SERVER_VERSION}/bin`, import.meta.url),
+const SERVER_BINARY = fileURLToPath(
+  new URL('../../build/temporal-server/1.32.2/bin/temporal-server', import.meta.url),
 );
 
 export interface TlsTemporalServer {
@@ -47,22 +45,11 @@ export interface TlsTemporalServer {
   stop(): Promise<void>;
 }
 
-/** The server binary, built into build/ when it is not there yet. */
+/** The server binary: scripts/temporal-server.sh builds it into build/ when it is not there yet. */
 export async function temporalServerBinary(): Promise<string> {
-  const explicit = process.env.TEMPORAL_SERVER_BIN;
-  if (explicit) return explicit;
-  const binary = join(BUILD_DIR, 'temporal-server');
-  if (existsSync(binary)) return binary;
-  const out = await mkdtemp(join(tmpdir(), 'temporal-server-build-'));
-  await run('go', ['install', `go.temporal.io/server/cmd/server@v${SERVER_VERSION}`], {
-    env: { ...process.env, GOTOOLCHAIN: GO_TOOLCHAIN, GOBIN: out, GOFLAGS: '-modcacherw' },
-    timeout: 30 * 60_000,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  await mkdir(BUILD_DIR, { recursive: true });
-  await rename(join(out, 'server'), binary);
-  await rm(out, { recursive: true, force: true });
-  return binary;
+  if (process.env.TEMPORAL_SERVER_BIN) return process.env.TEMPORAL_SERVER_BIN;
+  await ensureTemporalServerBuilt();
+  return SERVER_BINARY;
 }
 
 async function openssl(dir: string, ...args: string[]): Promise<void> {
@@ -129,17 +116,6 @@ async function makeCertificates(dir: string): Promise<void> {
 
 function base64url(value: string | Buffer): string {
   return Buffer.from(value).toString('base64url');
-}
-
-/** `count` consecutive free ports below 32768 (the server keeps membership ports in a smallint column). */
-async function freePortRange(count: number): Promise<number> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const base = 20_000 + Math.floor(Math.random() * 12_000);
-    let ok = true;
-    for (let port = base; port < base + count && ok; port++) ok = await isPortFree(port);
-    if (ok) return base;
-  }
-  throw new Error(`no ${count} consecutive free ports`);
 }
 
 function serverConfig(dir: string, base: number): Record<string, unknown> {
