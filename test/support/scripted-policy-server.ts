@@ -97,7 +97,8 @@ export async function startScriptedPolicy(script: Script, options: { weightVersi
           : bytesOf(String(body.prompt ?? body.text ?? ''));
       return { tokens, count: tokens.length, max_model_len: 1_000_000 };
     }
-    if (path === '/get_model_info')
+    // `/model_info` is SGLang 0.5.23's name, which the reference engine serves too; `/get_model_info` its old alias.
+    if (path === '/model_info' || path === '/get_model_info')
       return { weight_version: String(state.weightVersion), model_path: 'scripted' };
     if (path === '/health' || path === '/abort_request') return {};
     if (path !== '/v1/chat/completions') return null;
