@@ -3,13 +3,16 @@
 // running mean score). The
 // policy is the scripted test double: two turns for arith-2 (a calculator call, then the right answer), one
 // for arith-0 (right) and arith-1 (wrong).
+import { Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { runEval } from '../../cli/eval-command.js';
 import { rolloutInputFromFlags, runRolloutWithProgress } from '../../cli/track2-commands.js';
 import { arithProblem } from '../../environments/arith/problems.js';
+import { isEncrypted } from '../../security/payload-codec.js';
+import { envRolloutWorkflowId } from '../../workflows/agentic-signals.js';
 import { scriptsByTask, startScriptedPolicy } from '../support/scripted-policy-server.js';
-import { connectTestEnvironment, testPayloadKeysEnv } from '../support/temporal.js';
+import { connectTestEnvironment, testEncryptionPlugin, testPayloadKeysEnv } from '../support/temporal.js';
 import { startTrack2, type Track2Harness } from '../track2/track2-harness.js';
 import { lastFrame, recordingStreamDouble } from './terminal-stream-double.js';
 
@@ -69,6 +72,21 @@ describe('rollout and eval --env progress', () => {
         timeout: 30_000,
         interval: 100,
       });
+      // That heartbeat is a private payload too: Temporal holds it encrypted (read with no codec here).
+      const raw = await Connection.connect({ address: inject('temporalAddress') });
+      try {
+        const described = await raw.workflowService.describeWorkflowExecution({
+          namespace: inject('temporalNamespace'),
+          execution: { workflowId: envRolloutWorkflowId(input.rolloutId) },
+        });
+        const details = (described.pendingActivities ?? []).flatMap(
+          (pending) => pending.heartbeatDetails?.payloads ?? [],
+        );
+        expect(details.length).toBeGreaterThan(0);
+        for (const payload of details) expect(isEncrypted(payload)).toBe(testEncryptionPlugin() !== null);
+      } finally {
+        await raw.close();
+      }
     } finally {
       held.release();
     }

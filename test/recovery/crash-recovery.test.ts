@@ -17,7 +17,14 @@ import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-s
 import { ensureTrainingRun } from '../../cli/training-run.js';
 import { makeTinyModel } from '../../workers/reference-engine-process.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
-import { type CliProcess, freePort, freePortPair, killOnExit, startCli } from '../support/cli-process.js';
+import {
+  type CliProcess,
+  cliTestEnvironment,
+  freePort,
+  freePortPair,
+  killOnExit,
+  startCli,
+} from '../support/cli-process.js';
 import { type DelayingProxy, startDelayingProxy } from '../support/delaying-proxy.js';
 import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
@@ -124,15 +131,6 @@ async function servedLogProbs(engine: EngineCalls): Promise<number[]> {
 function maxDifference(a: number[], b: number[]): number {
   expect(a.length).toBe(b.length);
   return Math.max(...a.map((value, index) => Math.abs(value - (b[index] ?? Number.NaN))));
-}
-
-/** This process's environment without any OPENCLAW_ or TEMPORAL_ setting a developer may have exported. */
-function cleanEnvironment(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('OPENCLAW_') && !key.startsWith('TEMPORAL_')) env[key] = value;
-  }
-  return env;
 }
 
 describe('crash recovery: every acknowledged turn becomes exactly one sample or one exclusion', () => {
@@ -297,7 +295,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
       }),
     ]);
     engineEnv = {
-      ...cleanEnvironment(),
+      ...cliTestEnvironment(),
       OPENCLAW_ENGINE_URL: engineUrl,
       OPENCLAW_DATA_DIR: dataDir,
       OPENCLAW_RUN_ID: RUN_ID,
@@ -307,7 +305,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     proxy = await startDelayingProxy(engineUrl);
 
     gatewayEnv = {
-      ...cleanEnvironment(),
+      ...cliTestEnvironment(),
       TEMPORAL_ADDRESS: temporalAddress,
       OPENCLAW_DATA_DIR: dataDir,
       OPENCLAW_ENGINE_URL: engineUrl,

@@ -21,7 +21,7 @@ import {
   IMAGE_BUILD_TIMEOUT_MS,
   rolloutIds,
 } from '../sandbox/sandbox-fixture.js';
-import { type CliProcess, startCli } from '../support/cli-process.js';
+import { type CliProcess, cliTestEnvironment, startCli } from '../support/cli-process.js';
 import {
   type ScriptedPolicyServer,
   type ScriptedTurn,
@@ -62,15 +62,6 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
     timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
-}
-
-/** This process's environment without any OPENCLAW_ or TEMPORAL_ setting a developer may have exported. */
-function cleanEnvironment(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('OPENCLAW_') && !key.startsWith('TEMPORAL_')) env[key] = value;
-  }
-  return env;
 }
 
 /** Containers (any state) labelled with this rollout id: `docker ps -a --filter label=openclaw.rollout-id=<id>`. */
@@ -114,7 +105,7 @@ describe('kill -9 of `openclaw-rl worker env` mid-episode; a restart with the sa
         '--reap-interval-ms',
         '1000',
       ],
-      cleanEnvironment(),
+      cliTestEnvironment(),
       join(logDir, 'env-host.log'),
     );
     host = started;

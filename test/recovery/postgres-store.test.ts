@@ -8,7 +8,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
+import type { Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PostgresSampleStore } from '../../activities/postgres-store.js';
@@ -19,10 +19,11 @@ import {
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
-import { type CliProcess, freePort, startCli } from '../support/cli-process.js';
+import { type CliProcess, cliTestEnvironment, freePort, startCli } from '../support/cli-process.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { type PostgresServer, startPostgres } from '../support/postgres-server.js';
+import { connectTestClient } from '../support/temporal.js';
 import { Conversation, type ExpectedOutcome } from './conversation.js';
 import { type CountContext, fullCount } from './recovery-count.js';
 
@@ -56,7 +57,7 @@ describe('the PostgreSQL store: restarted under load, nothing acknowledged is lo
     judge = fake;
     engine = await startReferenceEngine({ model, trainer: true });
     const env: NodeJS.ProcessEnv = {
-      ...cleanEnvironment(),
+      ...cliTestEnvironment(),
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       TEMPORAL_NAMESPACE: inject('temporalNamespace'),
       OPENCLAW_DATA_DIR: join(dir, 'data'),
@@ -76,8 +77,9 @@ describe('the PostgreSQL store: restarted under load, nothing acknowledged is lo
       OPENCLAW_OUTBOX_LEASE_MS: '3000',
     };
     const config = configFromFlags({}, env);
-    connection = await Connection.connect({ address: inject('temporalAddress') });
-    const client = new Client({ connection, namespace: inject('temporalNamespace') });
+    const connected = await connectTestClient();
+    connection = connected.connection;
+    const client = connected.client;
     store = new PostgresSampleStore({ url: pg.url });
     ctx = { client, store, engine: engineCalls(engine.url), runId, batchSize: BATCH_SIZE };
 
@@ -180,12 +182,3 @@ describe('the PostgreSQL store: restarted under load, nothing acknowledged is lo
     expect(await store?.outbox.stats()).toEqual({ depth: 0, oldestCreatedAt: null });
   }, 300_000);
 });
-
-/** This process's environment without any OPENCLAW_ or TEMPORAL_ setting a developer may have exported. */
-function cleanEnvironment(): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = {};
-  for (const [key, value] of Object.entries(process.env)) {
-    if (!key.startsWith('OPENCLAW_') && !key.startsWith('TEMPORAL_')) env[key] = value;
-  }
-  return env;
-}

@@ -3,6 +3,7 @@ import { appendFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
+import { testPayloadKeysEnv } from './temporal.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const cliEntry = fileURLToPath(new URL('../../bin/openclaw-rl.mjs', import.meta.url));
@@ -12,6 +13,19 @@ const alive = new Set<ChildProcess>();
 process.once('exit', () => {
   for (const child of alive) child.kill('SIGKILL');
 });
+
+/**
+ * This process's environment without any OPENCLAW_ or TEMPORAL_ setting a developer may have exported, plus the
+ * run's payload key ring: the `openclaw-rl` processes a test starts with it encrypt as the tests' own clients
+ * and workers do.
+ */
+export function cliTestEnvironment(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [key, value] of Object.entries(process.env)) {
+    if (!key.startsWith('OPENCLAW_') && !key.startsWith('TEMPORAL_')) env[key] = value;
+  }
+  return { ...env, ...testPayloadKeysEnv() };
+}
 
 /** Kills `child` with this process if it is still running then (for children started elsewhere). */
 export function killOnExit(child: ChildProcess): void {

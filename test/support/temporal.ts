@@ -2,6 +2,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { decode } from '@temporalio/common/lib/internal-non-workflow/codec-helpers.js';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { NativeConnection } from '@temporalio/worker';
 import { inject } from 'vitest';
 import { PayloadEncryptionPlugin } from '../../security/payload-encryption.js';
 import { keyRingFromEntries } from '../../security/payload-keys.js';
@@ -44,6 +45,14 @@ export async function connectTestClient(
   const plugin = testEncryptionPlugin();
   const connection = await Connection.connect({ address, ...(plugin && { plugins: [plugin] }) });
   return { client: new Client({ connection, namespace: inject('temporalNamespace') }), connection };
+}
+
+/** A worker connection to `address` (default: the run's server) whose workers encrypt like the test environment's. */
+export async function connectTestWorkerConnection(
+  address = inject('temporalAddress'),
+): Promise<NativeConnection> {
+  const plugin = testEncryptionPlugin();
+  return NativeConnection.connect({ address, ...(plugin && { plugins: [plugin] }) });
 }
 
 /** The value of a payload read from a fetched history (histories hold payloads as the codec left them). */

@@ -5,8 +5,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { type NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agenticStepKey, type StepManifest } from '../../activities/agentic-activities.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
@@ -20,6 +19,7 @@ import {
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
 import { startScriptedPolicy } from '../support/scripted-policy-server.js';
+import { connectTestClient, connectTestWorkerConnection } from '../support/temporal.js';
 import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster.js';
 
 const TASKS = 50;
@@ -38,7 +38,7 @@ describe('fan-out on the Temporal server with PostgreSQL, the server killed mid-
     dir = await mkdtemp(join(tmpdir(), 'fan-out-server-'));
     cluster = await startTemporalCluster(join(dir, 'temporal'));
     policy = await startScriptedPolicy(answerRight);
-    connection = await NativeConnection.connect({ address: cluster.address });
+    connection = await connectTestWorkerConnection(cluster.address);
     const store = new FileSampleStore(join(dir, 'store'));
     workflowWorker = await Worker.create({
       connection,
@@ -72,7 +72,7 @@ describe('fan-out on the Temporal server with PostgreSQL, the server killed mid-
     'accounts for every rollout once across a kill -9 of the server',
     async () => {
       if (!cluster) throw new Error('no server');
-      const client = new Client({ connection: await Connection.connect({ address: cluster.address }) });
+      const { client } = await connectTestClient(cluster.address);
       const runId = `server-${process.pid}-${Date.now().toString(36)}`;
       const input: AgenticTrainingInput = {
         runId,
