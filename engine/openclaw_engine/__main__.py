@@ -48,6 +48,9 @@ def _parser() -> argparse.ArgumentParser:
         default=os.environ.get("OPENCLAW_ENGINE_STRICT", "").lower() in ("1", "true"),
         help="refuse what SGLang 0.5.23 refuses (OPENCLAW_ENGINE_STRICT=1; on in the project's tests)",
     )
+    from .access import add_access_arguments
+
+    add_access_arguments(serve)
     serve.add_argument("--trainer", action="store_true", help="also mount the training routes")
     serve.add_argument("--lora-rank", type=int, default=0, help="trainer LoRA rank (0: full fine-tuning)")
     serve.add_argument("--lora-alpha", type=int, default=None, help="trainer LoRA alpha")
@@ -71,6 +74,9 @@ def _serve(args: argparse.Namespace) -> None:
     logging.basicConfig(
         level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
+    from .access import engine_access
+
+    access = engine_access(args, [args.model])
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     runner = ModelRunner(
@@ -90,12 +96,13 @@ def _serve(args: argparse.Namespace) -> None:
         trainer = Trainer(
             args.model, device=args.device, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha
         )
-        routers.append(make_training_router(trainer))
+        routers.append(make_training_router(trainer, access.roots))
     app = create_app(
         runner,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),
         extra_routers=routers,
         strict=args.strict,
+        access=access,
     )
     serve(app, host=args.host, port=args.port, log_level=args.log_level)
 

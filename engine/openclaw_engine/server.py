@@ -22,6 +22,7 @@ from fastapi.responses import JSONResponse, Response, StreamingResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from . import chat_api, generate_api
+from .access import EngineAccess, TokenMiddleware
 from .chat import normalize_messages
 from .errors import EngineError, error_body, install_error_handlers
 from .generation_result import collect
@@ -112,7 +113,9 @@ def create_app(
     max_body_bytes: int,
     extra_routers: list[APIRouter] | None = None,
     strict: bool = False,
+    access: EngineAccess | None = None,
 ) -> FastAPI:
+    access = access or EngineAccess()
     app = FastAPI(title="openclaw-engine", docs_url=None, redoc_url=None)
     install_error_handlers(app)
 
@@ -125,13 +128,15 @@ def create_app(
         )
 
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
-    app.include_router(_routes(runner, strict=strict))
+    if access.token:  # added last, so it runs first: nothing is read before the token is checked
+        app.add_middleware(TokenMiddleware, token=access.token)
+    app.include_router(_routes(runner, strict=strict, access=access))
     for router in extra_routers or []:
         app.include_router(router)
     return app
 
 
-def _routes(runner: ServedPolicy, *, strict: bool) -> APIRouter:
+def _routes(runner: ServedPolicy, *, strict: bool, access: EngineAccess) -> APIRouter:
     r = APIRouter()
 
     # ---------------------------------------------------------------- health / info
@@ -252,10 +257,11 @@ def _routes(runner: ServedPolicy, *, strict: bool) -> APIRouter:
     @r.post("/update_weights_from_disk")
     async def update_weights_from_disk(request: Request) -> JSONResponse:
         body = await parse_body(request, UpdateWeightsFromDiskIn)
+        model_path = str(access.roots.readable(body.model_path, "model_path"))
         if body.abort_all_requests:
             runner.abort(None)
         ok, message, paused = await asyncio.to_thread(
-            runner.update_weights_from_disk, body.model_path, body.weight_version
+            runner.update_weights_from_disk, model_path, body.weight_version
         )
         content: dict[str, Any] = {"success": ok, "message": message, "num_paused_requests": paused}
         if ok:

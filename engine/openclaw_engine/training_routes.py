@@ -12,12 +12,16 @@ from typing import Any
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
+from .access import PathRoots
 from .trainer import Trainer
 from .training_schemas import CheckpointRequest, TrainStepRequest
 
 
-def make_training_router(trainer: Trainer) -> APIRouter:
-    """Routes bound to one Trainer; the app must call `errors.install_error_handlers` for JSON 4xx bodies."""
+def make_training_router(trainer: Trainer, roots: PathRoots) -> APIRouter:
+    """Routes bound to one Trainer; the app must call `errors.install_error_handlers` for JSON 4xx bodies.
+
+    Checkpoints are written only inside a checkpoint root and read only from a checkpoint or model root.
+    """
     router = APIRouter(tags=["training"])
 
     @router.post("/train_step")
@@ -26,11 +30,13 @@ def make_training_router(trainer: Trainer) -> APIRouter:
 
     @router.post("/save_checkpoint")
     async def save_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
-        return await run_in_threadpool(trainer.save_checkpoint, request.path)
+        path = str(roots.writable(request.path, "path"))
+        return await run_in_threadpool(trainer.save_checkpoint, path)
 
     @router.post("/load_checkpoint")
     async def load_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
-        return await run_in_threadpool(trainer.load_checkpoint, request.path)
+        path = str(roots.readable(request.path, "path"))
+        return await run_in_threadpool(trainer.load_checkpoint, path)
 
     @router.get("/trainer_info")
     async def trainer_info() -> dict[str, Any]:

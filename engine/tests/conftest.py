@@ -6,6 +6,7 @@ import os
 import queue
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -55,6 +56,8 @@ def running_server(model_dir: Path, *extra: str) -> Iterator[str]:
         "0",
         "--device",
         device,
+        # The tests' checkpoints live in pytest's temporary folders, unless a test sets roots of its own.
+        *([] if "--checkpoint-root" in extra else ["--checkpoint-root", tempfile.gettempdir()]),
         *extra,
     ]
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "TOKENIZERS_PARALLELISM": "false"}

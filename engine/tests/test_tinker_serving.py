@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -25,12 +26,16 @@ from transformers import AutoTokenizer
 sys.path.insert(0, str(Path(__file__).parent))
 import fake_tinker  # noqa: E402
 
+from openclaw_engine.access import EngineAccess, PathRoots  # noqa: E402
 from openclaw_engine.generation_result import collect  # noqa: E402
 from openclaw_engine.model_runner import GenerationRequest, ModelRunner  # noqa: E402
 from openclaw_engine.sampling import SamplingParams  # noqa: E402
 from openclaw_engine.tinker_runner import TinkerRunner  # noqa: E402
 from openclaw_engine.tinker_sidecar.app import create_app  # noqa: E402
 from openclaw_engine.tinker_sidecar.trainer import TinkerTrainer  # noqa: E402
+
+# Checkpoints of these tests live in pytest's temporary folders.
+TEMP_ROOTS = EngineAccess(roots=PathRoots.of([tempfile.gettempdir()], []))
 
 MESSAGES = [{"role": "user", "content": "Say something."}]
 B = 66  # the byte-level token for "B"
@@ -50,7 +55,7 @@ def served(
         tokenizer=AutoTokenizer.from_pretrained(tiny_model_dir),
         tokenizer_path=str(tiny_model_dir),
     )
-    with TestClient(create_app(trainer, runner)) as client:
+    with TestClient(create_app(trainer, runner, access=TEMP_ROOTS)) as client:
         yield client, runner
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,8 +12,12 @@ from fastapi.testclient import TestClient
 sys.path.insert(0, str(Path(__file__).parent))
 import fake_tinker  # noqa: E402
 
+from openclaw_engine.access import EngineAccess, PathRoots  # noqa: E402
 from openclaw_engine.tinker_sidecar.app import create_app  # noqa: E402
 from openclaw_engine.tinker_sidecar.trainer import TinkerTrainer  # noqa: E402
+
+# Checkpoints of these tests live in pytest's temporary folders.
+TEMP_ROOTS = EngineAccess(roots=PathRoots.of([tempfile.gettempdir()], []))
 
 # 3 prompt tokens + 3 response tokens; the second response token is masked out.
 SAMPLE = {
@@ -28,7 +33,7 @@ SAMPLE = {
 @pytest.fixture
 def sidecar() -> tuple[TestClient, fake_tinker.FakeTrainingClient]:
     trainer = TinkerTrainer(fake_tinker, base_model="fake/base", lora_rank=8)
-    return TestClient(create_app(trainer)), trainer.client
+    return TestClient(create_app(trainer, access=TEMP_ROOTS)), trainer.client
 
 
 def step(client: TestClient, step_id: str, loss: dict, samples: list[dict] | None = None, lr: float = 0.1):
@@ -109,7 +114,10 @@ def test_refusals(sidecar) -> None:
         "/train_step", json={"step_id": "y", "samples": [SAMPLE], "loss": {"method": "topk_distill"}}
     )
     assert topk.status_code == 400 and "not available on Tinker" in topk.text
-    assert client.post("/load_checkpoint", json={"path": "/nonexistent/ckpt"}).status_code == 404
+    missing = f"{tempfile.gettempdir()}/nonexistent-tinker-ckpt"
+    assert client.post("/load_checkpoint", json={"path": missing}).status_code == 404
+    outside = client.post("/load_checkpoint", json={"path": "/nonexistent/ckpt"})
+    assert outside.status_code == 403 and outside.json()["error"]["param"] == "path"
 
 
 def test_save_and_load_state_restore_weights_and_step_ids(sidecar, tmp_path: Path) -> None:
@@ -123,7 +131,7 @@ def test_save_and_load_state_restore_weights_and_step_ids(sidecar, tmp_path: Pat
 
     # A fresh sidecar (a restart) starts from the base and comes back with the checkpoint.
     trainer = TinkerTrainer(fake_tinker, base_model="fake/base", lora_rank=8)
-    restarted = TestClient(create_app(trainer))
+    restarted = TestClient(create_app(trainer, access=TEMP_ROOTS))
     assert restarted.get("/trainer_info").json()["step_ids"] == []
     restarted.post("/load_checkpoint", json={"path": str(tmp_path / "v1")}).raise_for_status()
     assert trainer.client.weights == saved_weights

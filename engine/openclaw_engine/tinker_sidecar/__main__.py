@@ -14,6 +14,8 @@ import logging
 import os
 import sys
 
+from ..access import add_access_arguments, engine_access
+
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m openclaw_engine.tinker_sidecar", description=__doc__)
@@ -46,7 +48,9 @@ def main(argv: list[str] | None = None) -> None:
         help="prompt + completion limit (default: the tokenizer's model_max_length, else 32768)",
     )
     parser.add_argument("--max-body-mb", type=float, default=512, help="request body limit (413)")
+    add_access_arguments(parser)
     args = parser.parse_args(argv)
+    access = engine_access(args, [])
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr)
     try:
         sdk = importlib.import_module(args.sdk_module)
@@ -88,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
             context_length=args.context_length,
             weight_version=args.weight_version,
         )
-    app = create_app(trainer, runner, max_body_bytes=int(args.max_body_mb * 1024 * 1024))
+    app = create_app(trainer, runner, max_body_bytes=int(args.max_body_mb * 1024 * 1024), access=access)
     serve(app, host=args.host, port=args.port, log_level=args.log_level)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
+from ..access import EngineAccess, PathRoots, TokenMiddleware
 from ..errors import install_error_handlers
 from ..server import create_app as create_serving_app
 from ..tinker_runner import TinkerRunner
@@ -19,7 +20,7 @@ from .trainer import TinkerTrainer
 DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024
 
 
-def training_router(trainer: TinkerTrainer) -> APIRouter:
+def training_router(trainer: TinkerTrainer, roots: PathRoots) -> APIRouter:
     r = APIRouter()
 
     @r.get("/trainer_info")
@@ -32,15 +33,15 @@ def training_router(trainer: TinkerTrainer) -> APIRouter:
 
     @r.post("/save_checkpoint")
     async def save_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
-        return await run_in_threadpool(trainer.save_checkpoint, request.path)
+        return await run_in_threadpool(trainer.save_checkpoint, str(roots.writable(request.path, "path")))
 
     @r.post("/load_checkpoint")
     async def load_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
-        return await run_in_threadpool(trainer.load_checkpoint, request.path)
+        return await run_in_threadpool(trainer.load_checkpoint, str(roots.readable(request.path, "path")))
 
     @r.post("/export_for_serving")
     async def export_for_serving(request: CheckpointRequest) -> dict[str, Any]:
-        return await run_in_threadpool(trainer.export_for_serving, request.path)
+        return await run_in_threadpool(trainer.export_for_serving, str(roots.writable(request.path, "path")))
 
     return r
 
@@ -50,17 +51,24 @@ def create_app(
     runner: TinkerRunner | None = None,
     *,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    access: EngineAccess | None = None,
 ) -> FastAPI:
+    access = access or EngineAccess()
     if runner is not None:
         return create_serving_app(
-            runner, max_body_bytes=max_body_bytes, extra_routers=[training_router(trainer)]
+            runner,
+            max_body_bytes=max_body_bytes,
+            extra_routers=[training_router(trainer, access.roots)],
+            access=access,
         )
     app = FastAPI(title="openclaw tinker sidecar")
     install_error_handlers(app)
+    if access.token:
+        app.add_middleware(TokenMiddleware, token=access.token)
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
         return {"ok": True}
 
-    app.include_router(training_router(trainer))
+    app.include_router(training_router(trainer, access.roots))
     return app
