@@ -59,6 +59,8 @@ export interface EnvHostDependencies {
   judge?: Judge;
   /** Bearer key for a policy behind the gateway (kept out of workflow inputs and histories). */
   policyApiKey?: string;
+  /** Headers of calls to an engine policy (the engine token), kept out of histories too. */
+  engineHeaders?: Record<string, string>;
   /** The shared queue (default `env`); the host's own queue is `<sharedTaskQueue>-<hostId>`. */
   sharedTaskQueue?: string;
 }
@@ -263,7 +265,12 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     return { environment, task, sandbox, containerId: sandbox?.id ?? null };
   }
 
-  const policy = createPolicyActivities({ store, keepAlive, policyApiKey: deps.policyApiKey });
+  const policy = createPolicyActivities({
+    store,
+    keepAlive,
+    policyApiKey: deps.policyApiKey,
+    engineHeaders: deps.engineHeaders,
+  });
 
   async function acquire(ref: EpisodeRef): Promise<AcquireResult> {
     const environment = environmentOf(ref.env);

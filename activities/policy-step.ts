@@ -62,6 +62,8 @@ export interface PolicyDependencies {
   keepAlive?: (rolloutId: string) => void;
   /** Bearer key for a gateway policy; held by the worker so it never enters a workflow history. */
   policyApiKey?: string;
+  /** Headers of calls to an engine policy (the engine token, security/engine-token.ts); held by the worker too. */
+  engineHeaders?: Record<string, string>;
 }
 
 type Truncation = { originalTokens: number | null; omittedMessages: number };
@@ -153,7 +155,10 @@ export function createPolicyActivities(deps: PolicyDependencies) {
     const key = `${policy.engine} ${policy.url}`;
     let engine = engines.get(key);
     if (!engine) {
-      engine = createEngineAdapter(policy.engine, policy.url, { timeoutMs: policy.timeoutMs });
+      engine = createEngineAdapter(policy.engine, policy.url, {
+        timeoutMs: policy.timeoutMs,
+        ...(deps.engineHeaders && { headers: deps.engineHeaders }),
+      });
       engines.set(key, engine);
     }
     return engine;

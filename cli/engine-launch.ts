@@ -1,9 +1,10 @@
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { storeFromConfig } from '../activities/store-from-config.js';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
-import { createEngineAdapter } from '../engines/engine-adapters.js';
+import { createEngineAdapter, withEngineAuth } from '../engines/engine-adapters.js';
 import { splitArgs } from '../engines/vllm-server-args.js';
+import { engineAccessEnv } from '../security/engine-token.js';
 import {
   type EngineProcess,
   makeTinyModel,
@@ -57,7 +58,11 @@ function hostAndPort(url: string, fallbackPort: number): { host: string; port: n
   return { host: parsed.hostname.replace(/^\[|\]$/g, ''), port: Number(parsed.port || fallbackPort) };
 }
 
-/** The reference engine (serving and training) of `model` at `url`, with the config's device and LoRA rank. */
+/**
+ * The reference engine (serving and training) of `model` at `url`, with the config's device and LoRA rank, its
+ * token, and the folders its requests may name: checkpoints under `<dataDir>/checkpoints`, weights also from
+ * the trainer's shared folder (slime's checkpoints).
+ */
 function startReferenceAt(config: OpenClawConfig, url: string, model: string, log: (line: string) => void) {
   const { host, port } = hostAndPort(url, 30000);
   return startReferenceEngine({
@@ -69,6 +74,9 @@ function startReferenceAt(config: OpenClawConfig, url: string, model: string, lo
     loraRank: config.engine.loraRank,
     onLine: log,
     readyTimeoutMs: 600_000,
+    checkpointRoots: [join(config.dataDir, 'checkpoints')],
+    modelRoots: [resolve(config.trainer.sharedDir || join(config.dataDir, 'trainer'))],
+    env: engineAccessEnv(config),
   });
 }
 
@@ -121,7 +129,7 @@ export async function launchEngine(
     const engine = processes.at(-1) as EngineProcess;
     const latest = await latestPublished(config);
     if (latest) {
-      await createEngineAdapter(config.engine.kind, engine.url).publishWeights({
+      await createEngineAdapter(config.engine.kind, engine.url, withEngineAuth(config)).publishWeights({
         path: latest.checkpoint,
         version: String(latest.version),
       });

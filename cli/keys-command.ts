@@ -3,6 +3,7 @@
 
 import { type Command, Option } from 'commander';
 import { apiKeysFile, ensureApiKeysFile } from '../security/api-keys.js';
+import { ensureEngineTokenFile } from '../security/engine-token.js';
 import { ensurePayloadKeyFile, payloadKeysFile, rotatePayloadKeyFile } from '../security/payload-keys.js';
 import { configFromFlags } from './cli-config.js';
 
@@ -15,7 +16,7 @@ export function registerKeyCommands(program: Command): void {
   keys
     .command('init')
     .description(
-      'create the API keys file (one new key) and the payload key ring unless they exist; prints where they are',
+      'create the API keys file (one new key), the payload key ring and, when engine.tokenFile names one, the engine token file, unless they exist; prints where they are',
     )
     .addOption(dataDirOption())
     .action(async (flags: { dataDir?: string }) => {
@@ -25,6 +26,12 @@ export function registerKeyCommands(program: Command): void {
       console.log(
         `api keys ${apiFile} (${api.created ? 'created with one new key' : 'exists, unchanged'}): clients send one as "Authorization: Bearer <key>"`,
       );
+      if (config.engine.tokenFile && !config.engine.token) {
+        const engine = await ensureEngineTokenFile(config.engine.tokenFile);
+        console.log(
+          `engine token ${config.engine.tokenFile} (${engine.created ? 'created' : 'exists, unchanged'}): engines and trainers require it`,
+        );
+      }
       if (config.payloads.keys.length > 0) {
         console.log('payload keys from OPENCLAW_PAYLOAD_KEYS: no key file needed');
         return;

@@ -17,6 +17,7 @@ import { describeZodError } from '../core/training-settings.js';
 import { createEnvironmentRegistry } from '../environments/registry.js';
 import type { SandboxProvider } from '../environments/sandbox.js';
 import { parseWarmPoolSizes, type WarmPoolSettingsInput } from '../environments/warm-pool.js';
+import { engineAuthHeaders } from '../security/engine-token.js';
 import { createEnvWorkers } from '../workers/env-worker.js';
 import {
   type AgenticStatus,
@@ -399,6 +400,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
     store,
     sharedTaskQueue: flags.envQueue ?? 'env',
     policyApiKey: flags.policyApiKey ?? process.env.OPENCLAW_POLICY_API_KEY,
+    engineHeaders: engineAuthHeaders(config),
     ...(judgeUrl && {
       judge: new OpenAIJudge({
         baseUrl: judgeUrl,

@@ -57,6 +57,10 @@ const configObject = z.strictObject({
       device: z.enum(['cpu', 'cuda']).default('cpu'),
       loraRank: z.number().int().min(0).default(0),
       args: z.string().default(''),
+      // Sent as a bearer token to every engine and trainer; security/engine-token.ts reads the file.
+      token: z.string().default(''),
+      tokenFile: z.string().default(''),
+      allowNoToken: z.boolean().default(false),
     })
     .prefault({}),
   temporal: z
@@ -336,6 +340,27 @@ export const CONFIG_OPTIONS = [
     kind: 'string',
     description:
       'Extra arguments, separated by spaces, for the engine server the project starts (`dev`, `engine`, `worker gpu`), e.g. `--max-model-len 8192`.',
+  },
+  {
+    key: 'engine.token',
+    env: 'OPENCLAW_ENGINE_TOKEN',
+    kind: 'string',
+    description:
+      'Bearer token of the reference engine, its trainer and the Tinker sidecar: they require it on every route but `/health` when set, and refuse to listen beyond loopback without one; every project process sends it to the engines it calls (SGLang and vLLM check the same header with `--api-key`).',
+  },
+  {
+    key: 'engine.tokenFile',
+    env: 'OPENCLAW_ENGINE_TOKEN_FILE',
+    kind: 'string',
+    description:
+      'File holding `engine.token` (first line; `openclaw-rl keys init` and compose make `<keys>/engine-token`); used when `engine.token` is empty.',
+  },
+  {
+    key: 'engine.allowNoToken',
+    env: 'OPENCLAW_ENGINE_ALLOW_NO_TOKEN',
+    kind: 'boolean',
+    description:
+      'Let the reference engine and the Tinker sidecar listen beyond loopback without a token (`--allow-no-token`); otherwise they refuse to start.',
   },
   {
     key: 'temporal.address',

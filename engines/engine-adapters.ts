@@ -2,6 +2,7 @@
 // `teacher.kind`), so every process that talks to an engine reads the same options.
 
 import type { OpenClawConfig } from '../core/config.js';
+import { engineAuthHeaders } from '../security/engine-token.js';
 import type { EngineAdapter, EngineKind } from './engine-adapter.js';
 import type { EngineHttpOptions } from './engine-http.js';
 import { ReferenceAdapter } from './reference-adapter.js';
@@ -23,12 +24,17 @@ export function createEngineAdapter(
   }
 }
 
+/** The config's engine token on every call, beside the caller's own options. */
+export function withEngineAuth(config: OpenClawConfig, options: EngineHttpOptions = {}): EngineHttpOptions {
+  return { ...options, headers: { ...engineAuthHeaders(config), ...options.headers } };
+}
+
 /** The policy engine at `engine.url`. */
 export function policyEngineFromConfig(
   config: OpenClawConfig,
   options: EngineHttpOptions = {},
 ): EngineAdapter {
-  return createEngineAdapter(config.engine.kind, config.engine.url, options);
+  return createEngineAdapter(config.engine.kind, config.engine.url, withEngineAuth(config, options));
 }
 
 /** The teacher at `teacher.url`: of `teacher.kind`, else of the policy engine's kind. */
@@ -36,5 +42,9 @@ export function teacherEngineFromConfig(
   config: OpenClawConfig,
   options: EngineHttpOptions = {},
 ): EngineAdapter {
-  return createEngineAdapter(config.teacher.kind || config.engine.kind, config.teacher.url, options);
+  return createEngineAdapter(
+    config.teacher.kind || config.engine.kind,
+    config.teacher.url,
+    withEngineAuth(config, options),
+  );
 }

@@ -13,6 +13,7 @@ import { fileStoreRoot, storeFromConfig } from '../activities/store-from-config.
 import { connectClientLazily } from '../cli/connect.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { type ConfiguredApiKeys, configuredApiKeys } from '../security/api-keys.js';
+import { engineAuthHeaders } from '../security/engine-token.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
 import { GatewayMetrics } from './metrics.js';
 import { sessionDelivery } from './outbox-delivery.js';
@@ -123,6 +124,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
   const app = createGateway({
     engineUrl: config.engine.url,
     engineKind: config.engine.kind,
+    engineHeaders: engineAuthHeaders(config),
     recorder,
     apiKeys: apiKeys.keys,
     bodyLimitBytes: deps.bodyLimitBytes ?? config.gateway.bodyLimitBytes,

@@ -33,6 +33,8 @@ export interface GatewayOptions {
   engineUrl: string;
   /** Which engine it is (default `reference`): its adapter speaks that engine's contract. */
   engineKind?: EngineKind;
+  /** Headers of every engine call (the engine's bearer token, security/engine-token.ts). */
+  engineHeaders?: Record<string, string>;
   /** Replaces the adapter built from `engineUrl` and `engineKind`. */
   engine?: EngineAdapter;
   recorder: TurnRecorder;
@@ -71,7 +73,10 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
   const timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
   const engine =
     options.engine ??
-    createEngineAdapter(options.engineKind ?? 'reference', options.engineUrl, { timeoutMs });
+    createEngineAdapter(options.engineKind ?? 'reference', options.engineUrl, {
+      timeoutMs,
+      ...(options.engineHeaders && { headers: options.engineHeaders }),
+    });
   const upstream = new EngineUpstream(engine, {
     timeoutMs,
     onError: (kind) => metrics.upstreamError(kind),

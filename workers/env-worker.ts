@@ -22,6 +22,8 @@ export interface EnvWorkersOptions {
   judge?: Judge;
   /** Bearer key for a policy behind the gateway. */
   policyApiKey?: string;
+  /** Headers of calls to an engine policy (the engine token). */
+  engineHeaders?: Record<string, string>;
   /** Default `env`; the host's queue is `<sharedTaskQueue>-<hostId>`. */
   sharedTaskQueue?: string;
   /**
@@ -63,6 +65,7 @@ export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvW
     store: options.store,
     judge: options.judge,
     policyApiKey: options.policyApiKey,
+    engineHeaders: options.engineHeaders,
     sharedTaskQueue,
   });
   const agentic = createAgenticActivities({ store: options.store, registry: options.registry });

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { type ReadyProcess, startReadyLineProcess } from './ready-line-process.js';
@@ -46,6 +46,15 @@ export interface EngineProcessOptions {
   readyTimeoutMs?: number;
   /** Receives every line the engine prints (after `ready` too). */
   onLine?: (line: string) => void;
+  /**
+   * Folders checkpoints and published weights may be written and read in (`--checkpoint-root`). Default: the
+   * folder holding the model, the project's layout (`<dataDir>/tiny-model` beside `<dataDir>/checkpoints`).
+   */
+  checkpointRoots?: string[];
+  /** Further folders weights may be loaded from (`--model-root`). */
+  modelRoots?: string[];
+  /** Added to this process's environment (the engine's token: security/engine-token.ts `engineAccessEnv`). */
+  env?: Record<string, string>;
 }
 
 export type EngineProcess = ReadyProcess;
@@ -58,8 +67,12 @@ export function startReferenceEngine(options: EngineProcessOptions): Promise<Eng
   if (options.loraRank) args.push('--lora-rank', String(options.loraRank));
   if (options.device) args.push('--device', options.device);
   if (options.weightVersion) args.push('--weight-version', options.weightVersion);
+  for (const root of options.checkpointRoots ?? [dirname(resolve(options.model))])
+    args.push('--checkpoint-root', resolve(root));
+  for (const root of options.modelRoots ?? []) args.push('--model-root', resolve(root));
   return startReadyLineProcess(enginePython(), args, {
     name: 'engine',
+    ...(options.env && { env: options.env }),
     readyTimeoutMs: options.readyTimeoutMs ?? 120_000,
     onLine: options.onLine,
   });

@@ -17,8 +17,9 @@ export class ReferenceTrainerBackend implements TrainerBackend {
   readonly name: string = 'reference';
   protected readonly client: EngineHttp;
 
-  constructor(baseUrl: string, trainTimeoutMs = 30 * 60_000) {
-    this.client = new EngineHttp(baseUrl, { timeoutMs: trainTimeoutMs });
+  /** `headers`: sent with every call (the engine's bearer token, security/engine-token.ts). */
+  constructor(baseUrl: string, headers: Record<string, string> = {}, trainTimeoutMs = 30 * 60_000) {
+    this.client = new EngineHttp(baseUrl, { timeoutMs: trainTimeoutMs, headers });
   }
 
   async trainStep(

@@ -1,3 +1,4 @@
+import { resolve } from 'node:path';
 import { type ReadyProcess, startReadyLineProcess } from '../../workers/ready-line-process.js';
 import { enginePython } from '../../workers/reference-engine-process.js';
 
@@ -16,6 +17,8 @@ export interface TinkerSidecarOptions {
   sdkModule?: string;
   env?: NodeJS.ProcessEnv;
   readyTimeoutMs?: number;
+  /** Folders checkpoints and exports may be written in (`--checkpoint-root`); none refuses every path. */
+  checkpointRoots?: string[];
 }
 
 export type TinkerSidecarProcess = ReadyProcess;
@@ -29,6 +32,7 @@ export function startTinkerSidecar(options: TinkerSidecarOptions): Promise<Tinke
   if (options.trainOnly) args.push('--no-serve');
   if (options.lossFn) args.push('--loss-fn', options.lossFn);
   if (options.sdkModule) args.push('--sdk-module', options.sdkModule);
+  for (const root of options.checkpointRoots ?? []) args.push('--checkpoint-root', resolve(root));
   return startReadyLineProcess(enginePython(), args, {
     name: 'Tinker sidecar',
     env: options.env,

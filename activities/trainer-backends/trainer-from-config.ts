@@ -6,6 +6,7 @@
 
 import { join, resolve } from 'node:path';
 import type { OpenClawConfig } from '../../core/config.js';
+import { engineAuthHeaders } from '../../security/engine-token.js';
 import type { TrainerBackend } from '../trainer-backend.js';
 import { ReferenceTrainerBackend } from './reference-trainer.js';
 import { SPEC_LORA } from './slime-arguments.js';
@@ -57,10 +58,13 @@ export function trainerFromConfig(
 ): TrainerBackend {
   switch (config.trainer.backend) {
     case 'reference':
-      return new ReferenceTrainerBackend(referenceTrainerUrl(config));
+      return new ReferenceTrainerBackend(referenceTrainerUrl(config), engineAuthHeaders(config));
     case 'slime':
       return new SlimeTrainerBackend({ ...slimeOptionsFromConfig(config), ...options });
     case 'tinker':
-      return new TinkerTrainerBackend(config.trainer.tinkerUrl || config.engine.url);
+      return new TinkerTrainerBackend(
+        config.trainer.tinkerUrl || config.engine.url,
+        engineAuthHeaders(config),
+      );
   }
 }

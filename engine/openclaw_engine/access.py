@@ -104,8 +104,7 @@ class PathRoots:
     def _resolve(path: str, field_name: str) -> Path:
         if "\x00" in path:
             raise EngineError(f"{field_name}: a path cannot contain NUL", param=field_name)
-        if not os.path.isabs(path):
-            raise EngineError(f"{field_name}: give an absolute path, not {path!r}", param=field_name)
+        # A relative path is the engine's working folder's, as before; it is confined like any other.
         return Path(path).resolve()
 
     @staticmethod

@@ -36,6 +36,7 @@ describe('Tinker trainer backend (sidecar with the fake Tinker SDK)', () => {
       baseModel: 'fake/base',
       loraRank: 8,
       sdkModule: 'fake_tinker',
+      checkpointRoots: [dir],
       env: { PYTHONPATH: fakeSdkDir, FAKE_TINKER_STORE: join(dir, 'fake-cloud') },
     });
 

@@ -34,6 +34,9 @@ describe('loadConfig defaults', () => {
         device: 'cpu',
         loraRank: 0,
         args: '',
+        token: '',
+        tokenFile: '',
+        allowNoToken: false,
       },
       temporal: {
         address: '127.0.0.1:7233',

@@ -48,6 +48,7 @@ describe('a training run on Tinker (sidecar with the fake Tinker SDK)', () => {
       baseModel: 'fake/base',
       loraRank: 8,
       sdkModule: 'fake_tinker',
+      checkpointRoots: [dir],
       env: { PYTHONPATH: fakeSdkDir, FAKE_TINKER_STORE: join(dir, 'fake-cloud') },
     });
     controlQueue = uniqueTaskQueue('control');
