@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from safetensors.torch import load_file
 from training_fixtures import VOCAB, make_tiny_model_dir
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
+from openclaw_engine.access import PathRoots
 from openclaw_engine.errors import EngineError, install_error_handlers
 from openclaw_engine.tiny_model import make_tiny_model
 from openclaw_engine.trainer import Trainer
@@ -366,7 +368,8 @@ def http(model_dir: Path) -> tuple[TestClient, Trainer]:
     trainer = Trainer(str(model_dir))
     app = FastAPI()
     install_error_handlers(app)
-    app.include_router(make_training_router(trainer))
+    # Checkpoints of these tests live in pytest's temporary folders.
+    app.include_router(make_training_router(trainer, PathRoots.of([tempfile.gettempdir()], [])))
     return TestClient(app), trainer
 
 
