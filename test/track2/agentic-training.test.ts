@@ -45,6 +45,8 @@ describe('agenticTrainingWorkflow with the reference engine as policy and traine
     engine = await startReferenceEngine({
       model: await makeTinyModel(join(engineDir, 'model')),
       trainer: true,
+      // The harness's checkpoints are in a temporary folder of its own.
+      checkpointRoots: [tmpdir()],
     });
     t2 = await startTrack2(env, {
       // The control worker's role: the workflows and Track 1's training activities on one queue.

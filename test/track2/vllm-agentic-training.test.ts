@@ -41,7 +41,8 @@ describe('agenticTrainingWorkflow with vLLM as the policy', () => {
     const model = await makeTinyModel(join(dir, 'model'), 0, 64);
     [vllm, trainer] = await Promise.all([
       startVllm({ model, servedModelName: 'default', device: 'cpu' }),
-      startReferenceEngine({ model, trainer: true }),
+      // The harness's checkpoints are in a temporary folder of its own.
+      startReferenceEngine({ model, trainer: true, checkpointRoots: [tmpdir()] }),
     ]);
     t2 = await startTrack2(env, {
       activities: (store, workDir) =>
