@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import hmac
 import ipaddress
-import json
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .errors import EngineError, error_body
+from .errors import EngineError, send_error
 
 TOKEN_ENV = "OPENCLAW_ENGINE_TOKEN"
 TOKEN_FILE_ENV = "OPENCLAW_ENGINE_TOKEN_FILE"
@@ -141,26 +140,14 @@ class TokenMiddleware:
             await self.app(scope, receive, send)
             return
         message = "missing bearer token" if not given else "wrong bearer token"
-        payload = json.dumps(
-            error_body(
-                f"{message}: send Authorization: Bearer <{TOKEN_ENV}>",
-                param="authorization",
-                status=401,
-                type_="authentication_error",
-            )
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 401,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                    (b"www-authenticate", b"Bearer"),
-                ],
-            }
+        await send_error(
+            send,
+            f"{message}: send Authorization: Bearer <{TOKEN_ENV}>",
+            param="authorization",
+            status=401,
+            type_="authentication_error",
+            headers=[(b"www-authenticate", b"Bearer")],
         )
-        await send({"type": "http.response.body", "body": payload})
 
 
 def add_access_arguments(parser: argparse.ArgumentParser) -> None:

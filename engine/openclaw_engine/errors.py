@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.types import Send
 
 
 class EngineError(Exception):
@@ -27,6 +30,31 @@ class EngineError(Exception):
 
 def error_body(message: str, *, param: str | None, status: int, type_: str) -> dict:
     return {"error": {"message": message, "type": type_, "param": param, "code": status}}
+
+
+async def send_error(
+    send: Send,
+    message: str,
+    *,
+    param: str | None,
+    status: int,
+    type_: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
+    """The error JSON sent straight from ASGI middleware, before any route runs."""
+    payload = json.dumps(error_body(message, param=param, status=status, type_=type_)).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": payload})
 
 
 def _loc_to_param(loc: tuple) -> str:

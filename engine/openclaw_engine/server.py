@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from . import chat_api, generate_api
 from .access import EngineAccess, TokenMiddleware
 from .chat import normalize_messages
-from .errors import EngineError, error_body, install_error_handlers
+from .errors import EngineError, error_body, install_error_handlers, send_error
 from .generation_result import collect
 from .model_runner import GenerationRequest
 from .sampling import SamplingParams
@@ -91,20 +91,7 @@ class BodyLimitMiddleware:
 
     async def _reject(self, send: Send) -> None:
         message = f"request body exceeds the limit of {self.max_bytes} bytes"
-        payload = json.dumps(
-            error_body(message, param="body", status=413, type_="invalid_request_error")
-        ).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(payload)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": payload})
+        await send_error(send, message, param="body", status=413, type_="invalid_request_error")
 
 
 def create_app(
