@@ -13,6 +13,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { type CliProcess, freePort, freePortPair, startCli } from '../support/cli-process.js';
+import { codecPreflightOrigin } from '../support/codec-preflight.js';
 import { type ScriptedPolicyServer, startScriptedPolicy } from '../support/scripted-policy-server.js';
 
 const run = promisify(execFile);
@@ -73,15 +74,7 @@ describe('openclaw-rl dev encrypts by default', () => {
     };
     expect(settings.Codec?.Endpoint).toBe(codecUrl);
     const origin = `http://127.0.0.1:${uiPort}`;
-    const preflight = await fetch(`${codecUrl}/decode`, {
-      method: 'OPTIONS',
-      headers: {
-        origin,
-        'access-control-request-method': 'POST',
-        'access-control-request-headers': 'content-type,x-namespace',
-      },
-    });
-    expect(preflight.headers.get('access-control-allow-origin')).toBe(origin);
+    expect(await codecPreflightOrigin(codecUrl, origin)).toBe(origin);
   });
 
   it('shows the run input to the temporal CLI decrypted through the codec server, and only then', async () => {

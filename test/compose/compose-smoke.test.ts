@@ -35,6 +35,7 @@ import {
 import { Conversation, type ExpectedOutcome } from '../recovery/conversation.js';
 import { type CountContext, fullCount, servedVersion } from '../recovery/recovery-count.js';
 import { freePort } from '../support/cli-process.js';
+import { codecPreflightOrigin } from '../support/codec-preflight.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { composeCommand } from './compose-command.js';
@@ -281,15 +282,7 @@ describe('docker compose up (local images)', () => {
     expect(input && isEncrypted(input)).toBe(false);
     expect(written && isEncrypted(written)).toBe(true);
     const origin = `http://localhost:${ports.ui}`;
-    const preflight = await fetch(`http://127.0.0.1:${ports.codec}/decode`, {
-      method: 'OPTIONS',
-      headers: {
-        origin,
-        'access-control-request-method': 'POST',
-        'access-control-request-headers': 'content-type,x-namespace',
-      },
-    });
-    expect(preflight.headers.get('access-control-allow-origin')).toBe(origin);
+    expect(await codecPreflightOrigin(`http://127.0.0.1:${ports.codec}`, origin)).toBe(origin);
     const toJson = (bytes: Uint8Array | null | undefined) =>
       Buffer.from(bytes ?? new Uint8Array()).toString('base64');
     const decoded = await fetch(`http://127.0.0.1:${ports.codec}/decode`, {
