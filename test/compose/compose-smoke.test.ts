@@ -85,6 +85,8 @@ describe('docker compose up (local images)', () => {
   };
   /** The gateway's API key, made by data-init on the first start. */
   let apiKey: string;
+  /** The engine's token, made there too. */
+  let engineToken: string;
   const conversations: Conversation[] = [];
 
   const composeRun = async (args: string[], timeoutMs = 60_000) => {
@@ -159,6 +161,12 @@ describe('docker compose up (local images)', () => {
     apiKey =
       parseApiKeysFile((await composeRun(['exec', '-T', 'gateway', 'cat', '/keys/api-keys'])).stdout)[0] ??
       '';
+    engineToken = (
+      await composeRun(['exec', '-T', 'gateway', 'cat', '/engine-keys/engine-token'])
+    ).stdout.trim();
+    expect(engineToken).toMatch(/^ocrl-engine-/);
+    // The engine listens on the compose network: nothing but its health check without the token.
+    expect((await fetch(`http://127.0.0.1:${ports.engine}/model_info`)).status).toBe(401);
     const keyFile = join(dataDir, 'payload-keys.json');
     await writeFile(
       keyFile,
@@ -186,7 +194,8 @@ describe('docker compose up (local images)', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }, 6 * 60_000);
 
-  const engine = () => engineCalls(`http://127.0.0.1:${ports.engine}`);
+  const engine = () =>
+    engineCalls(`http://127.0.0.1:${ports.engine}`, { authorization: `Bearer ${engineToken}` });
   const openai = () => new OpenAI({ baseURL: `http://127.0.0.1:${ports.gateway}/v1`, apiKey, maxRetries: 0 });
 
   /** A session of three turns: thanks → the first is +1, wrong → the second is -1, the last has no next state. */

@@ -21,8 +21,9 @@ export interface EngineModelInfo {
   [field: string]: unknown;
 }
 
-export function engineCalls(url: string) {
-  const http = new EngineHttp(url, { timeoutMs: 120_000 });
+/** `headers`: sent with every call (the engine's bearer token, where it has one). */
+export function engineCalls(url: string, headers: Record<string, string> = {}) {
+  const http = new EngineHttp(url, { timeoutMs: 120_000, headers });
   return {
     url: http.baseUrl,
     request: (method: 'GET' | 'POST', path: string, body?: unknown) => http.json(method, path, body),
