@@ -18,6 +18,7 @@ import {
   truncateTokensHeadTail,
 } from '../core/context-truncation.js';
 import { fnv1a64Hex } from '../core/fnv1a64.js';
+import { logprobTemperature } from '../core/logprob-temperature.js';
 import type { PolicySettings } from '../core/rollout-settings.js';
 import { rolloutSampleId } from '../core/sample-id.js';
 import { type RolloutStepRecord, readTranscript, rolloutKeys } from './rollout-records.js';
@@ -299,6 +300,7 @@ export function createPolicyActivities(deps: PolicyDependencies) {
         promptIds,
         responseIds,
         responseLogProbs: logprobs,
+        temperature: logprobTemperature(sampling.temperature),
         policyVersion,
         finishReason: choice.finish_reason ?? 'unknown',
         message,

@@ -3,6 +3,7 @@ import type { Client } from '@temporalio/client';
 import { nextStateOf } from '../core/chat-messages.js';
 import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-prompts.js';
 import type { JudgeScore } from '../core/judge-votes.js';
+import { logprobTemperature } from '../core/logprob-temperature.js';
 import { assembleSample as assemble, type HintOutcome } from '../core/sample-assembly.js';
 import { parseSampleId } from '../core/sample-id.js';
 import {
@@ -61,9 +62,14 @@ export interface AssembleSampleInput {
   };
 }
 
+/** The teacher record of a sample (`teacher/<sampleId>`); training reads its top-K rows from here. */
 interface StoredTeacher {
   logProbs: number[];
   topK: TeacherTopK | null;
+  /** The hinted prompt as the teacher's chat template rendered it (for audit). */
+  promptIds?: number[];
+  /** The temperature the prefill was asked for: the one the response was drawn at. */
+  temperature?: number;
 }
 
 export function createScoringActivities(deps: ScoringDependencies) {
@@ -80,16 +86,20 @@ export function createScoringActivities(deps: ScoringDependencies) {
 
   /**
    * Teacher log-probs of the exact response tokens under the hinted prompt (spec 6.3-6.4): the hinted prompt
-   * is tokenised by the engine's own chat template, the response ids are the ones the policy sampled, and
-   * the prefill starts one position early so the first response token has its log-prob on any SGLang.
+   * is tokenised by the engine's own chat template with the turn's own `chat_template_kwargs` (so it is
+   * rendered after the same prefix as the student's), the response ids are the ones the policy sampled, the
+   * prefill asks for the temperature the response was drawn at, and it starts one position early so the first
+   * response token has its log-prob on any SGLang.
    */
   async function teacherLogprobs(input: { sampleId: string; hint: string }): Promise<void> {
     const turn = await loadTurn(input.sampleId);
     const hinted = appendHintToMessages(turn.messages, input.hint);
+    const kwargs = turn.chatTemplateKwargs;
     const rendered = (await deps.teacher.request('POST', '/v1/chat/completions', {
       model: turn.model,
       messages: hinted,
       ...(turn.tools && { tools: turn.tools }),
+      ...(kwargs && Object.keys(kwargs).length > 0 && { chat_template_kwargs: kwargs }),
       max_tokens: 1,
       temperature: 0,
       return_prompt_token_ids: true,
@@ -98,9 +108,10 @@ export function createScoringActivities(deps: ScoringDependencies) {
     if (!Array.isArray(promptIds)) throw new Error('teacher engine did not return prompt_token_ids');
     const ids = [...promptIds, ...turn.responseIds];
     const start = teacherLogprobStartLen(ids.length, turn.responseIds.length);
+    const temperature = logprobTemperature(turn.sampling?.temperature);
     const prefill = await deps.teacher.generate({
       input_ids: ids,
-      sampling_params: { temperature: 0, max_new_tokens: 0 },
+      sampling_params: { temperature, max_new_tokens: 0 },
       return_logprob: true,
       logprob_start_len: start,
       ...(deps.teacherTopK > 0 && { top_logprobs_num: deps.teacherTopK }),
@@ -121,7 +132,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
             ids.length,
           )
         : null;
-    const stored: StoredTeacher = { logProbs, topK };
+    const stored: StoredTeacher = { logProbs, topK, promptIds, temperature };
     await store.put(teacherKey(input.sampleId), stored);
   }
 
@@ -165,6 +176,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
           responseIds: turn.responseIds,
           responseLogProbs: turn.responseLogProbs,
           policyVersion: turn.policyVersion,
+          temperature: logprobTemperature(turn.sampling?.temperature),
         },
         {
           evalScore: input.evalScore,
@@ -177,9 +189,14 @@ export function createScoringActivities(deps: ScoringDependencies) {
         await store.put(exclusionKey(input.sampleId), { ...assembled.exclusion, judge: input.judgeRecord });
         return { ok: false, exclusion: assembled.exclusion };
       }
-      const sample: TrainingSample = assembled.sample;
+      const { teacherTopkLogProbs, teacherTopkIndices, ...sample } = assembled.sample;
+      // Top-K rows ([response][K]) stay in the teacher record; the sample refers to it.
+      const stored: TrainingSample =
+        teacherTopkLogProbs && teacherTopkIndices
+          ? { ...sample, teacherTopKKey: teacherKey(sample.sampleId) }
+          : sample;
       // First write wins: a retried activity finds its own sample and reports it again.
-      await store.putIfAbsent(sampleKey(sample.sampleId), { ...sample, judge: input.judgeRecord });
+      await store.putIfAbsent(sampleKey(sample.sampleId), { ...stored, judge: input.judgeRecord });
       const ref: SampleRef = {
         sampleId: sample.sampleId,
         method: sample.method,

@@ -4,14 +4,16 @@ import { startGateway } from '../gateway/main.js';
 import { createControlWorker } from '../workers/control-worker.js';
 import type { EngineProcess } from '../workers/reference-engine-process.js';
 import { connectClient, connectWorker } from './connect.js';
-import { launchEngine } from './engine-launch.js';
+import { launchEngine, launchJudgeEngine, usesJudgeEngine } from './engine-launch.js';
 import { type DevServer, isReachable, startTemporalDevServer } from './temporal-dev-server.js';
-import { ensureTrainingRun } from './training-run.js';
+import { ensureTrainingRun, trainingRunIsRunning } from './training-run.js';
 
 /**
  * The whole Track 1 stack in one process tree: a Temporal dev server unless one answers (its database in
- * the data dir, so a restart resumes), the reference engine unless one answers, the control worker, the
- * gateway and the training run. Prints the URLs, then `ready`. Stops everything when `stop` resolves.
+ * the data dir, so a restart resumes), the reference engine unless one answers, the frozen judge engine
+ * (the base checkpoint, never updated) unless the judge and teacher are elsewhere or one answers, the control
+ * worker, the gateway and the training run. Prints the URLs, then `ready`. Stops everything when `stop`
+ * resolves.
  */
 export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promise<void> {
   const cleanups: (() => Promise<void>)[] = [];
@@ -30,6 +32,11 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       temporalUi = server.uiUrl;
     }
 
+    const { client, close } = await connectClient(config);
+    cleanups.push(close);
+    // A run that is not running starts anew (a new incarnation, from the base): serve the base for it.
+    const resume = await trainingRunIsRunning(client, config.runId);
+
     const engineClient = new PolicyEngineClient(config.engine.url);
     let policyVersion: number;
     if (await engineClient.health()) {
@@ -37,14 +44,28 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       say(`engine ${config.engine.url} (already running, policy version ${policyVersion})`);
     } else {
       say(`engine: starting the reference engine at ${config.engine.url}`);
-      const launched: { engine: EngineProcess; model: string; version: number } = await launchEngine(config);
+      const launched: { engine: EngineProcess; model: string; version: number } = await launchEngine(
+        config,
+        () => {},
+        { resume },
+      );
       cleanups.push(() => launched.engine.stop());
       policyVersion = launched.version;
       say(`engine ${launched.engine.url} model=${launched.model} policy version ${policyVersion}`);
     }
 
-    const { client, close } = await connectClient(config);
-    cleanups.push(close);
+    if (usesJudgeEngine(config)) {
+      const judgeClient = new PolicyEngineClient(config.judgeEngine.url);
+      if (await judgeClient.health()) {
+        say(`judge engine ${config.judgeEngine.url} (already running)`);
+      } else {
+        say(`judge engine: starting a frozen reference engine at ${config.judgeEngine.url}`);
+        const frozen = await launchJudgeEngine(config);
+        cleanups.push(() => frozen.engine.stop());
+        say(`judge engine ${frozen.engine.url} model=${frozen.model} (frozen: never updated)`);
+      }
+    }
+
     const connection = await connectWorker(config);
     cleanups.push(() => connection.close());
     const worker = await createControlWorker(config, connection, client);
@@ -68,7 +89,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
 
     say(`gateway ${gateway.url}/v1`);
     say(`temporal ui ${temporalUi}`);
-    say(`judge ${config.judge.baseUrl} (model ${config.judge.model})`);
+    say(`judge ${config.judge.baseUrl} (model ${config.judge.model}), teacher ${config.teacher.url}`);
     say('ready');
     await Promise.race([stop, running]);
   } finally {

@@ -5,11 +5,12 @@ import { Command, Option } from 'commander';
 import { DockerSandboxProvider } from '../environments/docker-sandbox.js';
 import { startGateway } from '../gateway/main.js';
 import { createControlWorker } from '../workers/control-worker.js';
+import type { EngineProcess } from '../workers/reference-engine-process.js';
 import { pauseUpdate, resumeUpdate, trainingWorkflowId } from '../workflows/training-signals.js';
 import { type CommonFlags, configFromFlags } from './cli-config.js';
 import { connectClient, connectWorker } from './connect.js';
 import { runDev } from './dev.js';
-import { launchEngine } from './engine-launch.js';
+import { launchEngine, launchJudgeEngine } from './engine-launch.js';
 import { registerEvalCommand } from './eval-command.js';
 import { registerGpuCommands } from './gpu-commands.js';
 import { registerImageCommands } from './images-command.js';
@@ -29,6 +30,16 @@ function untilStopped(): Promise<void> {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
+}
+
+/** Until Ctrl-C; an engine that died first is an error, so a supervisor (systemd, compose) restarts it. */
+async function serveUntilStopped(engine: EngineProcess, name: string): Promise<void> {
+  const exited = new Promise<string>((resolve) =>
+    engine.process.once('exit', (code, signal) => resolve(`${name} exited (code ${code}, signal ${signal})`)),
+  );
+  const outcome = await Promise.race([untilStopped().then(() => 'stopped'), exited]);
+  await engine.stop();
+  if (outcome !== 'stopped') throw new Error(outcome);
 }
 
 const common = {
@@ -163,15 +174,23 @@ program
     const config = configFromFlags(flags);
     const { engine, model, version } = await launchEngine(config, (line) => console.error(line));
     console.log(`engine ${engine.url} model=${model} policy version ${version}`);
-    const exited = new Promise<string>((resolve) =>
-      engine.process.once('exit', (code, signal) =>
-        resolve(`the engine exited (code ${code}, signal ${signal})`),
-      ),
-    );
-    const outcome = await Promise.race([untilStopped().then(() => 'stopped'), exited]);
-    await engine.stop();
-    // A supervisor (systemd, compose) restarts on failure: an engine that died is one.
-    if (outcome !== 'stopped') throw new Error(outcome);
+    await serveUntilStopped(engine, 'the engine');
+  });
+
+program
+  .command('judge-engine')
+  .description(
+    'run the frozen judge engine: the base checkpoint for judge calls and teacher log-probs, never updated',
+  )
+  .addOption(common.engineUrl())
+  .addOption(common.dataDir())
+  .addOption(common.model())
+  .addOption(common.device())
+  .action(async (flags: CommonFlags) => {
+    const config = configFromFlags(flags);
+    const { engine, model } = await launchJudgeEngine(config, (line) => console.error(line));
+    console.log(`judge engine ${engine.url} model=${model} (frozen: never updated)`);
+    await serveUntilStopped(engine, 'the judge engine');
   });
 
 const train = program.command('train').description('look at and steer a training run');

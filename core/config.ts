@@ -52,9 +52,18 @@ const configObject = z.strictObject({
       heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
     })
     .prefault({}),
+  judgeEngine: z
+    .strictObject({
+      // Empty: the engine URL with the next port (http://127.0.0.1:30001 beside the default engine).
+      url: z.union([z.literal(''), httpUrl]).default(''),
+      // Empty: the policy's base checkpoint (`engine.model`, or the tiny model).
+      model: z.string().default(''),
+    })
+    .prefault({}),
   judge: z
     .strictObject({
-      baseUrl: httpUrl.default('http://127.0.0.1:30000/v1'),
+      // Empty: the frozen judge engine's OpenAI endpoint.
+      baseUrl: z.union([z.literal(''), httpUrl]).default(''),
       model: z.string().min(1).default('default'),
       apiKey: z.string().default(''),
       votes: z.number().int().min(1).max(32).optional(),
@@ -64,7 +73,8 @@ const configObject = z.strictObject({
     .prefault({}),
   teacher: z
     .strictObject({
-      url: httpUrl.default('http://127.0.0.1:30000'),
+      // Empty: the frozen judge engine.
+      url: z.union([z.literal(''), httpUrl]).default(''),
       topK: z.number().int().min(0).max(1024).default(0),
     })
     .prefault({}),
@@ -77,6 +87,8 @@ const configObject = z.strictObject({
       maxPolicyLag: z.number().int().min(0).default(2),
       stalenessPolicy: z.enum(STALENESS_POLICIES).default('rollout-logprobs'),
       continueAsNewAfterSteps: z.number().int().min(1).default(50),
+      continueAsNewAfterEvents: z.number().int().min(200).max(40_000).default(10_000),
+      keepCheckpoints: z.number().int().min(0).default(3),
     })
     .prefault({}),
   loss: z
@@ -118,6 +130,25 @@ const configObject = z.strictObject({
     .prefault({}),
 });
 
+/** Top-K distillation is a loss of opd runs (spec 6.6): computing the arrays for another method is a mistake. */
+function checkTopK(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (config.teacher.topK > 0 && config.method !== 'opd')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['teacher', 'topK'],
+      message: `top-K distillation trains opd runs only; set method opd, or teacher.topK 0 for ${config.method}`,
+    });
+}
+
+/** The frozen judge engine's URL: as configured, else the policy engine's URL with the next port. */
+export function judgeEngineUrl(config: { engine: { url: string }; judgeEngine: { url: string } }): string {
+  if (config.judgeEngine.url) return config.judgeEngine.url.replace(/\/+$/, '');
+  const url = new URL(config.engine.url);
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  url.port = String(port + 1);
+  return url.toString().replace(/\/+$/, '');
+}
+
 /** What a slime trainer cannot start without, checked with the config rather than at the first step. */
 function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
   if (config.trainer.backend !== 'slime') return;
@@ -135,15 +166,27 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
     });
 }
 
-/** The schema: validates, fills defaults, then fills the judge defaults that depend on the method. */
-export const configSchema = configObject.superRefine(checkTrainer).transform((config) => ({
-  ...config,
-  judge: {
-    ...config.judge,
-    votes: config.judge.votes ?? JUDGE_DEFAULTS_BY_METHOD[config.method].votes,
-    maxTokens: config.judge.maxTokens ?? JUDGE_DEFAULTS_BY_METHOD[config.method].maxTokens,
-  },
-}));
+/**
+ * The schema: validates, fills defaults, then fills the defaults that depend on other options: the judge's
+ * by method, and the frozen judge engine (judge and teacher point at it unless set).
+ */
+export const configSchema = configObject
+  .superRefine(checkTrainer)
+  .superRefine(checkTopK)
+  .transform((config) => {
+    const frozen = judgeEngineUrl(config);
+    return {
+      ...config,
+      judgeEngine: { url: frozen, model: config.judgeEngine.model || config.engine.model },
+      judge: {
+        ...config.judge,
+        baseUrl: config.judge.baseUrl || `${frozen}/v1`,
+        votes: config.judge.votes ?? JUDGE_DEFAULTS_BY_METHOD[config.method].votes,
+        maxTokens: config.judge.maxTokens ?? JUDGE_DEFAULTS_BY_METHOD[config.method].maxTokens,
+      },
+      teacher: { ...config.teacher, url: config.teacher.url || frozen },
+    };
+  });
 
 export type OpenClawConfig = z.output<typeof configSchema>;
 /** What overrides (a workflow start input, a test) may contain: every field optional. */
@@ -254,10 +297,28 @@ export const CONFIG_OPTIONS = [
       'Long activities (judge calls, training steps, publishing) heartbeat; a worker silent this long is presumed dead and its activity retried.',
   },
   {
+    key: 'judgeEngine.url',
+    env: 'OPENCLAW_JUDGE_ENGINE_URL',
+    kind: 'string',
+    defaultNote: '`engine.url` with the next port (`http://127.0.0.1:30001`)',
+    description:
+      "The frozen judge engine: serves the base checkpoint for judge calls and teacher log-probs and is never updated (the original's PRM engine), so the policy never judges or teaches itself. `dev` starts a reference engine there unless one answers.",
+  },
+  {
+    key: 'judgeEngine.model',
+    env: 'OPENCLAW_JUDGE_ENGINE_MODEL',
+    kind: 'string',
+    defaultNote: '`engine.model` (the base checkpoint)',
+    description:
+      'Hugging Face model folder the frozen judge engine serves (original: `PRM_MODEL_PATH`, the base checkpoint by default).',
+  },
+  {
     key: 'judge.baseUrl',
     env: 'OPENCLAW_JUDGE_URL',
     kind: 'string',
-    description: 'OpenAI-compatible base URL of the judge model (ends in `/v1`); an external API works.',
+    defaultNote: '`judgeEngine.url` + `/v1`',
+    description:
+      'OpenAI-compatible base URL of the judge model (ends in `/v1`); an external API works. Pointing it at the policy engine makes the live policy judge itself (a self-reward loop).',
   },
   {
     key: 'judge.model',
@@ -297,15 +358,16 @@ export const CONFIG_OPTIONS = [
     key: 'teacher.url',
     env: 'OPENCLAW_TEACHER_URL',
     kind: 'string',
+    defaultNote: '`judgeEngine.url`',
     description:
-      'SGLang-compatible engine that computes teacher log-probs (`/generate` prefill). The default, the policy engine, makes the current policy its own teacher; point it at a frozen copy of the base model to match the original.',
+      'SGLang-compatible engine that computes teacher log-probs (`/generate` prefill). The default, the frozen judge engine, is the base model, as in the original; the policy engine here would make the current policy its own teacher.',
   },
   {
     key: 'teacher.topK',
     env: 'OPENCLAW_TEACHER_TOP_K',
     kind: 'integer',
     description:
-      'Teacher top-K log-probs to store per response token for top-K distillation; 0 turns it off (original: `--distill-topk`).',
+      'opd only: top-K distillation (spec 6.6). The teacher prefill stores its K best log-probs per response token and the run trains the top-K reverse KL instead of the OPD advantage; 0 turns it off (original: `--distill-topk`, 50 in its top-K script).',
   },
   {
     key: 'training.batchSize',
@@ -351,6 +413,20 @@ export const CONFIG_OPTIONS = [
     kind: 'integer',
     description:
       'Training steps after which the training workflow continues as new, keeping its history short.',
+  },
+  {
+    key: 'training.continueAsNewAfterEvents',
+    env: 'OPENCLAW_TRAINING_CONTINUE_AS_NEW_EVENTS',
+    kind: 'integer',
+    description:
+      'History events after which the training workflow continues as new, also while it waits (a run receiving only exclusions, or a paused one); at most 40000 (Temporal refuses a history past 51200).',
+  },
+  {
+    key: 'training.keepCheckpoints',
+    env: 'OPENCLAW_KEEP_CHECKPOINTS',
+    kind: 'integer',
+    description:
+      'Published versions whose checkpoint folders are kept, the newest (the run resumes from the last); older folders are deleted after each publish. 0 keeps all. Lineage records are always kept.',
   },
   {
     key: 'loss.epsClip',

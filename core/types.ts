@@ -53,6 +53,11 @@ export interface TrainingSample {
   /** Top-K distillation only: the teacher's K best log-probs and their token ids, one row per response token. */
   teacherTopkLogProbs?: number[][];
   teacherTopkIndices?: number[][];
+  /**
+   * Top-K distillation: the store key of the teacher record holding those rows (`teacher/<sampleId>`), so the
+   * [response][K] arrays are stored once; the training step reads them from there.
+   */
+  teacherTopKKey?: string;
   policyVersion: number;
   method: Method;
   kind: SampleKind;
@@ -60,7 +65,8 @@ export interface TrainingSample {
 
 /**
  * Why a turn produced no sample. The first group comes from sample assembly; `no-next-state`, `judge-failed`
- * and `stale-policy` are for the workflows that settle turns without assembling them.
+ * and `stale-policy` are for the workflows that settle turns without assembling them; `trainer-refused` for
+ * the samples of a batch the trainer refused (a deterministic refusal: invalid, non-finite, unsupported).
  */
 export type SampleExclusionReason =
   | 'empty-response'
@@ -71,7 +77,8 @@ export type SampleExclusionReason =
   | 'no-signal'
   | 'no-next-state'
   | 'judge-failed'
-  | 'stale-policy';
+  | 'stale-policy'
+  | 'trainer-refused';
 
 export interface SampleExclusion {
   sampleId: string;

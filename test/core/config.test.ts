@@ -26,15 +26,16 @@ describe('loadConfig defaults', () => {
         taskQueue: 'control',
         heartbeatTimeoutMs: 30_000,
       },
+      judgeEngine: { url: 'http://127.0.0.1:30001', model: '' },
       judge: {
-        baseUrl: 'http://127.0.0.1:30000/v1',
+        baseUrl: 'http://127.0.0.1:30001/v1',
         model: 'default',
         apiKey: '',
         votes: 1,
         temperature: 0.6,
         maxTokens: 8192,
       },
-      teacher: { url: 'http://127.0.0.1:30000', topK: 0 },
+      teacher: { url: 'http://127.0.0.1:30001', topK: 0 },
       training: {
         batchSize: 16,
         learningRate: 1e-5,
@@ -43,6 +44,8 @@ describe('loadConfig defaults', () => {
         maxPolicyLag: 2,
         stalenessPolicy: 'rollout-logprobs',
         continueAsNewAfterSteps: 50,
+        continueAsNewAfterEvents: 10_000,
+        keepCheckpoints: 3,
       },
       loss: {
         epsClip: 0.2,
@@ -152,6 +155,26 @@ describe('loadConfig errors', () => {
     expect(ok.trainer.backend).toBe('slime');
     expect(loadConfig({ OPENCLAW_TRAINER: 'megatron' }).ok).toBe(false);
     expect(loadConfig({ OPENCLAW_TINKER_URL: 'tinker://x' }).ok).toBe(false);
+  });
+
+  it('judges and teaches with a frozen engine beside the policy unless told otherwise', () => {
+    const frozen = load({ OPENCLAW_ENGINE_URL: 'http://10.0.0.5:31000', OPENCLAW_MODEL: '/models/base' });
+    expect(frozen.judgeEngine).toEqual({ url: 'http://10.0.0.5:31001', model: '/models/base' });
+    expect(frozen.judge.baseUrl).toBe('http://10.0.0.5:31001/v1');
+    expect(frozen.teacher.url).toBe('http://10.0.0.5:31001');
+    const external = load({
+      OPENCLAW_JUDGE_ENGINE_URL: 'http://judge:30000/',
+      OPENCLAW_JUDGE_URL: 'https://api.example.com/v1',
+    });
+    expect(external.judge.baseUrl).toBe('https://api.example.com/v1');
+    expect(external.teacher.url).toBe('http://judge:30000');
+  });
+
+  it('allows top-K distillation only for opd runs', () => {
+    const result = loadConfig({ OPENCLAW_TEACHER_TOP_K: '50' });
+    expect(result.ok).toBe(false);
+    expect(result.ok ? '' : result.error).toContain('teacher.topK (OPENCLAW_TEACHER_TOP_K): top-K distillation');
+    expect(load({ OPENCLAW_TEACHER_TOP_K: '50', OPENCLAW_METHOD: 'opd' }).teacher.topK).toBe(50);
   });
 
   it('rejects unknown override fields instead of ignoring a typo', () => {

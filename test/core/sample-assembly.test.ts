@@ -43,10 +43,21 @@ describe('assembleSample: common fields', () => {
   });
 
   it('does not share arrays with its input', () => {
-    const result = assembleSample('combine', turn, score(-1, null));
+    const result = assembleSample('combine', turn, score(-1, accepted));
     if (!result.ok) throw new Error('expected a sample');
     expect(result.sample.rolloutLogProbs).not.toBe(turn.responseLogProbs);
-    expect(result.sample.teacherLogProbs).not.toBe(result.sample.rolloutLogProbs);
+    expect(result.sample.teacherLogProbs).not.toBe(teacher);
+  });
+
+  it('records the temperature of the log-probs when it is not 1, and refuses a bad one', () => {
+    const warm = assembleSample('rl', { ...turn, temperature: 0.6 }, score(1, null));
+    expect(warm).toMatchObject({ ok: true, sample: { temperature: 0.6 } });
+    const plain = assembleSample('rl', { ...turn, temperature: 1 }, score(1, null));
+    expect(plain.ok && plain.sample.temperature).toBeUndefined();
+    expect(assembleSample('rl', { ...turn, temperature: 0 }, score(1, null))).toMatchObject({
+      ok: false,
+      exclusion: { reason: 'invalid-input' },
+    });
   });
 
   it('excludes empty responses and inconsistent input', () => {
@@ -162,11 +173,10 @@ describe('assembleSample: combine (spec section 7 table)', () => {
     });
   });
 
-  it('vote, no hint: rl with the rollout log-probs as teacher', () => {
-    expect(assembleSample('combine', turn, score(1, rejected))).toMatchObject({
-      ok: true,
-      sample: { kind: 'rl', reward: 1, teacherLogProbs: [-0.1, -0.2, -0.3] },
-    });
+  it('vote, no hint: rl with no teacher (every trainer gives it a teacher term of exactly 0)', () => {
+    const result = assembleSample('combine', turn, score(1, rejected));
+    expect(result).toMatchObject({ ok: true, sample: { kind: 'rl', reward: 1 } });
+    expect(result.ok && result.sample.teacherLogProbs).toBeUndefined();
   });
 
   it('neither: excluded with both reasons', () => {
