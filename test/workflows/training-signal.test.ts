@@ -1,0 +1,248 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
+import { FileSampleStore } from '../../activities/sample-store.js';
+import { createScoringActivities } from '../../activities/scoring-activities.js';
+import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
+import { createTrainingActivities } from '../../activities/training-activities.js';
+import type { ChatMessage } from '../../core/chat-messages.js';
+import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { turnSampleId } from '../../core/sample-id.js';
+import { appendHintToMessages } from '../../core/teacher-context.js';
+import { lossSettingsSchema, optimizerSettingsSchema } from '../../core/training-settings.js';
+import { sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../../core/turn-record.js';
+import type { TrainingSample } from '../../core/types.js';
+import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
+import {
+  type EngineProcess,
+  makeTinyModel,
+  startReferenceEngine,
+} from '../../workers/reference-engine-process.js';
+import { sessionDoneSignal, sessionWorkflowId } from '../../workflows/session-signals.js';
+import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
+import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
+
+const T = 0.6;
+const KWARGS = { enable_thinking: false };
+
+interface Choice {
+  message: { content: string | null };
+  finish_reason: string;
+  prompt_token_ids: number[];
+  token_ids: number[];
+  logprobs: { content: { logprob: number }[] };
+}
+
+// What trains is what was sampled and rendered, on a real engine: a turn drawn at T = 0.6 with a template kwarg
+// gets its teacher prompt rendered with that kwarg and its log-probs computed at 0.6 by teacher and trainer; a
+// top-K distillation run trains end to end.
+describe('the training signal on the real engine', () => {
+  let env: TestWorkflowEnvironment;
+  let dir: string;
+  let engine: EngineProcess;
+  let engineClient: PolicyEngineClient;
+  let store: FileSampleStore;
+  let judge: FakeJudge;
+
+  beforeAll(async () => {
+    env = await connectTestEnvironment();
+    dir = await mkdtemp(join(tmpdir(), 'training-signal-'));
+    engine = await startReferenceEngine({ model: await makeTinyModel(join(dir, 'model')), trainer: true });
+    engineClient = new PolicyEngineClient(engine.url);
+    store = new FileSampleStore(join(dir, 'store'));
+    judge = await startFakeJudge();
+  }, 180_000);
+
+  afterAll(async () => {
+    await engine?.stop();
+    await judge?.close();
+    await env?.teardown();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  async function chat(messages: ChatMessage[], extra: Record<string, unknown>): Promise<Choice> {
+    const response = (await engineClient.request('POST', '/v1/chat/completions', {
+      model: 'tiny',
+      messages,
+      logprobs: true,
+      return_prompt_token_ids: true,
+      return_token_ids: true,
+      ...extra,
+    })) as { choices: Choice[] };
+    const choice = response.choices[0];
+    if (!choice) throw new Error('no choice');
+    return choice;
+  }
+
+  /** A turn the engine sampled at T with the template kwarg, recorded as the gateway records it. */
+  async function recordedTurn(sessionId: string): Promise<TurnRecord> {
+    const messages: ChatMessage[] = [{ role: 'user', content: 'What is the weather like?' }];
+    const choice = await chat(messages, {
+      max_tokens: 6,
+      temperature: T,
+      seed: 3,
+      chat_template_kwargs: KWARGS,
+    });
+    const record: TurnRecord = {
+      sessionId,
+      turn: 1,
+      sampleId: turnSampleId(sessionId, 1),
+      requestHash: sessionId,
+      recordedAt: new Date().toISOString(),
+      model: 'tiny',
+      messages,
+      tools: null,
+      response: { content: choice.message.content ?? '', reasoningContent: null, toolCalls: null },
+      promptIds: choice.prompt_token_ids,
+      responseIds: choice.token_ids,
+      responseLogProbs: choice.logprobs.content.map((c) => c.logprob),
+      policyVersion: 0,
+      finishReason: choice.finish_reason,
+      sampling: { temperature: T, topP: null, topK: null, minP: null, maxTokens: 6, seed: 3 },
+      chatTemplateKwargs: KWARGS,
+    };
+    await store.put(turnRecordKey(sessionId, 1), record);
+    return record;
+  }
+
+  it('renders the teacher prompt with the turn’s template kwargs and trains the sample at its temperature', async () => {
+    const turn = await recordedTurn('kwargs');
+    const scoring = createScoringActivities({
+      store,
+      judge: { complete: async () => 'unused' },
+      teacher: engineClient,
+      teacherTopK: 0,
+      client: env.client,
+      controlTaskQueue: 'unused',
+      trainingDefaults: () => ({ runId: 'unused', method: 'combine' }),
+    });
+    const hint = 'Mention the weather explicitly.';
+    await scoring.computeTeacherLogprobs({ sampleId: turn.sampleId, hint });
+    const teacher = await store.get<{ promptIds: number[]; temperature: number; logProbs: number[] }>(
+      teacherKey(turn.sampleId),
+    );
+    const hinted = appendHintToMessages(turn.messages, hint);
+    const withKwargs = await chat(hinted, { max_tokens: 1, chat_template_kwargs: KWARGS });
+    const without = await chat(hinted, { max_tokens: 1 });
+    // The template branches on the kwarg: the student's prompt and the teacher's have the same prefix.
+    expect(withKwargs.prompt_token_ids).not.toEqual(without.prompt_token_ids);
+    expect(teacher?.promptIds).toEqual(withKwargs.prompt_token_ids);
+    expect(teacher?.temperature).toBe(T);
+    expect(teacher?.logProbs).toHaveLength(turn.responseIds.length);
+
+    // combine, no hint accepted, vote +1: an RL-only row at T, without a teacher.
+    const assembled = await scoring.assembleSample({
+      method: 'combine',
+      sampleId: turn.sampleId,
+      evalScore: 1,
+      hint: { accepted: false, reason: 'no-positive-vote' },
+      teacherStored: false,
+      judgeRecord: { evalVotes: [1], hintVotes: [-1], hint: null },
+    });
+    expect(assembled.ok).toBe(true);
+    const sample = await store.get<TrainingSample>(sampleKey(turn.sampleId));
+    expect(sample).toMatchObject({ kind: 'rl', temperature: T });
+    expect(sample?.teacherLogProbs).toBeUndefined();
+
+    // The trainer (still the served weights: nothing trained yet) scores the response at T exactly as the
+    // engine reported it while sampling: with π_old = the rollout log-probs, the ratio is 1.
+    const training = createTrainingActivities({
+      store,
+      trainer: new ReferenceTrainerBackend(engine.url),
+      serving: engineClient,
+      checkpointDir: join(dir, 'checkpoints'),
+    });
+    const metrics = await training.trainStep({
+      runId: 'kwargs',
+      stepId: 'kwargs:v1',
+      sampleIds: [turn.sampleId],
+      method: 'combine',
+      loss: lossSettingsSchema.parse({}),
+      optimizer: optimizerSettingsSchema.parse({}),
+      useRolloutLogprobs: false,
+      staleSampleIds: [turn.sampleId],
+      resume: { lastStepId: null, lastCheckpoint: null },
+    });
+    expect(metrics.train_rollout_logprob_abs_diff).toBeLessThan(1e-4);
+    expect(Math.abs(metrics.ppo_kl ?? 1)).toBeLessThan(1e-4);
+  }, 90_000);
+
+  it('trains an opd run with top-K distillation: the teacher’s top-K rows stored once, the top-K loss', async () => {
+    const taskQueue = uniqueTaskQueue('topk');
+    const loaded = loadConfig(
+      {},
+      {
+        runId: `topk-${taskQueue}`.slice(0, 64),
+        method: 'opd',
+        dataDir: dir,
+        engine: { url: engine.url },
+        teacher: { url: engine.url, topK: 4 },
+        judge: { baseUrl: judge.url, model: 'fake-judge' },
+        training: { batchSize: 1, learningRate: 1e-3 },
+        session: { idleTimeoutMs: 600_000 },
+      },
+    );
+    if (!loaded.ok) throw new Error(loaded.error);
+    const config: OpenClawConfig = loaded.config;
+    expect(trainingInputFromConfig(config).settings?.distillTopK).toBe(4);
+    const worker: Worker = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { taskQueue },
+    );
+    const running = worker.run();
+    try {
+      const sessionId = `topk-${taskQueue}`;
+      const turn = (messages: ChatMessage[], seed: number) =>
+        recordTurnDirectly({
+          engine: engineClient,
+          store,
+          client: env.client,
+          config,
+          taskQueue,
+          sessionId,
+          messages,
+          seed,
+        });
+      const first: ChatMessage[] = [{ role: 'user', content: 'What is the weather like?' }];
+      const reply = await turn(first, 1);
+      await turn([...first, reply, { role: 'user', content: 'thanks, that helps' }], 2);
+      await env.client.workflow.signalWithStart('sessionWorkflow', {
+        workflowId: sessionWorkflowId(sessionId),
+        taskQueue,
+        args: [sessionInputFor(config, sessionId)],
+        signal: sessionDoneSignal,
+        signalArgs: [],
+      });
+      const handle = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
+      const deadline = Date.now() + 90_000;
+      let status = await handle.query(trainingStatusQuery).catch(() => null);
+      while (!status || status.stepsCompleted < 1) {
+        if (Date.now() > deadline) throw new Error(`no top-K step: ${JSON.stringify(status)}`);
+        await new Promise((r) => setTimeout(r, 300));
+        status = await handle.query(trainingStatusQuery).catch(() => null);
+      }
+      expect(status.settings.distillTopK).toBe(4);
+      // The top-K loss has no PPO ratio: nothing is clipped; the distillation term is a KL (>= 0 here).
+      expect(status.lastMetrics?.pg_clipfrac).toBe(0);
+      expect(status.lastMetrics?.pg_loss).toBeGreaterThanOrEqual(0);
+      const sampleId = turnSampleId(sessionId, 1);
+      const sample = await store.get<TrainingSample>(sampleKey(sampleId));
+      expect(sample).toMatchObject({ kind: 'opd', teacherTopKKey: teacherKey(sampleId) });
+      expect(sample?.teacherTopkLogProbs).toBeUndefined();
+      const teacher = await store.get<{ topK: { logProbs: number[][] } }>(teacherKey(sampleId));
+      expect(teacher?.topK.logProbs[0]).toHaveLength(4);
+    } finally {
+      worker.shutdown();
+      await running.catch(() => undefined);
+    }
+  }, 150_000);
+});
