@@ -173,7 +173,9 @@ describe('loadConfig errors', () => {
   it('allows top-K distillation only for opd runs', () => {
     const result = loadConfig({ OPENCLAW_TEACHER_TOP_K: '50' });
     expect(result.ok).toBe(false);
-    expect(result.ok ? '' : result.error).toContain('teacher.topK (OPENCLAW_TEACHER_TOP_K): top-K distillation');
+    expect(result.ok ? '' : result.error).toContain(
+      'teacher.topK (OPENCLAW_TEACHER_TOP_K): top-K distillation',
+    );
     expect(load({ OPENCLAW_TEACHER_TOP_K: '50', OPENCLAW_METHOD: 'opd' }).teacher.topK).toBe(50);
   });
 

@@ -158,7 +158,8 @@ describe('Track 1 workflows end to end', () => {
       await saveHistory(env, sessionWorkflowId(a), 'session-workflow');
       await saveHistory(env, `score-${a}:1`, 'score-turn-workflow-opd-rl');
       await saveHistory(env, `score-${a}:3`, 'score-turn-workflow-no-next-state');
-      await saveHistory(env, trainingWorkflowId(config.runId), 'training-workflow');
+      // The training run's shape since incarnations (the older 'training-workflow' stays as it was recorded).
+      await saveHistory(env, trainingWorkflowId(config.runId), 'training-workflow-incarnation');
     }
   }, 150_000);
 });

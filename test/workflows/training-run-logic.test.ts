@@ -27,6 +27,7 @@ import {
   trainingStatusQuery,
   trainingWorkflowId,
 } from '../../workflows/training-signals.js';
+import { saveHistory } from '../support/histories.js';
 import { RecordingTrainerDouble } from '../support/recording-trainer-double.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
@@ -123,6 +124,20 @@ describe('trainingWorkflow logic', () => {
     }
   }
 
+  /** The first execution of the run's chain that scheduled activity `type` (for recording its history). */
+  async function executionWith(runId: string, type: string): Promise<string> {
+    for (const { runId: execution } of await executions(runId)) {
+      const history = await env.client.workflow
+        .getHandle(trainingWorkflowId(runId), execution)
+        .fetchHistory();
+      const names = (history.events ?? []).map(
+        (event) => event.activityTaskScheduledEventAttributes?.activityType?.name,
+      );
+      if (names.includes(type)) return execution;
+    }
+    throw new Error(`no execution of ${runId} scheduled ${type}`);
+  }
+
   /** Every execution of the run's chain (continue-as-new makes one per run), with its history length. */
   async function executions(runId: string): Promise<{ runId: string; historyLength: number }[]> {
     const out: { runId: string; historyLength: number }[] = [];
@@ -204,6 +219,9 @@ describe('trainingWorkflow logic', () => {
     expect(trained).toMatchObject({ policyVersion: 1, samplesTrained: 2, samplesExcluded: 2 });
     const description = await handle.describe();
     expect(description.status.name).toBe('RUNNING');
+    // `RECORD_HISTORIES=1` records this shape for the replay test (a refused step, then a trained one).
+    if (process.env.RECORD_HISTORIES)
+      await saveHistory(env, trainingWorkflowId(runId), 'training-workflow-refused-batch');
   });
 
   it('takes 3,000 exclusions while waiting with a bounded history and loses none', async () => {
@@ -246,6 +264,21 @@ describe('trainingWorkflow logic', () => {
     expect(new Set(trainedIds).size).toBe(trainedIds.length);
     expect(trainedIds.sort()).toEqual(refs.map((ref) => ref.sampleId).sort());
     for (const run of await executions(runId)) expect(run.historyLength).toBeLessThan(400 + 2 * 100);
+    if (process.env.RECORD_HISTORIES) {
+      const id = trainingWorkflowId(runId);
+      await saveHistory(
+        env,
+        id,
+        'training-workflow-spills-backlog',
+        await executionWith(runId, 'spillPending'),
+      );
+      await saveHistory(
+        env,
+        id,
+        'training-workflow-loads-backlog',
+        await executionWith(runId, 'loadBacklog'),
+      );
+    }
   }, 240_000);
 
   it('starts a run id again as a new incarnation: its own step ids and folders, trained from the base', async () => {
