@@ -358,7 +358,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
 
   phase('2. kill -9 the control worker during trainStep, then during publishWeights; count', async () => {
     const versionBefore = counts.at(-1)?.status.policyVersion ?? 0;
-    const trainKilled = `${RUN_ID}:v${versionBefore + 1}`;
+    const trainKilled = `${RUN_ID}:${counts.at(-1)?.status.incarnation}:v${versionBefore + 1}`;
     const publishKilled = versionBefore + 2;
     const c = conversation('c');
     await c.send('How do I bake bread?', { stream: true });
@@ -560,7 +560,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     const trainer = await trainerInfo(ctx.engine);
     const stepIds = [
       ...(before?.snapshot.lineage ?? []).map((entry) => entry.stepId),
-      `${RUN_ID}:v${version + 1}`,
+      `${RUN_ID}:${before?.status.incarnation}:v${version + 1}`,
     ];
     expect(trainer.step_ids).toEqual(stepIds);
     expect(trainer.step_count).toBe(version + 1);

@@ -29,7 +29,7 @@ export interface CountContext {
 export interface StoreSnapshot {
   samples: Map<string, TrainingSample>;
   exclusions: Map<string, SampleExclusion>;
-  /** `lineage/<runId>/v*` records, by version. */
+  /** `lineage/<runId>/<incarnation>/v*` records, by version. */
   lineage: LineageEntry[];
 }
 
@@ -223,7 +223,9 @@ export async function fullCount(
   expect(new Set(trained).size, 'a sample trained twice').toBe(trained.length);
   for (const id of trained) expect(samples.has(id), `trained ${id} is a stored sample`).toBe(true);
   for (const entry of lineage) {
-    expect(entry.stepId).toBe(`${ctx.runId}:v${entry.version}`);
+    // One incarnation of the run id (the one running), whose id every step id carries.
+    expect(entry.incarnation).toBe(status.incarnation);
+    expect(entry.stepId).toBe(`${ctx.runId}:${entry.incarnation}:v${entry.version}`);
     expect(entry.sampleIds).toHaveLength(ctx.batchSize);
   }
   const handle = ctx.client.workflow.getHandle(trainingWorkflowId(ctx.runId));
