@@ -299,8 +299,10 @@ describe('docker compose up (local images)', () => {
       const [entry] = await handle.query(lineageQuery, { version: 1 });
       // Figures only the slime backend reports: the step ran in an epoch container.
       expect(entry?.metrics.epoch_container_s).toBeGreaterThan(0);
-      expect(entry?.checkpoint).toBe('/data/checkpoints/smoke-gpu/v1');
-      expect(await stat(join(dataDir, 'checkpoints/smoke-gpu/v1/config.json'))).toBeTruthy();
+      expect(entry?.checkpoint).toBe(`/data/checkpoints/smoke-gpu/${entry?.incarnation}/v1`);
+      expect(
+        await stat(join(dataDir, `checkpoints/smoke-gpu/${entry?.incarnation}/v1/config.json`)),
+      ).toBeTruthy();
       expect(await servedVersion(engine())).toBe(1);
       const { stdout } = await composeRun(['logs', '--no-color', 'trainer-worker']);
       expect(stdout).toMatch(/trainer worker on task queue trainer .*slime epochs in openclaw\/engine:dev/);

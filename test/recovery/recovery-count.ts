@@ -259,9 +259,11 @@ export async function fullCount(
     const before = lineage[index - 1];
     expect(step.completed).toBe(true);
     expect(step.input.sampleIds).toEqual(lineage[index]?.sampleIds);
+    // The run's first step trains from the base (the run id started anew): nothing else may be in the trainer.
     expect(step.input.resume).toEqual({
       lastStepId: before?.stepId ?? null,
       lastCheckpoint: before?.checkpoint ?? null,
+      ...(index === 0 && { fromBase: true }),
     });
   });
   return { snapshot, status, steps };

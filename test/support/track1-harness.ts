@@ -6,7 +6,12 @@ import type { OpenClawConfig } from '../../core/config.js';
 import { turnSampleId } from '../../core/sample-id.js';
 import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
-import { type SessionInput, sessionWorkflowId, turnRecordedSignal } from '../../workflows/session-signals.js';
+import {
+  type SessionInput,
+  sessionDoneSignal,
+  sessionWorkflowId,
+  turnRecordedSignal,
+} from '../../workflows/session-signals.js';
 
 interface EngineChatChoice {
   message: { content: string | null; reasoning_content?: string | null; tool_calls?: unknown[] | null };
@@ -92,4 +97,20 @@ export async function recordTurnDirectly(options: {
     signalArgs: [ref],
   });
   return { role: 'assistant', content: record.response.content };
+}
+
+/** What `X-Session-Done: true` does at the gateway: the session settles its last turn now. */
+export async function endSessionDirectly(options: {
+  client: Client;
+  config: OpenClawConfig;
+  taskQueue: string;
+  sessionId: string;
+}): Promise<void> {
+  await options.client.workflow.signalWithStart('sessionWorkflow', {
+    workflowId: sessionWorkflowId(options.sessionId),
+    taskQueue: options.taskQueue,
+    args: [sessionInputFor(options.config, options.sessionId)],
+    signal: sessionDoneSignal,
+    signalArgs: [],
+  });
 }

@@ -16,12 +16,12 @@ import {
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
-import { sessionDoneSignal, sessionWorkflowId } from '../../workflows/session-signals.js';
+import { sessionWorkflowId } from '../../workflows/session-signals.js';
 import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
+import { endSessionDirectly, recordTurnDirectly } from '../support/track1-harness.js';
 
 // Sessions → scoring → training → publishing, on the real Temporal server with a real engine process and
 // the fake judge (the one part that cannot be real here).
@@ -95,13 +95,7 @@ describe('Track 1 workflows end to end', () => {
     const r2 = await turn(a, a2, 2);
     const a3 = [...a2, r2, { role: 'user', content: 'that is wrong, try again' }];
     await turn(a, a3, 3);
-    await env.client.workflow.signalWithStart('sessionWorkflow', {
-      workflowId: sessionWorkflowId(a),
-      taskQueue,
-      args: [sessionInputFor(config, a)],
-      signal: sessionDoneSignal,
-      signalArgs: [],
-    });
+    await endSessionDirectly({ client: env.client, config, taskQueue, sessionId: a });
 
     // Session B: thanks, then silence until the idle timeout settles its last turn.
     const b = `b-${taskQueue}`;

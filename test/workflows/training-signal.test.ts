@@ -22,11 +22,10 @@ import {
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
-import { sessionDoneSignal, sessionWorkflowId } from '../../workflows/session-signals.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
+import { endSessionDirectly, recordTurnDirectly } from '../support/track1-harness.js';
 
 const T = 0.6;
 const KWARGS = { enable_thinking: false };
@@ -215,13 +214,7 @@ describe('the training signal on the real engine', () => {
       const first: ChatMessage[] = [{ role: 'user', content: 'What is the weather like?' }];
       const reply = await turn(first, 1);
       await turn([...first, reply, { role: 'user', content: 'thanks, that helps' }], 2);
-      await env.client.workflow.signalWithStart('sessionWorkflow', {
-        workflowId: sessionWorkflowId(sessionId),
-        taskQueue,
-        args: [sessionInputFor(config, sessionId)],
-        signal: sessionDoneSignal,
-        signalArgs: [],
-      });
+      await endSessionDirectly({ client: env.client, config, taskQueue, sessionId: sessionId });
       const handle = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
       const deadline = Date.now() + 90_000;
       let status = await handle.query(trainingStatusQuery).catch(() => null);
