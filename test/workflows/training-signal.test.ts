@@ -23,12 +23,13 @@ import {
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
-import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { endSessionDirectly, recordTurnDirectly } from '../support/track1-harness.js';
+import { startTranscriptJudge, type TranscriptJudge } from '../support/transcript-judge-server.js';
 
 const T = 0.6;
 const KWARGS = { enable_thinking: false };
+const CORRECTION = 'I meant the weather in Paris tomorrow, not in general.';
 
 interface Choice {
   message: { content: string | null };
@@ -47,7 +48,7 @@ describe('the training signal on the real engine', () => {
   let engine: EngineProcess;
   let engineClient: PolicyEngineClient;
   let store: FileSampleStore;
-  let judge: FakeJudge;
+  let judge: TranscriptJudge;
 
   beforeAll(async () => {
     env = await connectTestEnvironment();
@@ -55,7 +56,15 @@ describe('the training signal on the real engine', () => {
     engine = await startReferenceEngine({ model: await makeTinyModel(join(dir, 'model')), trainer: true });
     engineClient = new PolicyEngineClient(engine.url);
     store = new FileSampleStore(join(dir, 'store'));
-    judge = await startFakeJudge();
+    // The LLM-judge stand-in: it reads the whole next-state message, as a judge model would.
+    judge = await startTranscriptJudge({
+      verdicts: {
+        [CORRECTION]: {
+          score: 1,
+          hint: 'The user asked about Paris tomorrow; answer for that place and day.',
+        },
+      },
+    });
   }, 180_000);
 
   afterAll(async () => {
@@ -213,7 +222,7 @@ describe('the training signal on the real engine', () => {
         });
       const first: ChatMessage[] = [{ role: 'user', content: 'What is the weather like?' }];
       const reply = await turn(first, 1);
-      await turn([...first, reply, { role: 'user', content: 'thanks, that helps' }], 2);
+      await turn([...first, reply, { role: 'user', content: CORRECTION }], 2);
       await endSessionDirectly({ client: env.client, config, taskQueue, sessionId: sessionId });
       const handle = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
       const deadline = Date.now() + 90_000;
@@ -233,6 +242,11 @@ describe('the training signal on the real engine', () => {
       expect(sample?.teacherTopkLogProbs).toBeUndefined();
       const teacher = await store.get<{ topK: { logProbs: number[][] } }>(teacherKey(sampleId));
       expect(teacher?.topK.logProbs[0]).toHaveLength(4);
+      expect(judge.unexpected).toEqual([]);
+      expect(judge.judged.map((step) => [step.kind, step.nextStateText])).toContainEqual([
+        'hint',
+        CORRECTION,
+      ]);
     } finally {
       worker.shutdown();
       await running.catch(() => undefined);
