@@ -107,8 +107,6 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
   const state: TrainingCarry = { ...carried, lineage: [...carried.lineage] };
   const queue = new TrainingQueue(carried);
   const recent = new Set(state.recentIds);
-  // A run (id) started anew trains its first step from the base model, whatever the trainer holds.
-  const startsAnew = v2 && state.lastStepId === null && state.incarnation === undefined;
   const beginsIncarnation = v2 && state.incarnation === undefined;
   if (beginsIncarnation) state.incarnation = workflowInfo().firstExecutionRunId;
   const incarnation = state.incarnation;
@@ -254,7 +252,9 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
           resume: {
             lastStepId: state.lastStepId,
             lastCheckpoint: state.lastCheckpoint,
-            ...(startsAnew && state.lastStepId === null && { fromBase: true }),
+            // An incarnation's first step trains from the base model, whatever the trainer holds (also
+            // when the run continued as new before that step, e.g. while it only received exclusions).
+            ...(incarnation !== undefined && state.lastStepId === null && { fromBase: true }),
           },
         },
         version,

@@ -6,6 +6,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
+import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
 import { createTrainingActivities, type RunRecord } from '../../activities/training-activities.js';
 import { latestPublished } from '../../cli/engine-launch.js';
 import { loadConfig } from '../../core/config.js';
@@ -241,6 +242,16 @@ describe('trainingWorkflow logic', () => {
     // Every execution's history stays within the bound plus one burst.
     expect(runs.length).toBeGreaterThanOrEqual(3000 / (eventsPerRun + 100));
     for (const run of runs) expect(run.historyLength).toBeLessThan(eventsPerRun + 2 * 100);
+    // Its first step, several executions after the start, still trains from the base (the trainer holds
+    // another run's step here).
+    await trainer.trainStep(`${runId}-elsewhere`, [], defaultLossConfig, defaultOptimizerConfig);
+    const resets = trainer.resets;
+    await signalAll(
+      runId,
+      await Promise.all([0, 1, 2, 3].map((i) => sample(`${runId}-t${i}:1`, 0).then(delivered))),
+    );
+    await waitFor(runId, (s) => s.stepsCompleted === 1);
+    expect(trainer.resets).toBe(resets + 1);
   }, 240_000);
 
   it('spills what a paused run waits with beyond the bound to the store, and trains all of it once resumed', async () => {
