@@ -1,6 +1,6 @@
 // Telling a trainer's refusal (the same batch fails the same way every time) from a failure worth retrying.
 import { ApplicationFailure } from '@temporalio/activity';
-import { PolicyEngineError } from './policy-engine-client.js';
+import { EngineHttpError } from '../engines/engine-http.js';
 import { TRAINER_REFUSED } from './training-errors.js';
 
 /** A refusal of `message`, for backends that find the problem themselves (non-retryable). */
@@ -14,14 +14,6 @@ export function trainerRefusal(message: string): ApplicationFailure {
  * connection error, a timeout) is returned as it is, to be retried.
  */
 export function asTrainerRefusal(error: unknown): unknown {
-  if (
-    error instanceof PolicyEngineError &&
-    error.status !== undefined &&
-    error.status >= 400 &&
-    error.status < 500 &&
-    error.status !== 408 &&
-    error.status !== 429
-  )
-    return trainerRefusal(error.message);
+  if (error instanceof EngineHttpError && error.permanent) return trainerRefusal(error.message);
   return error;
 }

@@ -12,9 +12,9 @@ import type {
   TeacherTopK,
   TrainingSample,
 } from '../core/types.js';
+import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
 import { withHeartbeats } from './heartbeats.js';
-import type { PolicyEngineClient } from './policy-engine-client.js';
 import type { SampleStore } from './sample-store.js';
 import type { LossMethod, TrainerBackend, TrainerSample } from './trainer-backend.js';
 import { TINKER_SAMPLER_FILE } from './trainer-backends/tinker-trainer.js';
@@ -25,7 +25,7 @@ export interface TrainingDependencies {
   store: SampleStore;
   trainer: TrainerBackend;
   /** The serving engine that receives each new policy version. */
-  serving: PolicyEngineClient;
+  serving: EngineAdapter;
   /** Checkpoints go under `<checkpointDir>/<runId>/<incarnation>/v<version>`. */
   checkpointDir: string;
 }
@@ -236,7 +236,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
           );
         }
         // Checkpoints are written atomically, so one that exists is whole: (re)load it into serving.
-        await deps.serving.updateWeightsFromDisk(path, String(input.version));
+        await deps.serving.publishWeights({ path, version: String(input.version) });
         if (input.keepCheckpoints) await pruneCheckpoints(input, input.keepCheckpoints);
         return path;
       });

@@ -32,13 +32,21 @@ function untilStopped(): Promise<void> {
   });
 }
 
-/** Until Ctrl-C; an engine that died first is an error, so a supervisor (systemd, compose) restarts it. */
-async function serveUntilStopped(engine: EngineProcess, name: string): Promise<void> {
-  const exited = new Promise<string>((resolve) =>
-    engine.process.once('exit', (code, signal) => resolve(`${name} exited (code ${code}, signal ${signal})`)),
+/**
+ * Until Ctrl-C, then stops `processes` (last started first). An engine process that exits first is an error,
+ * so a supervisor (systemd, compose) restarts the command: an engine that died is a failure.
+ */
+async function serveUntilStopped(processes: readonly EngineProcess[]): Promise<void> {
+  const exited = processes.map(
+    (started) =>
+      new Promise<string>((resolve) =>
+        started.process.once('exit', (code, signal) =>
+          resolve(`an engine process exited (code ${code}, signal ${signal})`),
+        ),
+      ),
   );
-  const outcome = await Promise.race([untilStopped().then(() => 'stopped'), exited]);
-  await engine.stop();
+  const outcome = await Promise.race([untilStopped().then(() => 'stopped'), ...exited]);
+  for (const started of [...processes].reverse()) await started.stop();
   if (outcome !== 'stopped') throw new Error(outcome);
 }
 
@@ -58,6 +66,11 @@ const common = {
     new Option(
       '--engine-url <url>',
       'policy engine base URL (OPENCLAW_ENGINE_URL; default http://127.0.0.1:30000)',
+    ),
+  engineKind: () =>
+    new Option(
+      '--engine-kind <kind>',
+      'reference | sglang | vllm: which engine serves at the engine URL (OPENCLAW_ENGINE_KIND; default reference)',
     ),
   method: () => new Option('--method <method>', 'rl | opd | combine (OPENCLAW_METHOD; default combine)'),
   batchSize: () =>
@@ -98,6 +111,13 @@ program
   .addOption(common.dataDir())
   .addOption(common.runId())
   .addOption(common.engineUrl())
+  .addOption(
+    new Option(
+      '--engine <kind>',
+      'reference | vllm: the engine dev starts when none answers (short for --engine-kind)',
+    ),
+  )
+  .addOption(common.engineKind())
   .addOption(common.model())
   .addOption(common.device())
   .addOption(common.judgeUrl())
@@ -118,6 +138,7 @@ program
   .addOption(common.runId())
   .addOption(common.method())
   .addOption(common.engineUrl())
+  .addOption(common.engineKind())
   .action(async (flags: CommonFlags) => {
     const config = configFromFlags(flags);
     const { client, close } = await connectClient(config);
@@ -137,6 +158,7 @@ program
   .addOption(common.runId())
   .addOption(common.method())
   .addOption(common.engineUrl())
+  .addOption(common.engineKind())
   .addOption(common.judgeUrl())
   .addOption(common.judgeModel())
   .addOption(common.judgeApiKey())
@@ -164,17 +186,23 @@ program
 
 program
   .command('engine')
-  .description('run the reference engine (serving + trainer) on the engine URL')
+  .description(
+    'run the policy engine on the engine URL: the reference engine (serving + trainer), or vLLM with a reference trainer on the next port',
+  )
   .addOption(common.engineUrl())
+  .addOption(common.engineKind())
   .addOption(common.dataDir())
   .addOption(common.runId())
   .addOption(common.model())
   .addOption(common.device())
   .action(async (flags: CommonFlags) => {
     const config = configFromFlags(flags);
-    const { engine, model, version } = await launchEngine(config, (line) => console.error(line));
-    console.log(`engine ${engine.url} model=${model} policy version ${version}`);
-    await serveUntilStopped(engine, 'the engine');
+    const launched = await launchEngine(config, (line) => console.error(line));
+    if (launched.trainerUrl) console.log(`trainer ${launched.trainerUrl} (reference engine)`);
+    console.log(
+      `engine ${launched.url} model=${launched.model} (${config.engine.kind}) policy version ${launched.version}`,
+    );
+    await serveUntilStopped(launched.processes);
   });
 
 program
@@ -190,7 +218,7 @@ program
     const config = configFromFlags(flags);
     const { engine, model } = await launchJudgeEngine(config, (line) => console.error(line));
     console.log(`judge engine ${engine.url} model=${model} (frozen: never updated)`);
-    await serveUntilStopped(engine, 'the judge engine');
+    await serveUntilStopped([engine]);
   });
 
 const train = program.command('train').description('look at and steer a training run');

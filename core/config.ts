@@ -3,12 +3,14 @@
 // defaults < environment < overrides. Nothing here reads `process.env`: callers pass the environment in.
 
 import { z } from 'zod';
+import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
 export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
 export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
+export { ENGINE_KINDS, type EngineKind };
 
 /** Judge defaults that follow the method, as the original launch scripts set them (PRM_M, PRM_MAX_NEW_TOKENS). */
 export const JUDGE_DEFAULTS_BY_METHOD = {
@@ -37,11 +39,13 @@ const configObject = z.strictObject({
     .prefault({}),
   engine: z
     .strictObject({
+      kind: z.enum(ENGINE_KINDS).default('reference'),
       url: httpUrl.default('http://127.0.0.1:30000'),
       // Empty: `openclaw-rl engine` and `dev` build and serve a tiny random model in `<dataDir>/tiny-model`.
       model: z.string().default(''),
       device: z.enum(['cpu', 'cuda']).default('cpu'),
       loraRank: z.number().int().min(0).default(0),
+      args: z.string().default(''),
     })
     .prefault({}),
   temporal: z
@@ -58,6 +62,8 @@ const configObject = z.strictObject({
       url: z.union([z.literal(''), httpUrl]).default(''),
       // Empty: the policy's base checkpoint (`engine.model`, or the tiny model).
       model: z.string().default(''),
+      // What serves there: the reference engine `dev` starts, or SGLang (compose's gpu-judge profile).
+      kind: z.enum(ENGINE_KINDS).default('reference'),
     })
     .prefault({}),
   judge: z
@@ -75,6 +81,8 @@ const configObject = z.strictObject({
     .strictObject({
       // Empty: the frozen judge engine.
       url: z.union([z.literal(''), httpUrl]).default(''),
+      // Empty: the frozen judge engine's kind when `url` is empty, else the policy engine's.
+      kind: z.union([z.literal(''), z.enum(ENGINE_KINDS)]).default(''),
       topK: z.number().int().min(0).max(1024).default(0),
     })
     .prefault({}),
@@ -120,6 +128,7 @@ const configObject = z.strictObject({
         .default(16 * 2 ** 30),
       extraArgs: z.string().default(''),
       tinkerUrl: z.union([z.literal(''), httpUrl]).default(''),
+      url: z.union([z.literal(''), httpUrl]).default(''),
     })
     .prefault({}),
   session: z
@@ -140,12 +149,18 @@ function checkTopK(config: z.output<typeof configObject>, ctx: z.RefinementCtx):
     });
 }
 
-/** The frozen judge engine's URL: as configured, else the policy engine's URL with the next port. */
-export function judgeEngineUrl(config: { engine: { url: string }; judgeEngine: { url: string } }): string {
+/**
+ * The frozen judge engine's URL: as configured, else the policy engine's URL with the next port (the one after
+ * next when the policy is not the reference engine, whose reference trainer then takes the next port).
+ */
+export function judgeEngineUrl(config: {
+  engine: { url: string; kind: EngineKind };
+  judgeEngine: { url: string };
+}): string {
   if (config.judgeEngine.url) return config.judgeEngine.url.replace(/\/+$/, '');
   const url = new URL(config.engine.url);
   const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
-  url.port = String(port + 1);
+  url.port = String(port + (config.engine.kind === 'reference' ? 1 : 2));
   return url.toString().replace(/\/+$/, '');
 }
 
@@ -177,14 +192,22 @@ export const configSchema = configObject
     const frozen = judgeEngineUrl(config);
     return {
       ...config,
-      judgeEngine: { url: frozen, model: config.judgeEngine.model || config.engine.model },
+      judgeEngine: {
+        ...config.judgeEngine,
+        url: frozen,
+        model: config.judgeEngine.model || config.engine.model,
+      },
       judge: {
         ...config.judge,
         baseUrl: config.judge.baseUrl || `${frozen}/v1`,
         votes: config.judge.votes ?? JUDGE_DEFAULTS_BY_METHOD[config.method].votes,
         maxTokens: config.judge.maxTokens ?? JUDGE_DEFAULTS_BY_METHOD[config.method].maxTokens,
       },
-      teacher: { ...config.teacher, url: config.teacher.url || frozen },
+      teacher: {
+        ...config.teacher,
+        url: config.teacher.url || frozen,
+        kind: config.teacher.kind || (config.teacher.url ? ('' as const) : config.judgeEngine.kind),
+      },
     };
   });
 
@@ -245,10 +268,17 @@ export const CONFIG_OPTIONS = [
       'Comma-separated bearer keys clients must send; none means no authentication (original: `SGLANG_API_KEY`).',
   },
   {
+    key: 'engine.kind',
+    env: 'OPENCLAW_ENGINE_KIND',
+    kind: 'enum',
+    description:
+      "Which engine serves the policy at `engine.url`: `reference` (the project's engine), `sglang` or `vllm` (docs/engines.md). `dev` and `engine` start a vLLM themselves for `vllm`.",
+  },
+  {
     key: 'engine.url',
     env: 'OPENCLAW_ENGINE_URL',
     kind: 'string',
-    description: 'Base URL of the policy engine (SGLang or the reference engine).',
+    description: 'Base URL of the policy engine (without `/v1`).',
   },
   {
     key: 'engine.model',
@@ -270,6 +300,13 @@ export const CONFIG_OPTIONS = [
     kind: 'integer',
     description:
       'LoRA rank of the trainer (reference, slime on its FSDP backend with alpha 2×rank, Tinker); 0 trains all weights (Tinker: its default rank).',
+  },
+  {
+    key: 'engine.args',
+    env: 'OPENCLAW_ENGINE_ARGS',
+    kind: 'string',
+    description:
+      'Extra arguments, separated by spaces, for the engine server the project starts (`dev`, `engine`, `worker gpu`), e.g. `--max-model-len 8192`.',
   },
   {
     key: 'temporal.address',
@@ -300,7 +337,7 @@ export const CONFIG_OPTIONS = [
     key: 'judgeEngine.url',
     env: 'OPENCLAW_JUDGE_ENGINE_URL',
     kind: 'string',
-    defaultNote: '`engine.url` with the next port (`http://127.0.0.1:30001`)',
+    defaultNote: '`engine.url` with the next port (`http://127.0.0.1:30001`; with vLLM the one after next)',
     description:
       "The frozen judge engine: serves the base checkpoint for judge calls and teacher log-probs and is never updated (the original's PRM engine), so the policy never judges or teaches itself. `dev` starts a reference engine there unless one answers.",
   },
@@ -311,6 +348,13 @@ export const CONFIG_OPTIONS = [
     defaultNote: '`engine.model` (the base checkpoint)',
     description:
       'Hugging Face model folder the frozen judge engine serves (original: `PRM_MODEL_PATH`, the base checkpoint by default).',
+  },
+  {
+    key: 'judgeEngine.kind',
+    env: 'OPENCLAW_JUDGE_ENGINE_KIND',
+    kind: 'enum',
+    description:
+      "Engine kind of the frozen judge engine: `reference` (what `dev` and compose start) or `sglang` (compose's gpu-judge profile); the teacher is of this kind unless `teacher.url` is set.",
   },
   {
     key: 'judge.baseUrl',
@@ -361,6 +405,13 @@ export const CONFIG_OPTIONS = [
     defaultNote: '`judgeEngine.url`',
     description:
       'SGLang-compatible engine that computes teacher log-probs (`/generate` prefill). The default, the frozen judge engine, is the base model, as in the original; the policy engine here would make the current policy its own teacher.',
+  },
+  {
+    key: 'teacher.kind',
+    env: 'OPENCLAW_TEACHER_KIND',
+    kind: 'enum',
+    defaultNote: '`judgeEngine.kind` (`engine.kind` when `teacher.url` is set)',
+    description: 'Engine kind of the teacher at `teacher.url`: `reference`, `sglang` or `vllm`.',
   },
   {
     key: 'teacher.topK',
@@ -548,6 +599,14 @@ export const CONFIG_OPTIONS = [
     defaultNote: '`engine.url`',
     description:
       'tinker: base URL of the Tinker sidecar (`python -m openclaw_engine.tinker_sidecar`); by default the engine URL, since the sidecar also serves.',
+  },
+  {
+    key: 'trainer.url',
+    env: 'OPENCLAW_TRAINER_URL',
+    kind: 'string',
+    defaultNote: '`engine.url` (with `engine.kind` vllm, `dev` starts it on the next port)',
+    description:
+      'reference: base URL of the reference engine that trains (`openclaw-rl engine --trainer-only`); by default the policy engine itself, which is the reference engine unless `engine.kind` says otherwise.',
   },
   {
     key: 'session.idleTimeoutMs',

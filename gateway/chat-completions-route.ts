@@ -4,8 +4,11 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { identifySession } from '../core/session-id.js';
+import { TurnCapture } from '../engines/chat-capture.js';
+import { engineChatResponseSchema } from '../engines/chat-schema.js';
 import { parseChatRequest } from './chat-request-schema.js';
 import {
+  answerNamesWeightVersion,
   type ChatDeps,
   type ChatTurn,
   endSessionIfAsked,
@@ -14,11 +17,9 @@ import {
 } from './chat-turn.js';
 import { clientResponse, clientWantsOf } from './client-response.js';
 import { clientSignalOf } from './client-signal.js';
-import { engineChatResponseSchema } from './engine-chat-schema.js';
 import { ClientGoneError } from './engine-upstream.js';
 import { badGateway } from './openai-errors.js';
 import { relayStream } from './stream-relay.js';
-import { TurnCapture } from './turn-capture.js';
 
 /** What the gateway learnt about a request before its handler ran. */
 export interface RequestContext {
@@ -39,13 +40,21 @@ export function chatCompletionsHandler(
     const identity = identifySession({ headers: request.headers, body: chat }, { scope: context.scope });
     const main = identity.sessionId !== null && identity.turnType === 'main';
     deps.metrics.turns.inc({ turn_type: main ? 'main' : 'side' });
+    const engine = deps.upstream.engine;
+    const clientSignal = clientSignalOf(reply);
+    // Read before the engine is asked, so the version recorded is never newer than the one that answered.
+    const versionBefore =
+      main && !answerNamesWeightVersion(engine, chat.stream === true)
+        ? await deps.upstream.currentWeightVersion(clientSignal).catch(() => null)
+        : null;
     const turn: ChatTurn = {
       request: chat,
       identity,
       main,
       wants: clientWantsOf(chat),
-      engineBody: engineRequestBody(chat, main),
-      clientSignal: clientSignalOf(reply),
+      engineBody: engineRequestBody(engine, chat, main),
+      versionBefore,
+      clientSignal,
       startedAt: context.startedAt,
       log: request.log.child({ sessionId: identity.sessionId, turnType: main ? 'main' : 'side' }),
     };
@@ -56,9 +65,10 @@ export function chatCompletionsHandler(
 
 async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): Promise<void> {
   const response = await deps.upstream.chatCompletions(turn.engineBody, turn.clientSignal);
-  const body = await deps.upstream.json(response, turn.clientSignal);
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
+  const raw = await deps.upstream.json(response, turn.clientSignal);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw badGateway('the policy engine returned a response that is not a JSON object', 'upstream_failed');
+  const body = deps.upstream.engine.canonicalResponse(raw as Record<string, unknown>);
   if (turn.main) {
     const parsed = engineChatResponseSchema.safeParse(body);
     if (!parsed.success) {
@@ -73,5 +83,5 @@ async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): 
     await recordMainTurn(deps, turn, TurnCapture.fromResponse(parsed.data));
   }
   await endSessionIfAsked(deps, turn);
-  await reply.send(clientResponse(body as Record<string, unknown>, turn.wants, turn.identity.sessionId));
+  await reply.send(clientResponse(body, turn.wants, turn.identity.sessionId));
 }

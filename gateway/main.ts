@@ -67,6 +67,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
 
   const app = createGateway({
     engineUrl: config.engine.url,
+    engineKind: config.engine.kind,
     recorder,
     apiKeys: config.gateway.apiKeys,
     ...(deps.bodyLimitBytes !== undefined ? { bodyLimitBytes: deps.bodyLimitBytes } : {}),

@@ -1,4 +1,4 @@
-import { PolicyEngineClient } from '../policy-engine-client.js';
+import { EngineHttp } from '../../engines/engine-http.js';
 import type {
   LossConfig,
   OptimizerConfig,
@@ -16,10 +16,10 @@ import { trainStepRequest } from './train-step-request.js';
  */
 export class ReferenceTrainerBackend implements TrainerBackend {
   readonly name: string = 'reference';
-  protected readonly client: PolicyEngineClient;
+  protected readonly client: EngineHttp;
 
   constructor(baseUrl: string, trainTimeoutMs = 30 * 60_000) {
-    this.client = new PolicyEngineClient(baseUrl, trainTimeoutMs);
+    this.client = new EngineHttp(baseUrl, { timeoutMs: trainTimeoutMs });
   }
 
   async trainStep(
@@ -30,18 +30,18 @@ export class ReferenceTrainerBackend implements TrainerBackend {
   ): Promise<TrainStepMetrics> {
     const body = trainStepRequest(stepId, samples, loss, optimizer);
     try {
-      return (await this.client.request('POST', '/train_step', body)) as TrainStepMetrics;
+      return (await this.client.json('POST', '/train_step', body)) as TrainStepMetrics;
     } catch (error) {
       throw asTrainerRefusal(error);
     }
   }
 
   async saveCheckpoint(path: string): Promise<void> {
-    await this.client.request('POST', '/save_checkpoint', { path });
+    await this.client.json('POST', '/save_checkpoint', { path });
   }
 
   async loadCheckpoint(path: string): Promise<void> {
-    await this.client.request('POST', '/load_checkpoint', { path });
+    await this.client.json('POST', '/load_checkpoint', { path });
   }
 
   async hasApplied(stepId: string): Promise<boolean> {
@@ -53,11 +53,11 @@ export class ReferenceTrainerBackend implements TrainerBackend {
   }
 
   async resetToBase(): Promise<void> {
-    await this.client.request('POST', '/reset_to_base', {});
+    await this.client.json('POST', '/reset_to_base', {});
   }
 
   private async stepIds(): Promise<string[]> {
-    const info = (await this.client.request('GET', '/trainer_info')) as { step_ids?: string[] };
+    const info = (await this.client.json('GET', '/trainer_info')) as { step_ids?: string[] };
     return info.step_ids ?? [];
   }
 

@@ -1,11 +1,11 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
-import { PolicyEngineError } from '../../activities/policy-engine-client.js';
 import { batchTemperature } from '../../activities/trainer-backends/slime-trainer.js';
 import { asTrainerRefusal } from '../../activities/trainer-refusal.js';
 import { TRAINER_REFUSED } from '../../activities/training-errors.js';
 import { formatTrainingStatus } from '../../cli/train-status.js';
 import { trainingSettingsSchema } from '../../core/training-settings.js';
+import { EngineHttpError } from '../../engines/engine-http.js';
 
 const sample = (temperature?: number) => ({
   tokens: [1, 2, 3],
@@ -19,12 +19,18 @@ const sample = (temperature?: number) => ({
 describe('trainer refusals', () => {
   it('makes a 4xx answer a non-retryable refusal and leaves the rest to retries', () => {
     for (const status of [400, 404, 409, 422]) {
-      const refusal = asTrainerRefusal(new PolicyEngineError(`HTTP ${status}`, status, ''));
+      const refusal = asTrainerRefusal(new EngineHttpError('client_error', `HTTP ${status}`, status));
       expect(refusal).toBeInstanceOf(ApplicationFailure);
       expect(refusal).toMatchObject({ type: TRAINER_REFUSED, nonRetryable: true });
     }
-    for (const status of [408, 429, 500, 503, undefined]) {
-      const error = new PolicyEngineError('try again', status, '');
+    for (const [kind, status] of [
+      ['client_error', 408],
+      ['client_error', 429],
+      ['server_error', 500],
+      ['unavailable', 503],
+      ['unreachable', null],
+    ] as const) {
+      const error = new EngineHttpError(kind, 'try again', status);
       expect(asTrainerRefusal(error)).toBe(error);
     }
   });

@@ -2,8 +2,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, inject, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { type CliProcess, freePort, freePortPair, startCli } from '../support/cli-process.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { uniqueTaskQueue } from '../support/temporal.js';
 
 /** This process's environment without the project's own variables (a user's shell, not the test's). */
@@ -52,11 +52,11 @@ describe('openclaw-rl dev', () => {
     const output = dev.tail(40);
     expect(output).toContain(`judge engine ${judgeUrl} model=${join(dir, 'data', 'tiny-model')} (frozen`);
     expect(output).toContain(`judge ${judgeUrl}/v1 (model default), teacher ${judgeUrl}`);
-    const frozen = new PolicyEngineClient(judgeUrl);
+    const frozen = engineCalls(judgeUrl);
     expect(String((await frozen.modelInfo()).weight_version)).toBe('0');
     // Serving only: it has no trainer, so nothing can ever train or publish to it.
     await expect(frozen.request('GET', '/trainer_info')).rejects.toMatchObject({ status: 404 });
-    expect(await new PolicyEngineClient(engineUrl).request('GET', '/trainer_info')).toMatchObject({
+    expect(await engineCalls(engineUrl).request('GET', '/trainer_info')).toMatchObject({
       step_count: 0,
     });
 

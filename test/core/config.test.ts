@@ -19,14 +19,21 @@ describe('loadConfig defaults', () => {
       method: 'combine',
       dataDir: 'data',
       gateway: { host: '127.0.0.1', port: 8000, apiKeys: [] },
-      engine: { url: 'http://127.0.0.1:30000', model: '', device: 'cpu', loraRank: 0 },
+      engine: {
+        kind: 'reference',
+        url: 'http://127.0.0.1:30000',
+        model: '',
+        device: 'cpu',
+        loraRank: 0,
+        args: '',
+      },
       temporal: {
         address: '127.0.0.1:7233',
         namespace: 'default',
         taskQueue: 'control',
         heartbeatTimeoutMs: 30_000,
       },
-      judgeEngine: { url: 'http://127.0.0.1:30001', model: '' },
+      judgeEngine: { url: 'http://127.0.0.1:30001', model: '', kind: 'reference' },
       judge: {
         baseUrl: 'http://127.0.0.1:30001/v1',
         model: 'default',
@@ -35,7 +42,7 @@ describe('loadConfig defaults', () => {
         temperature: 0.6,
         maxTokens: 8192,
       },
-      teacher: { url: 'http://127.0.0.1:30001', topK: 0 },
+      teacher: { url: 'http://127.0.0.1:30001', kind: 'reference', topK: 0 },
       training: {
         batchSize: 16,
         learningRate: 1e-5,
@@ -68,6 +75,7 @@ describe('loadConfig defaults', () => {
         shmBytes: 16 * 2 ** 30,
         extraArgs: '',
         tinkerUrl: '',
+        url: '',
       },
       session: { idleTimeoutMs: 1_800_000, continueAsNewAfterTurns: 200 },
     });
@@ -159,7 +167,14 @@ describe('loadConfig errors', () => {
 
   it('judges and teaches with a frozen engine beside the policy unless told otherwise', () => {
     const frozen = load({ OPENCLAW_ENGINE_URL: 'http://10.0.0.5:31000', OPENCLAW_MODEL: '/models/base' });
-    expect(frozen.judgeEngine).toEqual({ url: 'http://10.0.0.5:31001', model: '/models/base' });
+    expect(frozen.judgeEngine).toEqual({
+      url: 'http://10.0.0.5:31001',
+      model: '/models/base',
+      kind: 'reference',
+    });
+    expect(frozen.teacher.kind).toBe('reference');
+    // A vLLM policy has its reference trainer on the next port: the frozen engine takes the one after.
+    expect(load({ OPENCLAW_ENGINE_KIND: 'vllm' }).judgeEngine.url).toBe('http://127.0.0.1:30002');
     expect(frozen.judge.baseUrl).toBe('http://10.0.0.5:31001/v1');
     expect(frozen.teacher.url).toBe('http://10.0.0.5:31001');
     const external = load({

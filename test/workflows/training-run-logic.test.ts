@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
 import { createTrainingActivities, type RunRecord } from '../../activities/training-activities.js';
@@ -13,6 +12,7 @@ import { loadConfig } from '../../core/config.js';
 import { lineageKey, runRecordKey } from '../../core/training-keys.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/types.js';
+import type { EngineAdapter, PublishRequest } from '../../engines/engine-adapter.js';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { CARRIED_MAX } from '../../workflows/training-queue.js';
 import {
@@ -53,11 +53,10 @@ describe('trainingWorkflow logic', () => {
     taskQueue = uniqueTaskQueue('training-logic');
     // SERVING DOUBLE: records what publishWeights loads (the real engine's route is tested elsewhere).
     const serving = {
-      updateWeightsFromDisk: async (path: string, version: string) => {
+      publishWeights: async ({ path, version }: PublishRequest) => {
         served.push({ path, version });
-        return { success: true, message: 'ok' };
       },
-    } as unknown as PolicyEngineClient;
+    } as unknown as EngineAdapter;
     worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,

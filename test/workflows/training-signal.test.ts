@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { createScoringActivities } from '../../activities/scoring-activities.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
@@ -16,6 +15,7 @@ import { appendHintToMessages } from '../../core/teacher-context.js';
 import { lossSettingsSchema, optimizerSettingsSchema } from '../../core/training-settings.js';
 import { sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
+import { ReferenceAdapter } from '../../engines/reference-adapter.js';
 import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
@@ -23,6 +23,7 @@ import {
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { endSessionDirectly, recordTurnDirectly } from '../support/track1-harness.js';
 import { startTranscriptJudge, type TranscriptJudge } from '../support/transcript-judge-server.js';
@@ -46,7 +47,7 @@ describe('the training signal on the real engine', () => {
   let env: TestWorkflowEnvironment;
   let dir: string;
   let engine: EngineProcess;
-  let engineClient: PolicyEngineClient;
+  let engineClient: EngineCalls;
   let store: FileSampleStore;
   let judge: TranscriptJudge;
 
@@ -54,7 +55,7 @@ describe('the training signal on the real engine', () => {
     env = await connectTestEnvironment();
     dir = await mkdtemp(join(tmpdir(), 'training-signal-'));
     engine = await startReferenceEngine({ model: await makeTinyModel(join(dir, 'model')), trainer: true });
-    engineClient = new PolicyEngineClient(engine.url);
+    engineClient = engineCalls(engine.url);
     store = new FileSampleStore(join(dir, 'store'));
     // The LLM-judge stand-in: it reads the whole next-state message, as a judge model would.
     judge = await startTranscriptJudge({
@@ -124,7 +125,7 @@ describe('the training signal on the real engine', () => {
     const scoring = createScoringActivities({
       store,
       judge: { complete: async () => 'unused' },
-      teacher: engineClient,
+      teacher: new ReferenceAdapter(engine.url),
       teacherTopK: 0,
       client: env.client,
       controlTaskQueue: 'unused',
@@ -163,7 +164,7 @@ describe('the training signal on the real engine', () => {
     const training = createTrainingActivities({
       store,
       trainer: new ReferenceTrainerBackend(engine.url),
-      serving: engineClient,
+      serving: new ReferenceAdapter(engine.url),
       checkpointDir: join(dir, 'checkpoints'),
     });
     const metrics = await training.trainStep({
