@@ -32,14 +32,6 @@ const T = 0.6;
 const KWARGS = { enable_thinking: false };
 const CORRECTION = 'I meant the weather in Paris tomorrow, not in general.';
 
-interface Choice {
-  message: { content: string | null };
-  finish_reason: string;
-  prompt_token_ids: number[];
-  token_ids: number[];
-  logprobs: { content: { logprob: number }[] };
-}
-
 // What trains is what was sampled and rendered, on a real engine: a turn drawn at T = 0.6 with a template kwarg
 // gets its teacher prompt rendered with that kwarg and its log-probs computed at 0.6 by teacher and trainer; a
 // top-K distillation run trains end to end.
@@ -48,6 +40,7 @@ describe('the training signal on the real engine', () => {
   let dir: string;
   let engine: EngineProcess;
   let engineClient: EngineCalls;
+  let adapter: ReferenceAdapter;
   let store: FileSampleStore;
   let judge: TranscriptJudge;
 
@@ -56,6 +49,7 @@ describe('the training signal on the real engine', () => {
     dir = await mkdtemp(join(tmpdir(), 'training-signal-'));
     engine = await startReferenceEngine({ model: await makeTinyModel(join(dir, 'model')), trainer: true });
     engineClient = engineCalls(engine.url);
+    adapter = new ReferenceAdapter(engine.url);
     store = new FileSampleStore(join(dir, 'store'));
     // The LLM-judge stand-in: it reads the whole next-state message, as a judge model would.
     judge = await startTranscriptJudge({
@@ -75,28 +69,16 @@ describe('the training signal on the real engine', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function chat(messages: ChatMessage[], extra: Record<string, unknown>): Promise<Choice> {
-    const response = (await engineClient.request('POST', '/v1/chat/completions', {
-      model: 'tiny',
-      messages,
-      logprobs: true,
-      return_prompt_token_ids: true,
-      return_token_ids: true,
-      ...extra,
-    })) as { choices: Choice[] };
-    const choice = response.choices[0];
-    if (!choice) throw new Error('no choice');
-    return choice;
-  }
-
   /** A turn the engine sampled at T with the template kwarg, recorded as the gateway records it. */
   async function recordedTurn(sessionId: string): Promise<TurnRecord> {
     const messages: ChatMessage[] = [{ role: 'user', content: 'What is the weather like?' }];
-    const choice = await chat(messages, {
-      max_tokens: 6,
+    const completion = await adapter.complete({
+      model: 'tiny',
+      messages,
+      maxTokens: 6,
       temperature: T,
       seed: 3,
-      chat_template_kwargs: KWARGS,
+      chatTemplateKwargs: KWARGS,
     });
     const record: TurnRecord = {
       sessionId,
@@ -107,12 +89,12 @@ describe('the training signal on the real engine', () => {
       model: 'tiny',
       messages,
       tools: null,
-      response: { content: choice.message.content ?? '', reasoningContent: null, toolCalls: null },
-      promptIds: choice.prompt_token_ids,
-      responseIds: choice.token_ids,
-      responseLogProbs: choice.logprobs.content.map((c) => c.logprob),
+      response: { content: completion.message.content, reasoningContent: null, toolCalls: null },
+      promptIds: completion.promptIds,
+      responseIds: completion.responseIds,
+      responseLogProbs: completion.logprobs,
       policyVersion: 0,
-      finishReason: choice.finish_reason,
+      finishReason: completion.finishReason,
       sampling: { temperature: T, topP: null, topK: null, minP: null, maxTokens: 6, seed: 3 },
       chatTemplateKwargs: KWARGS,
     };
@@ -125,7 +107,7 @@ describe('the training signal on the real engine', () => {
     const scoring = createScoringActivities({
       store,
       judge: { complete: async () => 'unused' },
-      teacher: new ReferenceAdapter(engine.url),
+      teacher: adapter,
       teacherTopK: 0,
       client: env.client,
       controlTaskQueue: 'unused',
@@ -137,11 +119,11 @@ describe('the training signal on the real engine', () => {
       teacherKey(turn.sampleId),
     );
     const hinted = appendHintToMessages(turn.messages, hint);
-    const withKwargs = await chat(hinted, { max_tokens: 1, chat_template_kwargs: KWARGS });
-    const without = await chat(hinted, { max_tokens: 1 });
+    const withKwargs = await adapter.renderPrompt({ messages: hinted, chatTemplateKwargs: KWARGS });
+    const without = await adapter.renderPrompt({ messages: hinted });
     // The template branches on the kwarg: the student's prompt and the teacher's have the same prefix.
-    expect(withKwargs.prompt_token_ids).not.toEqual(without.prompt_token_ids);
-    expect(teacher?.promptIds).toEqual(withKwargs.prompt_token_ids);
+    expect(withKwargs).not.toEqual(without);
+    expect(teacher?.promptIds).toEqual(withKwargs);
     expect(teacher?.temperature).toBe(T);
     expect(teacher?.logProbs).toHaveLength(turn.responseIds.length);
 
@@ -164,7 +146,7 @@ describe('the training signal on the real engine', () => {
     const training = createTrainingActivities({
       store,
       trainer: new ReferenceTrainerBackend(engine.url),
-      serving: new ReferenceAdapter(engine.url),
+      serving: adapter,
       checkpointDir: join(dir, 'checkpoints'),
     });
     const metrics = await training.trainStep({
