@@ -8,8 +8,11 @@ import type { FastifyInstance } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
 import type { OpenClawConfig } from '../core/config.js';
-import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
+import { DurableTurnRecorder } from './durable-turn-recorder.js';
+import { IdempotencyKeys } from './idempotency.js';
+import { loadSamplingDefaults } from './sampling.js';
 import { createGateway } from './server.js';
+import { sessionSettingsFromConfig } from './session-delivery.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
 export interface GatewayDeps {
@@ -23,7 +26,8 @@ export interface GatewayDeps {
   temporalNamespace?: string;
   /** Task queue session workflows are started on (default: the config's `temporal.taskQueue`). */
   taskQueue?: string;
-  /** Replaces the durable recorder altogether (store and Temporal options are then unused). */
+  /** Replaces the durable recorder altogether (the Temporal options are then unused; the store still keeps
+   *  Idempotency-Key responses). */
   recorder?: TurnRecorder;
   bodyLimitBytes?: number;
   upstreamTimeoutMs?: number;
@@ -43,8 +47,14 @@ export function sampleStoreRoot(config: OpenClawConfig): string {
   return join(config.dataDir, 'store');
 }
 
+/** How often expired `Idempotency-Key` entries are removed from the store. */
+const IDEMPOTENCY_SWEEP_MS = 60 * 60 * 1000;
+
 export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {}): Promise<RunningGateway> {
   let connection: Connection | null = null;
+  const store = deps.store ?? new FileSampleStore(sampleStoreRoot(config));
+  const sampling = await loadSamplingDefaults(config);
+  const idempotency = new IdempotencyKeys({ store, ttlMs: config.gateway.idempotencyTtlMs });
   let recorder = deps.recorder;
   if (!recorder) {
     let temporal = deps.temporal;
@@ -58,7 +68,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
       });
     }
     recorder = new DurableTurnRecorder({
-      store: deps.store ?? new FileSampleStore(sampleStoreRoot(config)),
+      store,
       client: temporal,
       session: sessionSettingsFromConfig(config),
       taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
@@ -68,6 +78,8 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
   const app = createGateway({
     engineUrl: config.engine.url,
     recorder,
+    idempotency,
+    sampling: sampling.defaults,
     apiKeys: config.gateway.apiKeys,
     ...(deps.bodyLimitBytes !== undefined ? { bodyLimitBytes: deps.bodyLimitBytes } : {}),
     ...(deps.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: deps.upstreamTimeoutMs } : {}),
@@ -83,10 +95,21 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
   const address = app.server.address() as AddressInfo;
   const url = `http://${clientHost(address)}:${address.port}`;
   app.log.info({ url, engine: config.engine.url }, 'gateway listening');
+  app.log.info(
+    { sampling: sampling.defaults, from: sampling.source },
+    'sampling defaults for requests without them',
+  );
+  const sweep = setInterval(() => {
+    idempotency
+      .sweepExpired()
+      .catch((error: unknown) => app.log.warn({ err: error }, 'expired Idempotency-Key entries not removed'));
+  }, IDEMPOTENCY_SWEEP_MS);
+  sweep.unref();
   return {
     url,
     app,
     async close() {
+      clearInterval(sweep);
       await app.close();
       await connection?.close();
     },

@@ -3,6 +3,7 @@
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import type { UpstreamErrorKind } from './engine-upstream.js';
+import type { Pairing } from './turn-recorder.js';
 
 export type RecordOutcome = 'recorded' | 'duplicate';
 
@@ -42,6 +43,19 @@ export class GatewayMetrics {
     name: 'openclaw_gateway_turns_recorded_total',
     help: 'Main turns written to the sample store and handed to their session workflow, by outcome.',
     labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly turnPairings = new Counter({
+    name: 'openclaw_gateway_turn_pairings_total',
+    help: 'New main turns by how the turn they continue was found: continuation (reply and exact prefix), reply (reply only: a compacted conversation), unmatched (a kept reply the gateway never recorded), none (nothing to continue).',
+    labelNames: ['pairing'] as const,
+    registers: [this.registry],
+  });
+
+  readonly idempotentReplays = new Counter({
+    name: 'openclaw_gateway_idempotent_replays_total',
+    help: 'Requests answered with the stored response of their Idempotency-Key, without asking the engine.',
     registers: [this.registry],
   });
 
@@ -88,13 +102,16 @@ export class GatewayMetrics {
     ] as const)
       this.upstreamErrors.inc({ kind }, 0);
     for (const outcome of ['recorded', 'duplicate'] as const) this.turnsRecorded.inc({ outcome }, 0);
+    for (const pairing of ['continuation', 'reply', 'unmatched', 'none'] as const)
+      this.turnPairings.inc({ pairing }, 0);
   }
 
   upstreamError(kind: UpstreamErrorKind | 'stream'): void {
     this.upstreamErrors.inc({ kind });
   }
 
-  turnRecorded(outcome: RecordOutcome): void {
+  turnRecorded(outcome: RecordOutcome, pairing: Pairing): void {
     this.turnsRecorded.inc({ outcome });
+    if (outcome === 'recorded') this.turnPairings.inc({ pairing });
   }
 }

@@ -13,14 +13,20 @@ import { type ApiKeyCheck, createApiKeyCheck } from './auth.js';
 import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
 import { clientSignalOf } from './client-signal.js';
 import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
+import type { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics } from './metrics.js';
 import { internalError, invalidRequest, notFound, OpenAIError, payloadTooLarge } from './openai-errors.js';
+import { NEUTRAL_SAMPLING, type SamplingDefaults } from './sampling.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
 export interface GatewayOptions {
   /** Base URL of the policy engine (SGLang or the reference engine), without `/v1`. */
   engineUrl: string;
   recorder: TurnRecorder;
+  /** Where `Idempotency-Key` responses are kept (the sample store, shared by every gateway). */
+  idempotency: IdempotencyKeys;
+  /** Sampling values sent when a client leaves them out (default: the engines' neutral ones). */
+  sampling?: SamplingDefaults;
   /** Bearer keys clients must send; empty means an open gateway (a warning is logged). */
   apiKeys?: readonly string[];
   /** Largest request body accepted; larger ones get 413. */
@@ -94,7 +100,16 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
 
   app.post(
     '/v1/chat/completions',
-    chatCompletionsHandler({ upstream, recorder: options.recorder, metrics }, contextOf),
+    chatCompletionsHandler(
+      {
+        upstream,
+        recorder: options.recorder,
+        metrics,
+        sampling: options.sampling ?? NEUTRAL_SAMPLING,
+        idempotency: options.idempotency,
+      },
+      contextOf,
+    ),
   );
 
   return app;

@@ -11,8 +11,9 @@ import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporal
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../../core/config.js';
-import { DurableTurnRecorder, sessionSettingsFromConfig } from '../../gateway/durable-turn-recorder.js';
+import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
+import { sessionSettingsFromConfig } from '../../gateway/session-delivery.js';
 import type { RecordedTurn, TurnDraft, TurnRecorder } from '../../gateway/turn-recorder.js';
 import { type FakeJudge, startFakeJudge } from '../../test/support/fake-judge-server.js';
 import { createControlWorker } from '../../workers/control-worker.js';

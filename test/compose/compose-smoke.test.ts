@@ -157,7 +157,11 @@ describe('docker compose up (local images)', () => {
 
   /** A session of three turns: thanks → the first is +1, wrong → the second is -1, the last has no next state. */
   async function session(name: string): Promise<void> {
-    const conversation = new Conversation(`${name}-${process.pid}`, openai());
+    const conversation = new Conversation(
+      `${name}-${process.pid}`,
+      openai(),
+      new FileSampleStore(join(dataDir, 'store')),
+    );
     conversations.push(conversation);
     await conversation.send('Hello, what is the weather like?', { stream: false, maxTokens: 8 });
     await conversation.send('thanks, and tomorrow?', { stream: true, maxTokens: 8 });

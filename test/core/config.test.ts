@@ -18,7 +18,9 @@ describe('loadConfig defaults', () => {
       runId: 'default',
       method: 'combine',
       dataDir: 'data',
-      gateway: { host: '127.0.0.1', port: 8000, apiKeys: [] },
+      gateway: { host: '127.0.0.1', port: 8000, apiKeys: [], idempotencyTtlMs: 86_400_000 },
+      // Unset: the model's generation_config.json, else the engines' neutral values.
+      sampling: {},
       engine: { url: 'http://127.0.0.1:30000', model: '', device: 'cpu', loraRank: 0 },
       temporal: {
         address: '127.0.0.1:7233',
@@ -66,7 +68,12 @@ describe('loadConfig defaults', () => {
         extraArgs: '',
         tinkerUrl: '',
       },
-      session: { idleTimeoutMs: 1_800_000, continueAsNewAfterTurns: 200 },
+      session: {
+        idleTimeoutMs: 1_800_000,
+        reopenHorizonMs: 86_400_000,
+        superseded: 'exclude',
+        continueAsNewAfterTurns: 200,
+      },
     });
   });
 
@@ -166,7 +173,9 @@ describe('loadConfig errors', () => {
 describe('the option table', () => {
   it('has exactly one entry per config field, each with its own variable', () => {
     const keys = CONFIG_OPTIONS.map((o) => o.key);
-    expect([...keys].sort()).toEqual(leafKeys(load({})).sort());
+    // Options without a default (unset unless given) appear once they are set.
+    const withOptional = load({}, { sampling: { temperature: 1, topP: 1, topK: -1, minP: 0 } });
+    expect([...keys].sort()).toEqual(leafKeys(withOptional).sort());
     const envs = CONFIG_OPTIONS.map((o) => o.env);
     expect(new Set(envs).size).toBe(envs.length);
     expect(ENV_VARS['judge.votes']).toBe('OPENCLAW_JUDGE_VOTES');
@@ -178,6 +187,7 @@ describe('the option table', () => {
     for (const option of CONFIG_OPTIONS) {
       let value: unknown = defaults;
       for (const part of option.key.split('.')) value = (value as Record<string, unknown>)[part];
+      if (value === undefined) continue; // no default: unset round-trips as unset
       env[option.env] = Array.isArray(value) ? value.join(',') : String(value);
     }
     expect(load(env)).toEqual(defaults);

@@ -16,7 +16,7 @@ import type {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { deriveSessionId } from '../../core/session-id.js';
-import type { TurnRecord } from '../../core/turn-record.js';
+import { sessionTurnsPrefix } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
 import {
   type EngineProcess,
@@ -24,6 +24,7 @@ import {
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
 import { connectTestEnvironment } from '../support/temporal.js';
+import { findRecordedTurn, recordedTurns } from '../support/turn-lookup.js';
 import {
   sessionSignals,
   sessionStartInput,
@@ -90,9 +91,8 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const record = (sessionId: string, turn: number) =>
-    gateway.store.get<TurnRecord>(`turns/${encodeURIComponent(sessionId)}/${turn}`);
-  const recordsOf = (sessionId: string) => gateway.store.list(`turns/${encodeURIComponent(sessionId)}`);
+  const record = (sessionId: string, turn: number) => findRecordedTurn(gateway.store, sessionId, turn);
+  const recordsOf = (sessionId: string) => gateway.store.list(sessionTurnsPrefix(sessionId));
 
   /** The same request straight to the engine, with its exact-token extensions. */
   async function engineDirect(body: Record<string, unknown>): Promise<EngineChoice> {
@@ -147,8 +147,11 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     expect(recorded).toMatchObject({
       sessionId,
       turn: 1,
-      sampleId: `${sessionId}:1`,
+      continues: null,
       policyVersion: 0,
+      // Every sampling parameter the engine used, explicit in what the gateway sent.
+      sampling: { temperature: 1, topP: 1, topK: null, minP: null, maxTokens: 8, seed: 7 },
+      chatTemplateKwargs: null,
       finishReason: 'length',
       tools: null,
       promptIds: direct.prompt_token_ids,
@@ -161,10 +164,20 @@ describe('gateway chat completions against a real engine and Temporal', () => {
       expect(lp).toBeCloseTo(direct.logprobs.content[i]?.logprob ?? Number.NaN, 5);
     });
     expect(recorded?.messages).toEqual(body.messages);
-    expect(recorded?.requestHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(recorded?.prefixHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(recorded?.sampleId).toMatch(new RegExp(`^${sessionId}:1-[0-9a-f]{16}$`));
 
     expect(await turnRefs(sessionId)).toEqual([
-      { sessionId, turn: 1, sampleId: `${sessionId}:1`, policyVersion: 0, kind: 'main' },
+      {
+        sessionId,
+        turn: 1,
+        sampleId: recorded?.sampleId,
+        policyVersion: 0,
+        kind: 'main',
+        prefixHash: recorded?.prefixHash,
+        recordedAt: recorded?.recordedAt,
+        continues: null,
+      },
     ]);
     expect(await sessionStartInput(env.client, sessionId)).toEqual({ sessionId, ...TEST_SESSION_SETTINGS });
   });
@@ -352,31 +365,39 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     expect(await sessionSignals(env.client, sessionId)).toEqual([]);
   });
 
-  it('recognises a retried request: one record, the same turn, the signal sent again', async () => {
+  it('records a retry as its own turn unless it got the very same answer', async () => {
     const sessionId = session('retry');
     const messages = [
       { role: 'user', content: 'first' },
       { role: 'assistant', content: 'ok' },
       { role: 'user', content: 'second' },
     ];
-    const body = plain({ messages, max_tokens: 3 });
     const headers = { 'X-Session-Id': sessionId };
-    await gateway.openai().chat.completions.create(body, { headers });
-    await gateway.openai().chat.completions.create(body, { headers });
-    // One assistant message before: this is turn 2, and only one record exists.
-    expect(await recordsOf(sessionId)).toEqual([`turns/${encodeURIComponent(sessionId)}/2`]);
-    expect((await turnRefs(sessionId)).map((ref) => ref.turn)).toEqual([2, 2]);
+    // With a seed, the retry gets the same tokens: the same turn, recorded once, its signal sent again.
+    const seeded = plain({ messages, max_tokens: 3, seed: 5 });
+    await gateway.openai().chat.completions.create(seeded, { headers });
+    await gateway.openai().chat.completions.create(seeded, { headers });
+    expect(await recordsOf(sessionId)).toHaveLength(1);
+    const refs = await turnRefs(sessionId);
+    expect(refs.map((ref) => ref.sampleId)).toEqual([refs[0]?.sampleId, refs[0]?.sampleId]);
 
-    // A different request claiming the same number moves on to the next one.
-    await gateway.openai().chat.completions.create(
-      plain({
-        messages: [...messages.slice(0, 2), { role: 'user', content: 'another branch' }],
-        max_tokens: 3,
-      }),
-      { headers },
+    // Without one, the retry is answered afresh: a sibling (same prefix), recorded as its own turn.
+    const unseeded = plain({ messages, max_tokens: 8, ignore_eos: true });
+    const a = await gateway.openai().chat.completions.create(unseeded, { headers });
+    const b = await gateway.openai().chat.completions.create(unseeded, { headers });
+    expect(a.choices[0]?.message.content).not.toBe(b.choices[0]?.message.content);
+    const turns = await recordedTurns(gateway.store, sessionId);
+    expect(turns).toHaveLength(3);
+    expect(new Set(turns.map((t) => t.prefixHash)).size).toBe(1);
+    expect(turns.slice(1).map((t) => t.response.content)).toEqual([
+      a.choices[0]?.message.content,
+      b.choices[0]?.message.content,
+    ]);
+    // "ok" was never a reply of this gateway: the requests continue no recorded turn.
+    expect(turns.every((t) => t.continues === null && t.turn === 2)).toBe(true);
+    expect((await turnRefs(sessionId)).map((ref) => ref.sampleId).slice(2)).toEqual(
+      turns.slice(1).map((t) => t.sampleId),
     );
-    expect((await turnRefs(sessionId)).map((ref) => ref.turn)).toEqual([2, 2, 3]);
-    expect((await record(sessionId, 3))?.messages.at(-1)?.content).toBe('another branch');
   });
 
   it('ends a session on X-Session-Done after recording its last turn', async () => {

@@ -11,8 +11,10 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
-import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
+import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
+import { IdempotencyKeys } from '../../gateway/idempotency.js';
 import { createGateway, type GatewayOptions } from '../../gateway/server.js';
+import type { SessionSettings } from '../../gateway/session-delivery.js';
 import { sessionWorkflowId } from '../../workflows/session-signals.js';
 import { uniqueTaskQueue } from '../support/temporal.js';
 
@@ -21,6 +23,8 @@ export const TEST_SESSION_SETTINGS: SessionSettings = {
   method: 'combine',
   judgeVotes: 1,
   idleTimeoutMs: 60_000,
+  reopenHorizonMs: 86_400_000,
+  superseded: 'exclude',
   continueAsNewAfterTurns: 200,
 };
 
@@ -33,25 +37,33 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'recorder'>> {
+export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'recorder' | 'idempotency'>> {
   engineUrl: string;
   client: Client;
   /** Default: a FileSampleStore in a fresh temp dir. */
   store?: SampleStore;
+  /** Sessions this gateway starts (default TEST_SESSION_SETTINGS). */
+  session?: SessionSettings;
+  /** Task queue of the session workflows (default: one no worker polls). */
+  taskQueue?: string;
+  /** How long an Idempotency-Key response is kept (default one day). */
+  idempotencyTtlMs?: number;
 }
 
 export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'openclaw-gateway-'));
   const store = options.store ?? new FileSampleStore(join(dir, 'store'));
+  const retry = { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 };
   const recorder = new DurableTurnRecorder({
     store,
     client: options.client,
-    session: TEST_SESSION_SETTINGS,
-    // No worker runs in these tests; a queue of their own keeps other suites' workers away.
-    taskQueue: uniqueTaskQueue('gateway'),
-    retry: { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 },
+    session: options.session ?? TEST_SESSION_SETTINGS,
+    // Without a worker (most gateway tests), a queue of their own keeps other suites' workers away.
+    taskQueue: options.taskQueue ?? uniqueTaskQueue('gateway'),
+    retry,
   });
-  const app = createGateway({ ...options, recorder });
+  const idempotency = new IdempotencyKeys({ store, ttlMs: options.idempotencyTtlMs ?? 86_400_000, retry });
+  const app = createGateway({ ...options, recorder, idempotency });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('gateway did not bind a TCP port');

@@ -1,5 +1,5 @@
-// The gateway's pure parts: the SSE parser, the turn capture, what the client sees, request hashing and the
-// engine request body.
+// The gateway's pure parts: the SSE parser, the turn capture, what the client sees, canonical JSON, the
+// engine request body and the explicit sampling parameters.
 
 import { describe, expect, it } from 'vitest';
 import { parseChatRequest } from '../../gateway/chat-request-schema.js';
@@ -8,7 +8,8 @@ import { clientChunk, clientResponse, clientWantsOf } from '../../gateway/client
 import { engineChatChunkSchema, engineChatResponseSchema } from '../../gateway/engine-chat-schema.js';
 import { parseSseEvents } from '../../gateway/engine-stream.js';
 import { parsePolicyVersion } from '../../gateway/policy-version.js';
-import { canonicalJson, requestHash } from '../../gateway/request-hash.js';
+import { canonicalJson } from '../../gateway/request-hash.js';
+import { explicitSampling, NEUTRAL_SAMPLING } from '../../gateway/sampling.js';
 import { TurnCapture } from '../../gateway/turn-capture.js';
 
 async function* pieces(text: string, size: number): AsyncGenerator<Uint8Array> {
@@ -162,8 +163,8 @@ describe('what the client sees', () => {
   });
 });
 
-describe('engineRequestBody', () => {
-  it('strips session fields and, for main turns only, asks for exact tokens', () => {
+describe('engineRequestBody and explicit sampling', () => {
+  it('strips session fields, makes sampling explicit and, for main turns only, asks for exact tokens', () => {
     const parsed = parseChatRequest({
       messages: [{ role: 'user', content: 'x' }],
       session_id: 's',
@@ -173,31 +174,54 @@ describe('engineRequestBody', () => {
       stream_options: { include_usage: false },
     });
     if (!parsed.ok) throw parsed.error;
-    expect(engineRequestBody(parsed.request, true)).toEqual({
+    const sampling = explicitSampling(parsed.request, NEUTRAL_SAMPLING);
+    const explicit = { temperature: 1, top_p: 1, top_k: -1, min_p: 0 };
+    expect(engineRequestBody(parsed.request, true, sampling)).toEqual({
       messages: [{ role: 'user', content: 'x' }],
       stream: true,
       stream_options: { include_usage: true },
+      ...explicit,
       logprobs: true,
       return_prompt_token_ids: true,
       return_token_ids: true,
     });
-    expect(engineRequestBody(parsed.request, false)).toEqual({
+    expect(engineRequestBody(parsed.request, false, sampling)).toEqual({
       messages: [{ role: 'user', content: 'x' }],
       stream: true,
       stream_options: { include_usage: false },
+      ...explicit,
     });
+  });
+
+  it("keeps the client's values, fills the rest from the defaults, and records what was sent", () => {
+    const defaults = { temperature: 0.6, topP: 0.95, topK: 20, minP: 0 };
+    const parsed = parseChatRequest({
+      messages: [{ role: 'user', content: 'x' }],
+      top_p: 0.5,
+      top_k: 0,
+      max_tokens: 12,
+      seed: 3,
+    });
+    if (!parsed.ok) throw parsed.error;
+    expect(explicitSampling(parsed.request, defaults)).toEqual({
+      // top_k 0 is "off" to vLLM; SGLang only accepts -1 for that.
+      engineFields: { temperature: 0.6, top_p: 0.5, top_k: -1, min_p: 0 },
+      record: { temperature: 0.6, topP: 0.5, topK: null, minP: null, maxTokens: 12, seed: 3 },
+    });
+    const greedy = parseChatRequest({ messages: [{ role: 'user', content: 'x' }], temperature: 0 });
+    if (!greedy.ok) throw greedy.error;
+    expect(explicitSampling(greedy.request, defaults).record).toMatchObject({ temperature: 0, topK: 20 });
   });
 });
 
-describe('requestHash and parsePolicyVersion', () => {
-  it('hashes the same request the same, whatever the key order', () => {
+describe('canonicalJson and parsePolicyVersion', () => {
+  it('writes the same JSON whatever the key order', () => {
     expect(canonicalJson({ b: 1, a: [{ y: 2, x: undefined, z: null }] })).toBe(
       '{"a":[{"y":2,"z":null}],"b":1}',
     );
-    const one = requestHash([{ role: 'user', content: 'hi' }], null);
-    expect(requestHash([{ content: 'hi', role: 'user' }], undefined)).toBe(one);
-    expect(requestHash([{ role: 'user', content: 'hi!' }], null)).not.toBe(one);
-    expect(requestHash([{ role: 'user', content: 'hi' }], [{ type: 'function' }])).not.toBe(one);
+    expect(canonicalJson({ role: 'user', content: 'hi' })).toBe(
+      canonicalJson({ content: 'hi', role: 'user' }),
+    );
   });
 
   it('reads numeric weight versions out of strings', () => {

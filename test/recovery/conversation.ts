@@ -4,7 +4,9 @@
 // with `data: [DONE]`), and what each acknowledged turn should become under the rule the fake judge votes by.
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { SampleStore } from '../../activities/sample-store.js';
 import type { SampleExclusionReason } from '../../core/types.js';
+import { findRecordedTurn } from '../support/turn-lookup.js';
 
 /** What one acknowledged turn must end up as in the sample store (method `rl`, fake judge). */
 export type ExpectedOutcome = { sample: 1 | -1 } | { exclusion: SampleExclusionReason };
@@ -47,6 +49,8 @@ export class Conversation {
   constructor(
     readonly sessionId: string,
     private readonly openai: OpenAI,
+    /** Where the gateway records turns: an acknowledged turn's id is looked up there. */
+    private readonly store: SampleStore,
   ) {}
 
   /** Sample ids of the acknowledged turns, in order. */
@@ -117,7 +121,10 @@ export class Conversation {
     }
     if ('error' in result) return { acknowledged: false, ...result };
     this.history.push({ role: 'user', content: text }, { role: 'assistant', content: result.content });
-    const sampleId = `${this.sessionId}:${turn}`;
+    // Acknowledged means recorded: the turn is in the store already.
+    const recorded = await findRecordedTurn(this.store, this.sessionId, turn, result.content);
+    if (!recorded) throw new Error(`${this.sessionId}: acknowledged turn ${turn} is not in the store`);
+    const sampleId = recorded.sampleId;
     this.turns.push({ sampleId, userText: text, done: options.done ?? false });
     return { acknowledged: true, sampleId, content: result.content, at: Date.now() };
   }

@@ -16,8 +16,9 @@ import { FileSampleStore } from '../../activities/sample-store.js';
 import { configFromFlags } from '../../cli/cli-config.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import { ensureTrainingRun } from '../../cli/training-run.js';
-import { turnRecordKey } from '../../core/turn-record.js';
+import { sessionTurnsPrefix } from '../../core/turn-record.js';
 import { makeTinyModel } from '../../workers/reference-engine-process.js';
+import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type CliProcess, freePort, freePortPair, killOnExit, startCli } from '../support/cli-process.js';
 import { type DelayingProxy, startDelayingProxy } from '../support/delaying-proxy.js';
@@ -142,7 +143,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
   let failed = false;
 
   const conversation = (name: string): Conversation => {
-    const made = new Conversation(`rec-${name}`, openai);
+    const made = new Conversation(`rec-${name}`, openai, ctx.store);
     conversations.push(made);
     return made;
   };
@@ -349,8 +350,8 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     const result = await count();
     // The kill did land during scoring: a judge call was retried after its worker died.
     const retried = [
-      ...(await activityAttempts(ctx.client, `score-${a.sessionId}:1`, 'judgeVote')),
-      ...(await activityAttempts(ctx.client, `score-${b.sessionId}:1`, 'judgeVote')),
+      ...(await activityAttempts(ctx.client, scoreTurnWorkflowId(a.acknowledged[0] ?? ''), 'judgeVote')),
+      ...(await activityAttempts(ctx.client, scoreTurnWorkflowId(b.acknowledged[0] ?? ''), 'judgeVote')),
     ];
     expect(Math.max(...retried)).toBeGreaterThan(1);
     expect(result.status.policyVersion).toBe(1);
@@ -446,8 +447,8 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     await waitFor(
       'the outage turns in the store',
       async () =>
-        (await ctx.store.get(turnRecordKey(f.sessionId, 1))) !== undefined &&
-        (await ctx.store.get(turnRecordKey(g.sessionId, 1))) !== undefined,
+        (await ctx.store.list(sessionTurnsPrefix(f.sessionId))).length > 0 &&
+        (await ctx.store.list(sessionTurnsPrefix(g.sessionId))).length > 0,
       30_000,
       100,
     );

@@ -6,7 +6,7 @@ import { expect } from 'vitest';
 import type { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import type { FileSampleStore } from '../../activities/sample-store.js';
 import type { TrainStepInput } from '../../activities/training-activities.js';
-import type { TurnRecord } from '../../core/turn-record.js';
+import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
 import {
   type LineageEntry,
@@ -180,8 +180,7 @@ export async function checkTurnRecords(store: FileSampleStore): Promise<number> 
     const record = await store.get<TurnRecord>(key);
     expect(record, key).toBeDefined();
     if (!record) continue;
-    const [, session, turn] = key.split('/').map(decodeURIComponent);
-    expect(record.sampleId, key).toBe(`${session}:${turn}`);
+    expect(turnRecordKey(record.sampleId), key).toBe(key);
     expect(record.promptIds.length, key).toBeGreaterThan(0);
     expect(record.responseIds.length, key).toBeGreaterThan(0);
     expect(record.responseLogProbs, key).toHaveLength(record.responseIds.length);

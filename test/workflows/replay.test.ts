@@ -11,7 +11,7 @@ describe('workflow replay', () => {
     const histories = await loadHistories();
     const names = histories.map((h) => h.name);
     const expectedNames = [
-      'session-workflow',
+      'session-workflow-sequential',
       'score-turn-workflow-opd-rl',
       'training-workflow',
       'training-workflow-trainer-queue',
