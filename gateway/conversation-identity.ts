@@ -10,10 +10,11 @@
 //   grows it matches the one turn whose reply was kept, so a branch pairs with the turn it continues;
 // - the reply key: the reply alone, for a conversation whose earlier prefix changed (compacted, or its tools
 //   changed); it names the latest turn of the session that gave that reply.
-// The reply is compared as its text (trimmed) and its tool calls (name and parsed arguments): clients drop
-// reasoning, tool-call ids and null fields when they send a reply back, and that must not lose the pairing.
+// The reply is compared as its text (whitespace and inline reasoning aside) and its tool calls (name and parsed
+// arguments): clients drop reasoning, tool-call ids and null fields, split text into parts and re-serialise
+// arguments when they send a reply back, and none of that may lose the pairing.
 
-import { type ChatMessage, flattenContent } from '../core/chat-messages.js';
+import type { ChatMessage } from '../core/chat-messages.js';
 import { TURN_DIGEST_LENGTH } from '../core/sample-id.js';
 import type { RecordedResponse } from '../core/turn-record.js';
 import { canonicalJson, sha256Hex } from './request-hash.js';
@@ -85,10 +86,25 @@ function replyKeys(prefixHash: string, view: string): ReplyKeys {
   };
 }
 
-/** A reply as it survives a client's round trip: trimmed text and tool calls by name and arguments. */
+/**
+ * A reply as it survives a client's round trip: its text without whitespace or inline reasoning (clients trim,
+ * split text into parts, drop `<think>` blocks) and its tool calls by name and parsed arguments (clients drop
+ * the ids or rewrite them, and re-serialise the arguments).
+ */
 function replyView(content: unknown, toolCalls: unknown): string {
   const calls = Array.isArray(toolCalls) ? toolCalls.map(toolCallView) : [];
-  return canonicalJson({ content: flattenContent(content).trim(), toolCalls: calls });
+  const text = replyText(content)
+    .replace(/<think>[\s\S]*?<\/think>/g, '')
+    .replace(/\s+/g, '');
+  return canonicalJson({ content: text, toolCalls: calls });
+}
+
+function replyText(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (!Array.isArray(content)) return '';
+  return content
+    .map((part) => (part && typeof part === 'object' && typeof part.text === 'string' ? part.text : ''))
+    .join('');
 }
 
 function toolCallView(call: unknown): { name: string; arguments: unknown } {

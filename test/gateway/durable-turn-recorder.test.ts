@@ -8,12 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
 import { TurnPersistence } from '../../gateway/turn-persistence.js';
 import type { TurnDraft } from '../../gateway/turn-recorder.js';
+import { CountingStore } from '../support/counting-store.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import {
   sessionSignals,
@@ -21,27 +21,6 @@ import {
   terminateSessions,
   uniqueSessionId,
 } from './gateway-fixture.js';
-
-/** The real file store, counting the operations made on it. */
-class CountingStore extends FileSampleStore {
-  operations = 0;
-  override put(key: string, value: unknown) {
-    this.operations++;
-    return super.put(key, value);
-  }
-  override putIfAbsent(key: string, value: unknown) {
-    this.operations++;
-    return super.putIfAbsent(key, value);
-  }
-  override get<T>(key: string) {
-    this.operations++;
-    return super.get<T>(key);
-  }
-  override list(prefix: string) {
-    this.operations++;
-    return super.list(prefix);
-  }
-}
 
 describe('DurableTurnRecorder', () => {
   let env: TestWorkflowEnvironment;

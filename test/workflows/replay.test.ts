@@ -12,6 +12,12 @@ describe('workflow replay', () => {
     const names = histories.map((h) => h.name);
     const expectedNames = [
       'session-workflow-sequential',
+      'session-workflow-kept-reply',
+      'session-workflow-superseded',
+      'session-workflow-reopened',
+      'session-workflow-horizon',
+      'score-turn-workflow-superseded',
+      'score-turn-workflow-superseded-negative',
       'score-turn-workflow-opd-rl',
       'training-workflow',
       'training-workflow-trainer-queue',

@@ -1,0 +1,143 @@
+// An agent that compacts its context, 1,500 turns long, through the gateway in front of a real reference engine
+// and the run's real Temporal server: every request carries only the system prompt and its last few messages,
+// so no two requests share an earlier prefix, and each turn must still pair with the one whose reply it kept.
+// The gateway's work per request stays the same from the first turn to the last (a constant number of store
+// operations: no probing). Latency is printed, not asserted: the last 100 turns against the first 100 turns of
+// a fresh conversation sent in between them (a baseline measured under the same load), and against the long
+// conversation's own first 100.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ChatMessage } from '../../core/chat-messages.js';
+import type { TurnRef } from '../../core/types.js';
+import {
+  type EngineProcess,
+  makeTinyModel,
+  startReferenceEngine,
+} from '../../workers/reference-engine-process.js';
+import { CountingStore } from '../support/counting-store.js';
+import { connectTestEnvironment } from '../support/temporal.js';
+import {
+  sessionSignals,
+  startTestGateway,
+  type TestGateway,
+  terminateSessions,
+  uniqueSessionId,
+} from './gateway-fixture.js';
+
+const TURNS = 1_500;
+/** Messages kept besides the system prompt: the last two exchanges and the new user message. */
+const WINDOW = 5;
+/** Turns at each end compared. */
+const BASELINE = 100;
+
+function percentile(values: number[], p: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
+}
+
+describe('a compacted conversation of 1,500 turns', () => {
+  let dir: string;
+  let engine: EngineProcess;
+  let env: TestWorkflowEnvironment;
+  let store: CountingStore;
+  let gateway: TestGateway;
+  const sessionId = uniqueSessionId('compacted');
+  const baselineId = uniqueSessionId('compacted-baseline');
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'openclaw-compacted-'));
+    const [model, connected] = await Promise.all([
+      makeTinyModel(join(dir, 'model')),
+      connectTestEnvironment(),
+    ]);
+    env = connected;
+    engine = await startReferenceEngine({ model });
+    store = new CountingStore(join(dir, 'store'));
+    gateway = await startTestGateway({ engineUrl: engine.url, client: env.client, store });
+  }, 180_000);
+
+  afterAll(async () => {
+    await gateway?.close();
+    if (env) await terminateSessions(env, [sessionId, baselineId]);
+    await env?.teardown();
+    await engine?.stop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('pairs every turn with the one before it, with the same work per request throughout', async () => {
+    const conversation = (id: string) => {
+      const system: ChatMessage = {
+        role: 'system',
+        content: 'You are an agent; older messages were compacted.',
+      };
+      const history: ChatMessage[] = [];
+      const operations: number[] = [];
+      const latencies: number[] = [];
+      return {
+        operations,
+        latencies,
+        async turn(n: number) {
+          history.push({ role: 'user', content: `step ${n}: carry on` });
+          const before = store.operations;
+          const started = performance.now();
+          const response = await fetch(`${gateway.url}/v1/chat/completions`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'X-Session-Id': id },
+            body: JSON.stringify({
+              model: 'tiny',
+              messages: [system, ...history.slice(-WINDOW)],
+              max_tokens: 1,
+            }),
+          });
+          const body = (await response.json()) as { choices?: { message: { content: string | null } }[] };
+          latencies.push(performance.now() - started);
+          expect(response.status, `${id} turn ${n}: ${JSON.stringify(body)}`).toBe(200);
+          operations.push(store.operations - before);
+          history.push({ role: 'assistant', content: body.choices?.[0]?.message.content ?? '' });
+        },
+      };
+    };
+    const long = conversation(sessionId);
+    const fresh = conversation(baselineId);
+    for (let turn = 1; turn <= TURNS; turn++) {
+      await long.turn(turn);
+      // The baseline: a new conversation's first turns, interleaved with the long one's last turns.
+      if (turn > TURNS - BASELINE) await fresh.turn(turn - (TURNS - BASELINE));
+    }
+
+    for (const [id, count] of [
+      [sessionId, TURNS],
+      [baselineId, BASELINE],
+    ] as const) {
+      const refs = (await sessionSignals(env.client, id))
+        .filter((signal) => signal.name === 'turnRecorded')
+        .map((signal) => signal.args[0] as TurnRef);
+      expect(refs).toHaveLength(count);
+      expect(new Set(refs.map((ref) => ref.sampleId)).size).toBe(count);
+      expect(refs[0]?.continues).toBeNull();
+      const misses = refs.flatMap((ref, i) =>
+        i > 0 && ref.continues?.sampleId !== refs[i - 1]?.sampleId ? [i + 1] : [],
+      );
+      expect(misses, `${id}: turns not paired with the turn before them`).toEqual([]);
+    }
+
+    // The same store work for the 10th turn and the 1,500th: two reads, one create-if-absent, two index writes.
+    expect(new Set(long.operations.slice(10))).toEqual(new Set([5]));
+
+    const early = long.latencies.slice(0, BASELINE);
+    const late = long.latencies.slice(-BASELINE);
+    const figure = (values: number[]) =>
+      `p50 ${percentile(values, 50).toFixed(1)} ms, p99 ${percentile(values, 99).toFixed(1)} ms`;
+    const ratio = (a: number[], b: number[]) => (percentile(a, 50) / percentile(b, 50)).toFixed(2);
+    console.log(
+      `[compacted ${TURNS} turns] turns 1-${BASELINE}: ${figure(early)}; ` +
+        `turns ${TURNS - BASELINE + 1}-${TURNS}: ${figure(late)}; ` +
+        `a fresh conversation's turns 1-${BASELINE}, sent between those: ${figure(fresh.latencies)}; ` +
+        `p50 late/fresh ${ratio(late, fresh.latencies)}, late/early ${ratio(late, early)}`,
+    );
+  }, 900_000);
+});
