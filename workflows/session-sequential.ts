@@ -3,18 +3,15 @@
 // chooses it with `patched()`), so its commands must stay exactly as they were; delete it once no session
 // started before that change can still be running or replayed.
 
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  ParentClosePolicy,
   setHandler,
-  startChild,
-  WorkflowIdReusePolicy,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { TurnRef } from '../core/types.js';
+import { startScoreTurn } from './score-turn-child.js';
 import type { ScoreTurnInput } from './score-turn-workflow.js';
 import {
   type SequentialSessionCarry,
@@ -71,18 +68,8 @@ export async function sequentialSession(input: SessionInput): Promise<SessionRes
       turn,
       nextSampleId: next?.sampleId ?? null,
     };
-    try {
-      // Abandoned, not owned: scoring outlives this run when the session continues-as-new or closes.
-      await startChild('scoreTurnWorkflow', {
-        workflowId: `score-${turn.sampleId}`,
-        args: [scoreInput],
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      });
-    } catch (error) {
-      // Already scored (a duplicate delivery after a restart): the first scoring stands.
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    }
+    // Already scored (a duplicate delivery after a restart): the first scoring stands, and counts here too.
+    await startScoreTurn(scoreInput);
     highestScored = Math.max(highestScored, turn.turn);
     turnsScored++;
     turnsThisRun++;

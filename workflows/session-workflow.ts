@@ -6,16 +6,12 @@
 // who answers an hour later still trains the turn they answer (the session reopens). At the horizon they are
 // settled without a next state (spec 3.7-3.8, 13).
 
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  ParentClosePolicy,
   patched,
   setHandler,
-  startChild,
-  WorkflowIdReusePolicy,
   workflowInfo,
 } from '@temporalio/workflow';
 import {
@@ -26,7 +22,8 @@ import {
   type Settlement,
 } from '../core/session-pairing.js';
 import type { TurnRef } from '../core/types.js';
-import { type ScoreTurnInput, scoreTurnWorkflowId } from './score-turn-workflow.js';
+import { startScoreTurn } from './score-turn-child.js';
+import type { ScoreTurnInput } from './score-turn-workflow.js';
 import { sequentialSession } from './session-sequential.js';
 import {
   type SequentialSessionCarry,
@@ -99,19 +96,8 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
         superseded: { by: settlement.by, as: input.superseded ?? 'exclude' },
       }),
     };
-    try {
-      // Abandoned, not owned: scoring outlives this run when the session continues-as-new or closes.
-      await startChild('scoreTurnWorkflow', {
-        workflowId: scoreTurnWorkflowId(turn.sampleId),
-        args: [scoreInput],
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      });
-    } catch (error) {
-      // Already scored (a duplicate delivery, or an earlier run of this session): the first scoring stands.
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-      return;
-    }
+    // Already scored (a duplicate delivery, or an earlier run of this session): the first scoring stands.
+    if (!(await startScoreTurn(scoreInput))) return;
     turnsScored++;
     turnsThisRun++;
     if (settlement.kind === 'superseded') turnsSuperseded++;

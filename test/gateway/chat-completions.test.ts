@@ -1,8 +1,7 @@
 // The gateway in front of a real reference engine, recording into a real FileSampleStore and handing turns
 // to the run's real Temporal server, driven by the `openai` client as any user's agent would.
 
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { APIError } from 'openai';
@@ -18,21 +17,16 @@ import { FileSampleStore } from '../../activities/sample-store.js';
 import { deriveSessionId } from '../../core/session-id.js';
 import { sessionTurnsPrefix } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
-import {
-  type EngineProcess,
-  makeTinyModel,
-  startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { connectTestEnvironment } from '../support/temporal.js';
+import type { EngineProcess } from '../../workers/reference-engine-process.js';
 import { findRecordedTurn, recordedTurns } from '../support/turn-lookup.js';
 import {
+  type EngineStack,
   sessionSignals,
   sessionStartInput,
+  startEngineStack,
   startTestGateway,
   TEST_SESSION_SETTINGS,
   type TestGateway,
-  terminateSessions,
-  uniqueSessionId,
 } from './gateway-fixture.js';
 
 type Completion = ChatCompletion & { session_id?: string };
@@ -60,35 +54,22 @@ const WEATHER_TOOL: ChatCompletionTool = {
 };
 
 describe('gateway chat completions against a real engine and Temporal', () => {
+  let stack: EngineStack;
   let dir: string;
   let engine: EngineProcess;
   let env: TestWorkflowEnvironment;
   let gateway: TestGateway;
-  const sessions = new Set<string>();
-
-  const session = (label: string) => {
-    const id = uniqueSessionId(label);
-    sessions.add(id);
-    return id;
-  };
+  const session = (label: string) => stack.session(label);
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'openclaw-gateway-engine-'));
-    const [model, connected] = await Promise.all([
-      makeTinyModel(join(dir, 'model')),
-      connectTestEnvironment(),
-    ]);
-    env = connected;
-    engine = await startReferenceEngine({ model });
+    stack = await startEngineStack('gateway-engine');
+    ({ dir, engine, env } = stack);
     gateway = await startTestGateway({ engineUrl: engine.url, client: env.client });
   }, 180_000);
 
   afterAll(async () => {
     await gateway?.close();
-    if (env) await terminateSessions(env, sessions);
-    await env?.teardown();
-    await engine?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   const record = (sessionId: string, turn: number) => findRecordedTurn(gateway.store, sessionId, turn);
@@ -342,7 +323,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     const messages = [{ role: 'user' as const, content: `an unpatched client ${Math.random()}` }];
     const derived = (await client.chat.completions.create(plain({ messages, max_tokens: 2 }))) as Completion;
     const expected = deriveSessionId(messages);
-    sessions.add(expected ?? '');
+    stack.sessions.add(expected ?? '');
     expect(derived.session_id).toBe(expected);
     expect(await recordsOf(expected ?? '')).toHaveLength(1);
     expect(await turnRefs(expected ?? '')).toHaveLength(1);

@@ -6,26 +6,18 @@
 // a fresh conversation sent in between them (a baseline measured under the same load), and against the long
 // conversation's own first 100.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import type { TurnRef } from '../../core/types.js';
-import {
-  type EngineProcess,
-  makeTinyModel,
-  startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
 import { CountingStore } from '../support/counting-store.js';
-import { connectTestEnvironment } from '../support/temporal.js';
 import {
+  type EngineStack,
   sessionSignals,
+  startEngineStack,
   startTestGateway,
   type TestGateway,
-  terminateSessions,
-  uniqueSessionId,
 } from './gateway-fixture.js';
 
 const TURNS = 1_500;
@@ -40,32 +32,25 @@ function percentile(values: number[], p: number): number {
 }
 
 describe('a compacted conversation of 1,500 turns', () => {
-  let dir: string;
-  let engine: EngineProcess;
+  let stack: EngineStack;
   let env: TestWorkflowEnvironment;
   let store: CountingStore;
   let gateway: TestGateway;
-  const sessionId = uniqueSessionId('compacted');
-  const baselineId = uniqueSessionId('compacted-baseline');
+  let sessionId: string;
+  let baselineId: string;
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'openclaw-compacted-'));
-    const [model, connected] = await Promise.all([
-      makeTinyModel(join(dir, 'model')),
-      connectTestEnvironment(),
-    ]);
-    env = connected;
-    engine = await startReferenceEngine({ model });
-    store = new CountingStore(join(dir, 'store'));
-    gateway = await startTestGateway({ engineUrl: engine.url, client: env.client, store });
+    stack = await startEngineStack('compacted');
+    env = stack.env;
+    store = new CountingStore(join(stack.dir, 'store'));
+    gateway = await startTestGateway({ engineUrl: stack.engine.url, client: env.client, store });
+    sessionId = stack.session('compacted');
+    baselineId = stack.session('compacted-baseline');
   }, 180_000);
 
   afterAll(async () => {
     await gateway?.close();
-    if (env) await terminateSessions(env, [sessionId, baselineId]);
-    await env?.teardown();
-    await engine?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   it('pairs every turn with the one before it, with the same work per request throughout', async () => {

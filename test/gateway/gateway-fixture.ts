@@ -15,8 +15,13 @@ import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
 import { IdempotencyKeys } from '../../gateway/idempotency.js';
 import { createGateway, type GatewayOptions } from '../../gateway/server.js';
 import type { SessionSettings } from '../../gateway/session-delivery.js';
+import {
+  type EngineProcess,
+  makeTinyModel,
+  startReferenceEngine,
+} from '../../workers/reference-engine-process.js';
 import { sessionWorkflowId } from '../../workflows/session-signals.js';
-import { uniqueTaskQueue } from '../support/temporal.js';
+import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
 export const TEST_SESSION_SETTINGS: SessionSettings = {
   runId: 'gateway-test',
@@ -75,6 +80,43 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     openai: (apiKey = 'none') => new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 }),
     async close() {
       await app.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A real reference engine on a tiny model and the run's Temporal server, for a test file's gateways. */
+export interface EngineStack {
+  /** A temp folder of the file's own, removed on close. */
+  dir: string;
+  engine: EngineProcess;
+  env: TestWorkflowEnvironment;
+  /** Session workflows terminated on close. */
+  sessions: Set<string>;
+  /** A fresh session id, added to `sessions`. */
+  session(label: string): string;
+  close(): Promise<void>;
+}
+
+export async function startEngineStack(label: string): Promise<EngineStack> {
+  const dir = await mkdtemp(join(tmpdir(), `openclaw-${label}-`));
+  const [model, env] = await Promise.all([makeTinyModel(join(dir, 'model')), connectTestEnvironment()]);
+  const engine = await startReferenceEngine({ model });
+  const sessions = new Set<string>();
+  return {
+    dir,
+    engine,
+    env,
+    sessions,
+    session(sessionLabel) {
+      const id = uniqueSessionId(sessionLabel);
+      sessions.add(id);
+      return id;
+    },
+    async close() {
+      await terminateSessions(env, sessions);
+      await env.teardown();
+      await engine.stop();
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -4,72 +4,51 @@
 // its first attempt runs, is freed by a failure and forgotten after its time. Every main turn records the
 // sampling parameters the engine used (all sent explicitly) and its chat_template_kwargs.
 
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../core/chat-messages.js';
-import {
-  type EngineProcess,
-  makeTinyModel,
-  startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
+import type { EngineProcess } from '../../workers/reference-engine-process.js';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy.js';
 import { CountingStore } from '../support/counting-store.js';
-import { connectTestEnvironment } from '../support/temporal.js';
 import { findRecordedTurn, recordedTurns } from '../support/turn-lookup.js';
 import {
+  type EngineStack,
   sessionSignals,
+  startEngineStack,
   startTestGateway,
   type TestGateway,
-  terminateSessions,
-  uniqueSessionId,
 } from './gateway-fixture.js';
 
 const KEYS = ['key-one', 'key-two'];
 const CHAT = '/v1/chat/completions';
 
 describe('Idempotency-Key and recorded sampling, against a real engine and Temporal', () => {
-  let dir: string;
+  let stack: EngineStack;
   let engine: EngineProcess;
   let proxy: CountingProxy;
   let env: TestWorkflowEnvironment;
   let gateway: TestGateway;
   const gateways: TestGateway[] = [];
-  const sessions = new Set<string>();
-
-  const session = (label: string) => {
-    const id = uniqueSessionId(label);
-    sessions.add(id);
-    return id;
-  };
+  const session = (label: string) => stack.session(label);
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'openclaw-idempotency-'));
-    const [model, connected] = await Promise.all([
-      makeTinyModel(join(dir, 'model')),
-      connectTestEnvironment(),
-    ]);
-    env = connected;
-    engine = await startReferenceEngine({ model });
+    stack = await startEngineStack('idempotency');
+    ({ engine, env } = stack);
     proxy = await startCountingProxy(engine.url);
     gateway = await startTestGateway({
       engineUrl: proxy.url,
       client: env.client,
       apiKeys: KEYS,
-      store: new CountingStore(join(dir, 'store')),
+      store: new CountingStore(join(stack.dir, 'store')),
     });
     gateways.push(gateway);
   }, 180_000);
 
   afterAll(async () => {
     for (const started of gateways) await started.close();
-    if (env) await terminateSessions(env, sessions);
-    await env?.teardown();
     await proxy?.close();
-    await engine?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await stack?.close();
   });
 
   async function post(
