@@ -71,6 +71,7 @@ export interface SessionCarry {
   turnsScored: number;
   turnsSuperseded: number;
   reopened: number;
+  highestTurn: number;
 }
 
 /** What runs started before turns were paired by their kept reply carry (they pair in turn order). */

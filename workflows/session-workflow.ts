@@ -56,7 +56,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
   const carried = carriedState(input.carried, Date.now());
   const pairing = new SessionPairing(carried.pairing, { ...DEFAULT_PAIRING_LIMITS, horizonMs });
   let { phase, turnsReceived, turnsScored, turnsSuperseded, reopened } = carried;
-  let highestTurn = Math.max(0, ...carried.pairing.open.map((t) => t.ref.turn));
+  let highestTurn = carried.highestTurn;
   let turnsThisRun = 0;
   let done = false;
   const inbox: TurnRef[] = [];
@@ -99,7 +99,6 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
     // Already scored (a duplicate delivery, or an earlier run of this session): the first scoring stands.
     if (!(await startScoreTurn(scoreInput))) return;
     turnsScored++;
-    turnsThisRun++;
     if (settlement.kind === 'superseded') turnsSuperseded++;
   };
 
@@ -108,6 +107,8 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
       const { fresh, settlements } = pairing.receive(ref, Date.now());
       if (!fresh) continue; // a duplicate delivery, or a side turn
       turnsReceived++;
+      // Counted as they arrive: a session whose turns nobody continues must continue-as-new too.
+      turnsThisRun++;
       highestTurn = Math.max(highestTurn, ref.turn);
       if (phase === 'idle') {
         phase = 'active';
@@ -145,6 +146,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
         turnsScored,
         turnsSuperseded,
         reopened,
+        highestTurn,
       };
       await continueAsNew<typeof sessionWorkflow>({ ...input, carried: carry });
     }
@@ -167,6 +169,7 @@ function carriedState(carried: SessionInput['carried'], now: number): SessionCar
       turnsScored: 0,
       turnsSuperseded: 0,
       reopened: 0,
+      highestTurn: 0,
     };
   if ('pairing' in carried) return carried;
   const sequential: SequentialSessionCarry = carried;
@@ -178,5 +181,6 @@ function carriedState(carried: SessionInput['carried'], now: number): SessionCar
     turnsScored: sequential.turnsScored,
     turnsSuperseded: 0,
     reopened: 0,
+    highestTurn: Math.max(sequential.highestScored, ...open.map((t) => t.ref.turn)),
   };
 }

@@ -148,6 +148,22 @@ describe('loadConfig errors', () => {
     expect(error).toContain('training.betas (OPENCLAW_ADAM_BETAS)');
   });
 
+  it('reads the session, idempotency and sampling options from the environment', () => {
+    const config = load({
+      OPENCLAW_SESSION_REOPEN_HORIZON_MS: '0',
+      OPENCLAW_SESSION_SUPERSEDED: 'negative',
+      OPENCLAW_IDEMPOTENCY_TTL_MS: '3600000',
+      OPENCLAW_SAMPLING_TEMPERATURE: '0.6',
+      OPENCLAW_SAMPLING_TOP_K: '20',
+    });
+    expect(config.session).toMatchObject({ reopenHorizonMs: 0, superseded: 'negative' });
+    expect(config.gateway.idempotencyTtlMs).toBe(3_600_000);
+    expect(config.sampling).toEqual({ temperature: 0.6, topK: 20 });
+    const bad = loadConfig({ OPENCLAW_SESSION_SUPERSEDED: 'maybe', OPENCLAW_SAMPLING_TOP_P: '0' });
+    expect(bad.ok ? '' : bad.error).toContain('session.superseded (OPENCLAW_SESSION_SUPERSEDED)');
+    expect(bad.ok ? '' : bad.error).toContain('sampling.topP (OPENCLAW_SAMPLING_TOP_P)');
+  });
+
   it('refuses a slime trainer without an image or a base model, naming the variables', () => {
     const result = loadConfig({ OPENCLAW_TRAINER: 'slime' });
     expect(result.ok).toBe(false);

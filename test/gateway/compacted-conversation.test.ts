@@ -124,5 +124,7 @@ describe('a compacted conversation of 1,500 turns', () => {
         `a fresh conversation's turns 1-${BASELINE}, sent between those: ${figure(fresh.latencies)}; ` +
         `p50 late/fresh ${ratio(late, fresh.latencies)}, late/early ${ratio(late, early)}`,
     );
-  }, 900_000);
+    // About 1,600 requests: a minute or two on a quiet machine (each is one engine step of the tiny model); the
+    // limit leaves room for a machine shared with other work, where every request is many times slower.
+  }, 1_800_000);
 });
