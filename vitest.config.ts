@@ -9,6 +9,8 @@ export default defineConfig({
     exclude: ['test/compose/**', '**/node_modules/**'],
     globalSetup: ['test/support/global-setup.ts'],
     setupFiles: ['test/support/quiet-runtime.ts'],
+    // Every reference engine a test starts refuses what SGLang refuses (engine `serve --strict`).
+    env: { OPENCLAW_ENGINE_STRICT: '1' },
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },

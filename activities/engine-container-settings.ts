@@ -1,13 +1,16 @@
 // What a GPU host's policy engine container is made of, and the command line it runs. SGLang is launched
-// with its own server command; the reference engine (the same HTTP contract on CPU) with `openclaw_engine
-// serve`, chosen by `kind`. Pure: validated with zod here, turned into a container by engine-container.ts.
+// with its own server command, vLLM with its OpenAI server (the project's arguments, engines/
+// vllm-server-args.ts), the reference engine (SGLang's HTTP contract on CPU) with `openclaw_engine serve`,
+// chosen by `kind`. Pure: validated with zod here, turned into a container by engine-container.ts.
 import { z } from 'zod';
+import { ENGINE_KINDS } from '../core/engine-kinds.js';
 import { describeZodError } from '../core/training-settings.js';
+import { VLLM_SERVER_ENV, VLLM_SERVER_MODULE, vllmServerArgs } from '../engines/vllm-server-args.js';
 
 /** Where the model folder appears inside the container (mounted read-only). */
 export const ENGINE_MODEL_MOUNT = '/models/policy';
 
-export const engineKindSchema = z.enum(['sglang', 'reference']);
+export const engineKindSchema = z.enum(ENGINE_KINDS);
 export type EngineKind = z.infer<typeof engineKindSchema>;
 
 export const engineContainerSettingsSchema = z.object({
@@ -65,8 +68,16 @@ export type EngineContainerSettings = z.output<typeof engineContainerSettingsSch
 
 export const DEFAULT_ENGINE_IMAGES: Record<EngineKind, string> = {
   sglang: 'lmsysorg/sglang:latest',
+  vllm: 'openclaw/vllm:dev',
   reference: 'openclaw/engine:dev',
 };
+
+/**
+ * SGLang's output parsers for Qwen3-style models. Besides what the client sees, they matter for exact
+ * capture: SGLang sends a streamed step's log-probs on a chunk of their own only when a parser is active
+ * (serving_chat.py `_generate_stream_content`), so without one the end-of-turn token's log-prob is lost.
+ */
+export const SGLANG_PARSER_ARGS = ['--tool-call-parser', 'qwen25', '--reasoning-parser', 'qwen3'] as const;
 
 export function parseEngineContainerSettings(input: unknown): EngineContainerSettings {
   const checked = engineContainerSettingsSchema.safeParse(input);
@@ -96,6 +107,22 @@ export function engineCommand(settings: EngineContainerSettings): string[] {
       ...settings.extraArgs,
     ];
   }
+  if (settings.kind === 'vllm') {
+    return [
+      'python3',
+      '-m',
+      VLLM_SERVER_MODULE,
+      ...vllmServerArgs({
+        model: ENGINE_MODEL_MOUNT,
+        servedModelName: 'default',
+        host: '0.0.0.0',
+        port: settings.containerPort,
+        device: settings.gpus === 0 && !settings.gpuDeviceIds?.length ? 'cpu' : 'cuda',
+        tensorParallel: settings.tensorParallel,
+        extraArgs: settings.extraArgs,
+      }),
+    ];
+  }
   return [
     'python3',
     '-m',
@@ -109,6 +136,7 @@ export function engineCommand(settings: EngineContainerSettings): string[] {
     '--port',
     port,
     '--enable-metrics',
+    ...SGLANG_PARSER_ARGS,
     ...settings.extraArgs,
   ];
 }
@@ -135,7 +163,9 @@ export function engineContainerSpec(settings: EngineContainerSettings, hostId: s
     name: settings.name,
     Image: engineImage(settings),
     Cmd: engineCommand(settings),
-    Env: Object.entries(settings.env).map(([key, value]) => `${key}=${value}`),
+    Env: Object.entries({ ...(settings.kind === 'vllm' ? VLLM_SERVER_ENV : {}), ...settings.env }).map(
+      ([key, value]) => `${key}=${value}`,
+    ),
     Labels: {
       'openclaw.role': 'policy-engine',
       'openclaw.gpu-host': hostId,

@@ -3,11 +3,12 @@
 // under `<rolloutId>:<step>`, and return a small summary. Recorded once: a retried step returns the record
 // instead of sampling again.
 //
-// engine mode: `/tokenize` renders the messages and tools with the engine's own chat template; a prompt over
-// budget is cut head 30% + "[OMITTED MIDDLE]" + tail on those token ids; `/v1/chat/completions` then
-// generates from the exact `input_ids`, returns the sampled ids and log-probs, and parses tool calls.
-// gateway mode: the messages go through the gateway as side turns (served, never recorded as Track 1
-// turns), asking for the same token extensions; truncation is by whole messages with an estimated size.
+// engine mode: the engine's adapter (engines/) renders the messages and tools with the engine's own chat
+// template; a prompt over budget is cut head 30% + "[OMITTED MIDDLE]" + tail on those token ids (by whole
+// messages on an engine that cannot start a chat from token ids, vLLM); the completion returns the sampled
+// ids and log-probs, and the engine parses tool calls. gateway mode: the messages go through the gateway as
+// side turns (served, never recorded as Track 1 turns), asking for the gateway's exact-token fields;
+// truncation is by whole messages with an estimated size.
 
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { limitCallsPerTurn, parseErrorObservation, parsePolicyAction } from '../core/action-parsing.js';
@@ -18,8 +19,18 @@ import {
   truncateTokensHeadTail,
 } from '../core/context-truncation.js';
 import { fnv1a64Hex } from '../core/fnv1a64.js';
+import { parsePolicyVersion } from '../core/policy-version.js';
 import type { PolicySettings } from '../core/rollout-settings.js';
 import { rolloutSampleId } from '../core/sample-id.js';
+import {
+  type EngineAdapter,
+  EngineFeatureError,
+  type ExactChatRequest,
+  type ExactCompletion,
+} from '../engines/engine-adapter.js';
+import { createEngineAdapter } from '../engines/engine-adapters.js';
+import { EngineHttp, EngineHttpError } from '../engines/engine-http.js';
+import { exactCompletionOf } from '../engines/sglang-adapter.js';
 import { type RolloutStepRecord, readTranscript, rolloutKeys } from './rollout-records.js';
 import type { SampleStore } from './sample-store.js';
 
@@ -52,56 +63,18 @@ export interface PolicyDependencies {
   policyApiKey?: string;
 }
 
-interface EngineChoice {
-  message?: { content?: string | null; reasoning_content?: string | null; tool_calls?: unknown[] | null };
-  finish_reason?: string | null;
-  prompt_token_ids?: number[];
-  token_ids?: number[];
-  logprobs?: { content?: { logprob: number }[] } | null;
-}
-
-interface EngineChatResponse {
-  choices?: EngineChoice[];
-  metadata?: { weight_version?: string | number | null } | null;
-}
-
 type Truncation = { originalTokens: number | null; omittedMessages: number };
 
-class HttpError extends Error {
-  constructor(
-    message: string,
-    readonly status: number,
-  ) {
-    super(message);
-  }
-}
-
-async function postJson(
-  url: string,
-  body: unknown,
-  headers: Record<string, string>,
-  signal: AbortSignal,
-): Promise<unknown> {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: JSON.stringify(body),
-    signal,
-  });
-  const text = await response.text();
-  if (!response.ok)
-    throw new HttpError(`POST ${url}: HTTP ${response.status}: ${text.slice(0, 500)}`, response.status);
-  return JSON.parse(text) as unknown;
-}
-
-/** A request the policy refused (4xx other than 408/429) will be refused again: do not retry it. */
+/** A request the policy refused (4xx other than 408/429) or cannot do will fail again: do not retry it. */
 function classify(error: unknown): never {
-  if (
-    error instanceof HttpError &&
-    error.status >= 400 &&
-    error.status < 500 &&
-    ![408, 429].includes(error.status)
-  )
+  if (error instanceof EngineHttpError && error.permanent)
+    throw ApplicationFailure.nonRetryable(error.message, 'PolicyRejected');
+  if (error instanceof EngineHttpError && error.kind === 'bad_response')
+    throw ApplicationFailure.nonRetryable(
+      `the policy did not return prompt token ids, token ids and one log-prob per token: ${error.message}`,
+      'PolicyMissingTokens',
+    );
+  if (error instanceof EngineFeatureError)
     throw ApplicationFailure.nonRetryable(error.message, 'PolicyRejected');
   throw error;
 }
@@ -156,27 +129,28 @@ export function summariseStep(record: RolloutStepRecord): PolicyStepResult {
   };
 }
 
-function parseVersion(value: unknown): number | null {
-  if (typeof value === 'number' && Number.isFinite(value)) return value;
-  if (typeof value === 'string' && /^\d+$/.test(value.trim())) return Number(value.trim());
-  return null;
-}
-
 export function createPolicyActivities(deps: PolicyDependencies) {
   const { store } = deps;
+  const engines = new Map<string, EngineAdapter>();
   const markers = new Map<string, number[]>();
 
-  async function omittedMarker(url: string, signal: AbortSignal): Promise<number[]> {
-    const known = markers.get(url);
+  function engineFor(policy: PolicySettings): EngineAdapter {
+    const key = `${policy.engine} ${policy.url}`;
+    let engine = engines.get(key);
+    if (!engine) {
+      engine = createEngineAdapter(policy.engine, policy.url, { timeoutMs: policy.timeoutMs });
+      engines.set(key, engine);
+    }
+    return engine;
+  }
+
+  async function omittedMarker(engine: EngineAdapter, signal: AbortSignal): Promise<number[]> {
+    const key = `${engine.kind} ${engine.url}`;
+    const known = markers.get(key);
     if (known) return known;
-    const tokenized = (await postJson(
-      `${url}/tokenize`,
-      { prompt: OMITTED_MIDDLE, add_special_tokens: false },
-      {},
-      signal,
-    )) as { tokens: number[] };
-    markers.set(url, tokenized.tokens);
-    return tokenized.tokens;
+    const tokens = await engine.tokenize(OMITTED_MIDDLE, signal);
+    markers.set(key, tokens);
+    return tokens;
   }
 
   return {
@@ -196,85 +170,70 @@ export function createPolicyActivities(deps: PolicyDependencies) {
           `contextBudgetTokens ${input.contextBudgetTokens} leaves no room for a prompt after maxNewTokens ${sampling.maxNewTokens}`,
           'InvalidInput',
         );
-      const url = policy.url.replace(/\/+$/, '');
-      const common = {
+      const request: ExactChatRequest = {
         ...(policy.model !== undefined && { model: policy.model }),
+        messages: transcript.messages,
         ...(transcript.tools.length > 0 && { tools: transcript.tools }),
-        max_tokens: sampling.maxNewTokens,
+        maxTokens: sampling.maxNewTokens,
         temperature: sampling.temperature,
-        top_p: sampling.topP,
+        topP: sampling.topP,
         seed: stepSeed(sampling.seed, sampleId),
-        logprobs: true,
-        return_prompt_token_ids: true,
-        return_token_ids: true,
       };
 
-      const { response, truncation } = await whileAlive(rolloutId, deps.keepAlive, async (signal) => {
+      const { completion, truncation } = await whileAlive(rolloutId, deps.keepAlive, async (signal) => {
         try {
           if (policy.mode === 'gateway') {
             const cut = truncateMessagesHeadTail(transcript.messages, promptBudget);
             const headers: Record<string, string> = { 'x-turn-type': 'side', 'x-session-id': rolloutId };
             if (deps.policyApiKey) headers.authorization = `Bearer ${deps.policyApiKey}`;
-            const body = { ...common, messages: cut.messages };
-            const response = (await postJson(
-              `${url}/v1/chat/completions`,
-              body,
+            const completion = await gatewayCompletion(
+              policy,
+              { ...request, messages: cut.messages },
               headers,
               signal,
-            )) as EngineChatResponse;
+            );
             const truncation: Truncation | null =
               cut.omitted > 0 ? { originalTokens: null, omittedMessages: cut.omitted } : null;
-            return { response, truncation };
+            return { completion, truncation };
           }
-          const rendered = (await postJson(
-            `${url}/tokenize`,
-            {
-              messages: transcript.messages,
-              ...(common.tools && { tools: common.tools }),
-              add_generation_prompt: true,
-            },
-            {},
-            signal,
-          )) as { tokens: number[] };
-          let inputIds = rendered.tokens;
+          const engine = engineFor(policy);
+          const rendered = await engine.renderPrompt(request, signal);
           let cut: Truncation | null = null;
-          if (inputIds.length > promptBudget) {
-            const result = truncateTokensHeadTail(inputIds, promptBudget, await omittedMarker(url, signal));
-            inputIds = result.ids;
-            cut = { originalTokens: result.originalLength, omittedMessages: 0 };
+          // The prompt is the rendering just made (on engines that start a chat from ids), so the ids recorded
+          // are the ids generated from even if the template were to render differently on another call.
+          let exact: ExactChatRequest = {
+            ...request,
+            requestId: sampleId,
+            ...(engine.features.chatFromTokenIds && { inputIds: rendered }),
+          };
+          if (rendered.length > promptBudget) {
+            if (engine.features.chatFromTokenIds) {
+              const result = truncateTokensHeadTail(
+                rendered,
+                promptBudget,
+                await omittedMarker(engine, signal),
+              );
+              exact = { ...exact, inputIds: result.ids };
+              cut = { originalTokens: result.originalLength, omittedMessages: 0 };
+            } else {
+              const byMessages = truncateMessagesHeadTail(transcript.messages, promptBudget);
+              exact = { ...exact, messages: byMessages.messages };
+              cut = { originalTokens: rendered.length, omittedMessages: byMessages.omitted };
+            }
           }
-          const body = { ...common, messages: transcript.messages, input_ids: inputIds, rid: sampleId };
           signal.addEventListener('abort', () => {
             // Stop the engine generating for a rollout nobody waits for any more.
-            void fetch(`${url}/abort_request`, {
-              method: 'POST',
-              headers: { 'content-type': 'application/json' },
-              body: JSON.stringify({ rid: sampleId }),
-            }).catch(() => undefined);
+            void engine.abort(sampleId).catch(() => undefined);
           });
-          const response = (await postJson(
-            `${url}/v1/chat/completions`,
-            body,
-            {},
-            signal,
-          )) as EngineChatResponse;
-          return { response, truncation: cut };
+          return { completion: await engine.complete(exact, signal), truncation: cut };
         } catch (error) {
           return classify(error);
         }
       });
 
-      const choice = response.choices?.[0];
-      const responseIds = choice?.token_ids;
-      const promptIds = choice?.prompt_token_ids;
-      const logprobs = choice?.logprobs?.content?.map((entry) => entry.logprob);
-      if (!choice || !responseIds || !promptIds || !logprobs || logprobs.length !== responseIds.length)
-        throw ApplicationFailure.nonRetryable(
-          'the policy did not return prompt token ids, token ids and one log-prob per token (SGLang extensions return_prompt_token_ids / return_token_ids / logprobs)',
-          'PolicyMissingTokens',
-        );
-      const policyVersion = parseVersion(response.metadata?.weight_version) ?? 0;
-      const output = choice.message ?? {};
+      const { promptIds, responseIds, logprobs } = completion;
+      const policyVersion = parsePolicyVersion(completion.weightVersion) ?? 0;
+      const output = completion.message;
       const action = limitCallsPerTurn(parsePolicyAction(output, toolNames), transcript.maxCallsPerTurn);
       const message: ChatMessage = { role: 'assistant', content: output.content ?? '' };
       if (output.reasoning_content) message.reasoning_content = output.reasoning_content;
@@ -300,7 +259,7 @@ export function createPolicyActivities(deps: PolicyDependencies) {
         responseIds,
         responseLogProbs: logprobs,
         policyVersion,
-        finishReason: choice.finish_reason ?? 'unknown',
+        finishReason: completion.finishReason,
         message,
         action,
         errorMessages,
@@ -318,3 +277,29 @@ export function createPolicyActivities(deps: PolicyDependencies) {
 }
 
 export type PolicyActivities = ReturnType<typeof createPolicyActivities>;
+
+/**
+ * One exact completion through a gateway policy: the gateway's client contract (the project's exact-token
+ * names, answered in the canonical shape), as a side turn.
+ */
+async function gatewayCompletion(
+  policy: PolicySettings,
+  request: ExactChatRequest,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<ExactCompletion> {
+  const http = new EngineHttp(policy.url, { timeoutMs: policy.timeoutMs });
+  const body = {
+    ...(request.model !== undefined && { model: request.model }),
+    messages: request.messages,
+    ...(request.tools && { tools: request.tools }),
+    max_tokens: request.maxTokens,
+    temperature: request.temperature,
+    ...(request.topP !== undefined && { top_p: request.topP }),
+    ...(request.seed !== undefined && { seed: request.seed }),
+    logprobs: true,
+    return_prompt_token_ids: true,
+    return_token_ids: true,
+  };
+  return exactCompletionOf(await http.json('POST', '/v1/chat/completions', body, { signal, headers }), null);
+}

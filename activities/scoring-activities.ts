@@ -4,12 +4,7 @@ import { nextStateOf } from '../core/chat-messages.js';
 import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-prompts.js';
 import type { JudgeScore } from '../core/judge-votes.js';
 import { assembleSample as assemble, type HintOutcome } from '../core/sample-assembly.js';
-import {
-  alignTeacherLogprobs,
-  alignTeacherTopLogprobs,
-  appendHintToMessages,
-  teacherLogprobStartLen,
-} from '../core/teacher-context.js';
+import { appendHintToMessages } from '../core/teacher-context.js';
 import { exclusionKey, sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../core/turn-record.js';
 import type {
   Method,
@@ -19,11 +14,11 @@ import type {
   TeacherTopK,
   TrainingSample,
 } from '../core/types.js';
+import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { ScoreTurnResult } from '../workflows/score-turn-workflow.js';
 import { sampleScoredSignal, type TrainingInput, trainingWorkflowId } from '../workflows/training-signals.js';
 import { withHeartbeats } from './heartbeats.js';
 import type { Judge } from './judge-client.js';
-import type { PolicyEngineClient } from './policy-engine-client.js';
 import type { SampleStore } from './sample-store.js';
 import { responseTextForJudge } from './turn-text.js';
 
@@ -31,7 +26,7 @@ export interface ScoringDependencies {
   store: SampleStore;
   judge: Judge;
   /** The engine that computes teacher log-probs (the policy engine by default, or a frozen teacher). */
-  teacher: PolicyEngineClient;
+  teacher: EngineAdapter;
   /** Top-K teacher log-probs for top-K distillation; 0 turns them off. */
   teacherTopK: number;
   client: Client;
@@ -82,47 +77,22 @@ export function createScoringActivities(deps: ScoringDependencies) {
 
   /**
    * Teacher log-probs of the exact response tokens under the hinted prompt (spec 6.3-6.4): the hinted prompt
-   * is tokenised by the engine's own chat template, the response ids are the ones the policy sampled, and
-   * the prefill starts one position early so the first response token has its log-prob on any SGLang.
+   * is tokenised by the teacher's own chat template, the response ids are the ones the policy sampled, and
+   * the teacher's adapter aligns its engine's prefill log-probs to the response tokens.
    */
   async function teacherLogprobs(input: { sampleId: string; hint: string }): Promise<void> {
     const turn = await loadTurn(input.sampleId);
     const hinted = appendHintToMessages(turn.messages, input.hint);
-    const rendered = (await deps.teacher.request('POST', '/v1/chat/completions', {
+    const promptIds = await deps.teacher.renderPrompt({
       model: turn.model,
       messages: hinted,
-      ...(turn.tools && { tools: turn.tools }),
-      max_tokens: 1,
-      temperature: 0,
-      return_prompt_token_ids: true,
-    })) as { choices?: { prompt_token_ids?: number[] }[] };
-    const promptIds = rendered.choices?.[0]?.prompt_token_ids;
-    if (!Array.isArray(promptIds)) throw new Error('teacher engine did not return prompt_token_ids');
-    const ids = [...promptIds, ...turn.responseIds];
-    const start = teacherLogprobStartLen(ids.length, turn.responseIds.length);
-    const prefill = await deps.teacher.generate({
-      input_ids: ids,
-      sampling_params: { temperature: 0, max_new_tokens: 0 },
-      return_logprob: true,
-      logprob_start_len: start,
-      ...(deps.teacherTopK > 0 && { top_logprobs_num: deps.teacherTopK }),
+      tools: turn.tools,
     });
-    const logProbs = alignTeacherLogprobs(
-      prefill.meta_info.input_token_logprobs ?? [],
-      turn.responseIds.length,
-      start,
-      ids.length,
-    );
-    const topK =
-      deps.teacherTopK > 0
-        ? alignTeacherTopLogprobs(
-            prefill.meta_info.input_top_logprobs ?? [],
-            deps.teacherTopK,
-            turn.responseIds.length,
-            start,
-            ids.length,
-          )
-        : null;
+    const { logprobs: logProbs, topK } = await deps.teacher.prefillLogprobs({
+      inputIds: [...promptIds, ...turn.responseIds],
+      responseLength: turn.responseIds.length,
+      topK: deps.teacherTopK,
+    });
     const stored: StoredTeacher = { logProbs, topK };
     await store.put(teacherKey(input.sampleId), stored);
   }

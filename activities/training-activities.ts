@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import { exclusionKey, sampleKey } from '../core/turn-record.js';
 import type { Method, SampleExclusion, TrainingSample } from '../core/types.js';
+import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
 import { withHeartbeats } from './heartbeats.js';
-import type { PolicyEngineClient } from './policy-engine-client.js';
 import type { SampleStore } from './sample-store.js';
 import { storeKey } from './sample-store.js';
 import type { LossMethod, TrainerBackend, TrainerSample } from './trainer-backend.js';
@@ -16,7 +16,7 @@ export interface TrainingDependencies {
   store: SampleStore;
   trainer: TrainerBackend;
   /** The serving engine that receives each new policy version. */
-  serving: PolicyEngineClient;
+  serving: EngineAdapter;
   /** Checkpoints go under `<checkpointDir>/<runId>/v<version>`. */
   checkpointDir: string;
 }
@@ -114,7 +114,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
           );
         }
         // Checkpoints are written atomically, so one that exists is whole: (re)load it into serving.
-        await deps.serving.updateWeightsFromDisk(path, String(input.version));
+        await deps.serving.publishWeights({ path, version: String(input.version) });
         return path;
       });
     },

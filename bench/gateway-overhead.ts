@@ -1,13 +1,15 @@
 // Gateway overhead versus calling the engine directly, measured side by side in one run.
 //
-//   npx tsx bench/gateway-overhead.ts [--rounds1 50] [--rounds32 3] [--perLane 2] [--maxTokens 16]
-//                                      [--settleMs 20] [--settle32Ms 300]
+//   npx tsx bench/gateway-overhead.ts [--engine reference|vllm] [--rounds1 50] [--rounds32 3] [--perLane 2]
+//                                      [--maxTokens 16] [--settleMs 20] [--settle32Ms 300]
 //   npm run bench:gateway
 //
-// Starts a Temporal dev server, the reference engine (tiny random model, --trainer), the control worker and
-// the gateway, then sends the same chat completion (fixed seed, `ignore_eos`, `max_tokens` tokens) four ways:
+// Starts a Temporal dev server, the policy engine (the reference engine with --trainer, or vLLM with the
+// reference trainer beside it; tiny random model), the control worker and the gateway, then sends the same
+// chat completion (fixed seed, `ignore_eos`, `max_tokens` tokens) four ways:
 //   direct           to the engine, the client's body as it is;
-//   direct+rl        to the engine, plus what the gateway adds for a main turn (log-probs, exact token ids);
+//   direct+rl        to the engine, plus what the gateway adds for a main turn (the engine adapter's
+//                    exact-token fields);
 //   gateway side     through the gateway with `X-Turn-Type: side` (proxy only, nothing recorded);
 //   gateway main     through the gateway with a fresh `X-Session-Id` each (recorded: store write and
 //                    signal-with-start of a new session workflow before the response completes).
@@ -30,8 +32,10 @@ import {
   seededRandom,
   shuffled,
   signedMs,
+  stringOption,
 } from './support/stats.js';
 
+const engineKind = stringOption('engine', 'reference');
 const options = intOptions(
   {
     rounds1: 50,
@@ -71,7 +75,7 @@ function request(
   if (!stack?.gateway) throw new Error('stack not started');
   const stream = mode === 'stream';
   const body: Record<string, unknown> = {
-    model: 'tiny',
+    model: stack.modelName,
     messages: MESSAGES,
     max_tokens: options.maxTokens,
     temperature: 1,
@@ -83,13 +87,13 @@ function request(
     case 'direct':
       return timedChat(`${stack.engine.url}/v1/chat/completions`, body);
     case 'direct+rl':
-      return timedChat(`${stack.engine.url}/v1/chat/completions`, {
-        ...body,
-        logprobs: true,
-        return_prompt_token_ids: true,
-        return_token_ids: true,
-        ...(stream ? { stream_options: { include_usage: true } } : {}),
-      });
+      return timedChat(
+        `${stack.engine.url}/v1/chat/completions`,
+        stack.adapter.chatBody(
+          { ...body, ...(stream ? { stream_options: { include_usage: true } } : {}) },
+          { capture: true },
+        ),
+      );
     case 'gateway side':
       return timedChat(`${stack.gateway.url}/v1/chat/completions`, body, { 'x-turn-type': 'side' });
     case 'gateway main':
@@ -199,9 +203,10 @@ function report(title: string, samples: Record<Variant, Samples>, handOffMs: num
 async function main(): Promise<void> {
   const started = Date.now();
   console.log(
-    'starting: temporal dev server, reference engine (tiny model, --trainer), control worker, gateway',
+    `starting: temporal dev server, ${engineKind === 'vllm' ? 'vLLM + the reference trainer' : 'reference engine (--trainer)'} (tiny model), control worker, gateway`,
   );
   stack = await startStack({
+    engineKind: engineKind as 'reference' | 'vllm',
     gateway: true,
     // Each main turn opens its own session, which stays open (no scoring runs during the measurement).
     config: { runId: 'bench-gateway', method: 'rl', session: { idleTimeoutMs: 3_600_000 } },

@@ -13,6 +13,9 @@ export interface CommonFlags {
   judgeModel?: string;
   judgeApiKey?: string;
   engineUrl?: string;
+  /** `--engine-kind` (every command) or its short form `--engine` (dev). */
+  engineKind?: string;
+  engine?: string;
   model?: string;
   device?: string;
   trainer?: string;
@@ -46,6 +49,8 @@ export function configFromFlags(flags: CommonFlags, env: NodeJS.ProcessEnv = pro
   if (flags.temporalAddress !== undefined) overrides.temporal = { address: flags.temporalAddress };
   const engine: NonNullable<OpenClawConfigInput['engine']> = {};
   if (flags.engineUrl !== undefined) engine.url = flags.engineUrl;
+  const kind = flags.engineKind ?? flags.engine;
+  if (kind !== undefined) engine.kind = kind as NonNullable<OpenClawConfigInput['engine']>['kind'];
   if (flags.model !== undefined) engine.model = flags.model;
   if (flags.device !== undefined) engine.device = flags.device as 'cpu' | 'cuda';
   if (Object.keys(engine).length > 0) overrides.engine = engine;

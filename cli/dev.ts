@@ -1,17 +1,19 @@
-import { PolicyEngineClient } from '../activities/policy-engine-client.js';
+import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { parsePolicyVersion } from '../core/policy-version.js';
+import { createEngineAdapter, policyEngineFromConfig } from '../engines/engine-adapters.js';
 import { startGateway } from '../gateway/main.js';
 import { createControlWorker } from '../workers/control-worker.js';
-import type { EngineProcess } from '../workers/reference-engine-process.js';
 import { connectClient, connectWorker } from './connect.js';
-import { launchEngine } from './engine-launch.js';
+import { launchEngine, resolveModel, startTrainerBeside } from './engine-launch.js';
 import { type DevServer, isReachable, startTemporalDevServer } from './temporal-dev-server.js';
 import { ensureTrainingRun } from './training-run.js';
 
 /**
  * The whole Track 1 stack in one process tree: a Temporal dev server unless one answers (its database in
- * the data dir, so a restart resumes), the reference engine unless one answers, the control worker, the
- * gateway and the training run. Prints the URLs, then `ready`. Stops everything when `stop` resolves.
+ * the data dir, so a restart resumes), the policy engine of `engine.kind` unless one answers (the reference
+ * engine, or vLLM with a reference trainer beside it), the control worker, the gateway and the training run.
+ * Prints the URLs, then `ready`. Stops everything when `stop` resolves.
  */
 export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promise<void> {
   const cleanups: (() => Promise<void>)[] = [];
@@ -30,17 +32,35 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       temporalUi = server.uiUrl;
     }
 
-    const engineClient = new PolicyEngineClient(config.engine.url);
+    const engine = policyEngineFromConfig(config);
     let policyVersion: number;
-    if (await engineClient.health()) {
-      policyVersion = Number((await engineClient.modelInfo()).weight_version) || 0;
-      say(`engine ${config.engine.url} (already running, policy version ${policyVersion})`);
+    if (await engine.health()) {
+      policyVersion = parsePolicyVersion(await engine.weightVersion()) ?? 0;
+      say(
+        `engine ${config.engine.url} (${config.engine.kind}, already running, policy version ${policyVersion})`,
+      );
+      for (const problem of await engine.servingProblems().catch(() => [])) say(`engine: ${problem}`);
+      const trainerUrl = referenceTrainerUrl(config);
+      if (config.trainer.backend === 'reference' && trainerUrl !== config.engine.url) {
+        if (await createEngineAdapter('reference', trainerUrl).health())
+          say(`trainer ${trainerUrl} (already running)`);
+        else {
+          say(`trainer: starting the reference trainer at ${trainerUrl}`);
+          const trainer = await startTrainerBeside(config, await resolveModel(config), () => {});
+          cleanups.push(() => trainer.stop());
+        }
+      }
     } else {
-      say(`engine: starting the reference engine at ${config.engine.url}`);
-      const launched: { engine: EngineProcess; model: string; version: number } = await launchEngine(config);
-      cleanups.push(() => launched.engine.stop());
+      say(
+        `engine: starting ${config.engine.kind === 'vllm' ? 'vLLM' : 'the reference engine'} at ${config.engine.url}`,
+      );
+      const launched = await launchEngine(config);
+      for (const started of launched.processes) cleanups.push(() => started.stop());
       policyVersion = launched.version;
-      say(`engine ${launched.engine.url} model=${launched.model} policy version ${policyVersion}`);
+      if (launched.trainerUrl) say(`trainer ${launched.trainerUrl} (reference engine)`);
+      say(
+        `engine ${launched.url} model=${launched.model} (${config.engine.kind}) policy version ${policyVersion}`,
+      );
     }
 
     const { client, close } = await connectClient(config);

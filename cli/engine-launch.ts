@@ -1,17 +1,27 @@
 import { join } from 'node:path';
-import { PolicyEngineClient } from '../activities/policy-engine-client.js';
 import { FileSampleStore } from '../activities/sample-store.js';
+import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { createEngineAdapter } from '../engines/engine-adapters.js';
+import { splitArgs } from '../engines/vllm-server-args.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
 } from '../workers/reference-engine-process.js';
+import { ensureVllmInstalled, startVllm } from '../workers/vllm-process.js';
 import type { LineageEntry } from '../workflows/training-signals.js';
 
-/** The model folder to serve: the configured one, else a tiny random model built once in the data dir. */
+/** The name vLLM answers to when the project starts it (the judge's default model name too). */
+export const SERVED_MODEL_NAME = 'default';
+
+/**
+ * The model folder to serve: the configured one, else a tiny random model built once in the data dir (with
+ * the head size vLLM's CPU attention accepts when vLLM serves it).
+ */
 export async function resolveModel(config: OpenClawConfig): Promise<string> {
   if (config.engine.model) return config.engine.model;
+  if (config.engine.kind === 'vllm') return makeTinyModel(join(config.dataDir, 'tiny-model-h64'), 0, 64);
   return makeTinyModel(join(config.dataDir, 'tiny-model'));
 }
 
@@ -27,30 +37,94 @@ export async function latestPublished(config: OpenClawConfig): Promise<LineageEn
   return latest;
 }
 
-/**
- * Starts the reference engine (serving + trainer) on the engine URL's host and port. When the run already
- * published versions, the newest one is loaded before the engine is reported ready, so a restart serves what
- * the run last published; the trainer resumes from the same checkpoint on its next step.
- */
-export async function launchEngine(
-  config: OpenClawConfig,
-  log: (line: string) => void = () => {},
-): Promise<{ engine: EngineProcess; model: string; version: number }> {
-  const url = new URL(config.engine.url);
-  const model = await resolveModel(config);
-  const engine = await startReferenceEngine({
+export interface LaunchedEngine {
+  /** Every process started, in start order (stop them in reverse). */
+  processes: EngineProcess[];
+  /** The policy engine's URL. */
+  url: string;
+  /** The reference trainer's URL, when one was started beside another engine kind. */
+  trainerUrl: string | null;
+  model: string;
+  version: number;
+}
+
+function hostAndPort(url: string, fallbackPort: number): { host: string; port: number } {
+  const parsed = new URL(url);
+  return { host: parsed.hostname.replace(/^\[|\]$/g, ''), port: Number(parsed.port || fallbackPort) };
+}
+
+/** The reference engine (serving and training) of `model` at `url`, with the config's device and LoRA rank. */
+function startReferenceAt(config: OpenClawConfig, url: string, model: string, log: (line: string) => void) {
+  const { host, port } = hostAndPort(url, 30000);
+  return startReferenceEngine({
     model,
-    host: url.hostname,
-    port: Number(url.port || 30000),
+    host,
+    port,
     trainer: true,
     device: config.engine.device,
     loraRank: config.engine.loraRank,
     onLine: log,
     readyTimeoutMs: 600_000,
   });
-  const latest = await latestPublished(config);
-  if (latest) {
-    await new PolicyEngineClient(engine.url).updateWeightsFromDisk(latest.checkpoint, String(latest.version));
+}
+
+/** A reference engine with the trainer, for the reference backend beside an engine that does not train. */
+export function startTrainerBeside(config: OpenClawConfig, model: string, log: (line: string) => void) {
+  return startReferenceAt(config, referenceTrainerUrl(config), model, log);
+}
+
+/**
+ * Starts the policy engine of `engine.kind` on the engine URL's host and port: the reference engine (serving
+ * and training), or vLLM with a reference trainer on the next port (for the reference trainer backend).
+ * When the run already published versions, the newest one is loaded before the engine is reported ready,
+ * so a restart serves what the run last published; the trainer resumes from the same checkpoint on its next
+ * step. SGLang is started by `worker gpu` or compose's gpu profile, not here.
+ */
+export async function launchEngine(
+  config: OpenClawConfig,
+  log: (line: string) => void = () => {},
+): Promise<LaunchedEngine> {
+  const { host, port } = hostAndPort(config.engine.url, 30000);
+  const model = await resolveModel(config);
+  const processes: EngineProcess[] = [];
+  let trainerUrl: string | null = null;
+  try {
+    if (config.engine.kind === 'sglang')
+      throw new Error(
+        'dev and engine do not start SGLang: run it on a GPU host (`worker gpu`, or compose with the gpu profile) and point OPENCLAW_ENGINE_URL at it',
+      );
+    if (config.engine.kind === 'reference') {
+      processes.push(await startReferenceAt(config, config.engine.url, model, log));
+    } else {
+      ensureVllmInstalled(log);
+      if (config.trainer.backend === 'reference') {
+        const trainer = await startTrainerBeside(config, model, log);
+        processes.push(trainer);
+        trainerUrl = trainer.url;
+      }
+      processes.push(
+        await startVllm({
+          model,
+          servedModelName: SERVED_MODEL_NAME,
+          host,
+          port,
+          device: config.engine.device,
+          extraArgs: splitArgs(config.engine.args),
+          onLine: log,
+        }),
+      );
+    }
+    const engine = processes.at(-1) as EngineProcess;
+    const latest = await latestPublished(config);
+    if (latest) {
+      await createEngineAdapter(config.engine.kind, engine.url).publishWeights({
+        path: latest.checkpoint,
+        version: String(latest.version),
+      });
+    }
+    return { processes, url: engine.url, trainerUrl, model, version: latest?.version ?? 0 };
+  } catch (error) {
+    for (const started of processes.reverse()) await started.stop().catch(() => undefined);
+    throw error;
   }
-  return { engine, model, version: latest?.version ?? 0 };
 }

@@ -137,7 +137,7 @@ export function registerGpuCommands(program: Command): void {
     )
     .option('--no-temporal', 'only supervise the engine: no Temporal queue')
     .addOption(
-      new Option('--engine-kind <kind>', 'sglang | reference (OPENCLAW_ENGINE_KIND; default sglang)'),
+      new Option('--engine-kind <kind>', 'sglang | vllm | reference (OPENCLAW_ENGINE_KIND; default sglang)'),
     )
     .addOption(
       new Option(

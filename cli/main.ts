@@ -48,6 +48,11 @@ const common = {
       '--engine-url <url>',
       'policy engine base URL (OPENCLAW_ENGINE_URL; default http://127.0.0.1:30000)',
     ),
+  engineKind: () =>
+    new Option(
+      '--engine-kind <kind>',
+      'reference | sglang | vllm: which engine serves at the engine URL (OPENCLAW_ENGINE_KIND; default reference)',
+    ),
   method: () => new Option('--method <method>', 'rl | opd | combine (OPENCLAW_METHOD; default combine)'),
   batchSize: () =>
     new Option('--batch-size <n>', 'samples per training step (OPENCLAW_BATCH_SIZE; default 16)'),
@@ -87,6 +92,13 @@ program
   .addOption(common.dataDir())
   .addOption(common.runId())
   .addOption(common.engineUrl())
+  .addOption(
+    new Option(
+      '--engine <kind>',
+      'reference | vllm: the engine dev starts when none answers (short for --engine-kind)',
+    ),
+  )
+  .addOption(common.engineKind())
   .addOption(common.model())
   .addOption(common.device())
   .addOption(common.judgeUrl())
@@ -107,6 +119,7 @@ program
   .addOption(common.runId())
   .addOption(common.method())
   .addOption(common.engineUrl())
+  .addOption(common.engineKind())
   .action(async (flags: CommonFlags) => {
     const config = configFromFlags(flags);
     const { client, close } = await connectClient(config);
@@ -126,6 +139,7 @@ program
   .addOption(common.runId())
   .addOption(common.method())
   .addOption(common.engineUrl())
+  .addOption(common.engineKind())
   .addOption(common.judgeUrl())
   .addOption(common.judgeModel())
   .addOption(common.judgeApiKey())
@@ -153,23 +167,32 @@ program
 
 program
   .command('engine')
-  .description('run the reference engine (serving + trainer) on the engine URL')
+  .description(
+    'run the policy engine on the engine URL: the reference engine (serving + trainer), or vLLM with a reference trainer on the next port',
+  )
   .addOption(common.engineUrl())
+  .addOption(common.engineKind())
   .addOption(common.dataDir())
   .addOption(common.runId())
   .addOption(common.model())
   .addOption(common.device())
   .action(async (flags: CommonFlags) => {
     const config = configFromFlags(flags);
-    const { engine, model, version } = await launchEngine(config, (line) => console.error(line));
-    console.log(`engine ${engine.url} model=${model} policy version ${version}`);
-    const exited = new Promise<string>((resolve) =>
-      engine.process.once('exit', (code, signal) =>
-        resolve(`the engine exited (code ${code}, signal ${signal})`),
-      ),
+    const launched = await launchEngine(config, (line) => console.error(line));
+    if (launched.trainerUrl) console.log(`trainer ${launched.trainerUrl} (reference engine)`);
+    console.log(
+      `engine ${launched.url} model=${launched.model} (${config.engine.kind}) policy version ${launched.version}`,
     );
-    const outcome = await Promise.race([untilStopped().then(() => 'stopped'), exited]);
-    await engine.stop();
+    const exited = launched.processes.map(
+      (started) =>
+        new Promise<string>((resolve) =>
+          started.process.once('exit', (code, signal) =>
+            resolve(`an engine process exited (code ${code}, signal ${signal})`),
+          ),
+        ),
+    );
+    const outcome = await Promise.race([untilStopped().then(() => 'stopped'), ...exited]);
+    for (const started of [...launched.processes].reverse()) await started.stop();
     // A supervisor (systemd, compose) restarts on failure: an engine that died is one.
     if (outcome !== 'stopped') throw new Error(outcome);
   });

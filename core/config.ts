@@ -3,6 +3,7 @@
 // defaults < environment < overrides. Nothing here reads `process.env`: callers pass the environment in.
 
 import { z } from 'zod';
+import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
 import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
@@ -11,6 +12,7 @@ export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
 export const SUPERSEDED_POLICIES = ['exclude', 'negative'] as const satisfies readonly SupersededPolicy[];
+export { ENGINE_KINDS, type EngineKind };
 
 /** Judge defaults that follow the method, as the original launch scripts set them (PRM_M, PRM_MAX_NEW_TOKENS). */
 export const JUDGE_DEFAULTS_BY_METHOD = {
@@ -48,11 +50,13 @@ const configObject = z.strictObject({
     .prefault({}),
   engine: z
     .strictObject({
+      kind: z.enum(ENGINE_KINDS).default('reference'),
       url: httpUrl.default('http://127.0.0.1:30000'),
       // Empty: `openclaw-rl engine` and `dev` build and serve a tiny random model in `<dataDir>/tiny-model`.
       model: z.string().default(''),
       device: z.enum(['cpu', 'cuda']).default('cpu'),
       loraRank: z.number().int().min(0).default(0),
+      args: z.string().default(''),
     })
     .prefault({}),
   temporal: z
@@ -76,6 +80,7 @@ const configObject = z.strictObject({
   teacher: z
     .strictObject({
       url: httpUrl.default('http://127.0.0.1:30000'),
+      kind: z.union([z.literal(''), z.enum(ENGINE_KINDS)]).default(''),
       topK: z.number().int().min(0).max(1024).default(0),
     })
     .prefault({}),
@@ -119,6 +124,7 @@ const configObject = z.strictObject({
         .default(16 * 2 ** 30),
       extraArgs: z.string().default(''),
       tinkerUrl: z.union([z.literal(''), httpUrl]).default(''),
+      url: z.union([z.literal(''), httpUrl]).default(''),
     })
     .prefault({}),
   session: z
@@ -251,10 +257,17 @@ export const CONFIG_OPTIONS = [
     description: '`min_p` the gateway sends when a client leaves it out.',
   },
   {
+    key: 'engine.kind',
+    env: 'OPENCLAW_ENGINE_KIND',
+    kind: 'enum',
+    description:
+      "Which engine serves the policy at `engine.url`: `reference` (the project's engine), `sglang` or `vllm` (docs/engines.md). `dev` and `engine` start a vLLM themselves for `vllm`.",
+  },
+  {
     key: 'engine.url',
     env: 'OPENCLAW_ENGINE_URL',
     kind: 'string',
-    description: 'Base URL of the policy engine (SGLang or the reference engine).',
+    description: 'Base URL of the policy engine (without `/v1`).',
   },
   {
     key: 'engine.model',
@@ -276,6 +289,13 @@ export const CONFIG_OPTIONS = [
     kind: 'integer',
     description:
       'LoRA rank of the trainer (reference, slime on its FSDP backend with alpha 2×rank, Tinker); 0 trains all weights (Tinker: its default rank).',
+  },
+  {
+    key: 'engine.args',
+    env: 'OPENCLAW_ENGINE_ARGS',
+    kind: 'string',
+    description:
+      'Extra arguments, separated by spaces, for the engine server the project starts (`dev`, `engine`, `worker gpu`), e.g. `--max-model-len 8192`.',
   },
   {
     key: 'temporal.address',
@@ -348,6 +368,13 @@ export const CONFIG_OPTIONS = [
     kind: 'string',
     description:
       'SGLang-compatible engine that computes teacher log-probs (`/generate` prefill). The default, the policy engine, makes the current policy its own teacher; point it at a frozen copy of the base model to match the original.',
+  },
+  {
+    key: 'teacher.kind',
+    env: 'OPENCLAW_TEACHER_KIND',
+    kind: 'enum',
+    defaultNote: '`engine.kind`',
+    description: 'Engine kind of the teacher at `teacher.url`: `reference`, `sglang` or `vllm`.',
   },
   {
     key: 'teacher.topK',
@@ -521,6 +548,14 @@ export const CONFIG_OPTIONS = [
     defaultNote: '`engine.url`',
     description:
       'tinker: base URL of the Tinker sidecar (`python -m openclaw_engine.tinker_sidecar`); by default the engine URL, since the sidecar also serves.',
+  },
+  {
+    key: 'trainer.url',
+    env: 'OPENCLAW_TRAINER_URL',
+    kind: 'string',
+    defaultNote: '`engine.url` (with `engine.kind` vllm, `dev` starts it on the next port)',
+    description:
+      'reference: base URL of the reference engine that trains (`openclaw-rl engine --trainer-only`); by default the policy engine itself, which is the reference engine unless `engine.kind` says otherwise.',
   },
   {
     key: 'session.idleTimeoutMs',

@@ -3,6 +3,7 @@
 // (spec 10.1: 10 model turns, 3 parse errors, head/tail truncation) unless a comment says otherwise. zod is
 // pure, so the workflow bundle may use it.
 import { z } from 'zod';
+import { ENGINE_KINDS } from './engine-kinds.js';
 import { lossSettingsSchema, optimizerSettingsSchema } from './training-settings.js';
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
@@ -26,6 +27,8 @@ export const policySchema = z.strictObject({
    * gateway: send messages through the gateway as side turns (never trained as Track 1 turns).
    */
   mode: z.enum(['engine', 'gateway']).default('engine'),
+  /** engine mode: which engine serves at `url` (its adapter speaks that engine's contract). */
+  engine: z.enum(ENGINE_KINDS).default('reference'),
   sampling: samplingSchema.prefault({}),
   /** One policy call, including its retries inside the activity's start-to-close. */
   timeoutMs: z.number().int().min(1_000).default(600_000),

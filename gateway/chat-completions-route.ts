@@ -5,8 +5,11 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { identifySession } from '../core/session-id.js';
+import { TurnCapture } from '../engines/chat-capture.js';
+import { engineChatResponseSchema } from '../engines/chat-schema.js';
 import { parseChatRequest } from './chat-request-schema.js';
 import {
+  answerNamesWeightVersion,
   type ChatDeps,
   type ChatTurn,
   endSessionIfAsked,
@@ -16,7 +19,6 @@ import {
 } from './chat-turn.js';
 import { clientResponse, clientWantsOf } from './client-response.js';
 import { clientSignalOf } from './client-signal.js';
-import { engineChatResponseSchema } from './engine-chat-schema.js';
 import { ClientGoneError } from './engine-upstream.js';
 import {
   IDEMPOTENT_REPLAYED_HEADER,
@@ -28,7 +30,6 @@ import {
 import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
 import { explicitSampling } from './sampling.js';
 import { relayStream } from './stream-relay.js';
-import { TurnCapture } from './turn-capture.js';
 
 /** What the gateway learnt about a request before its handler ran. */
 export interface RequestContext {
@@ -71,6 +72,13 @@ export function chatCompletionsHandler(
 
     deps.metrics.turns.inc({ turn_type: main ? 'main' : 'side' });
     const sampling = explicitSampling(chat, deps.sampling);
+    const engine = deps.upstream.engine;
+    const clientSignal = clientSignalOf(reply);
+    // Read before the engine is asked, so the version recorded is never newer than the one that answered.
+    const versionBefore =
+      main && !answerNamesWeightVersion(engine, chat.stream === true)
+        ? await deps.upstream.currentWeightVersion(clientSignal).catch(() => null)
+        : null;
     const turn: ChatTurn = {
       request: chat,
       identity,
@@ -78,8 +86,9 @@ export function chatCompletionsHandler(
       wants: clientWantsOf(chat),
       sampling,
       idempotency: claim,
-      engineBody: engineRequestBody(chat, main, sampling),
-      clientSignal: clientSignalOf(reply),
+      engineBody: engineRequestBody(engine, chat, main, sampling),
+      versionBefore,
+      clientSignal,
       startedAt: context.startedAt,
       log: request.log.child({ sessionId: identity.sessionId, turnType: main ? 'main' : 'side' }),
     };
@@ -120,9 +129,10 @@ function sendReplay(reply: FastifyReply, response: StoredResponse): FastifyReply
 
 async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): Promise<void> {
   const response = await deps.upstream.chatCompletions(turn.engineBody, turn.clientSignal);
-  const body = await deps.upstream.json(response, turn.clientSignal);
-  if (typeof body !== 'object' || body === null || Array.isArray(body))
+  const raw = await deps.upstream.json(response, turn.clientSignal);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw badGateway('the policy engine returned a response that is not a JSON object', 'upstream_failed');
+  const body = deps.upstream.engine.canonicalResponse(raw as Record<string, unknown>);
   let recorded = null;
   if (turn.main) {
     const parsed = engineChatResponseSchema.safeParse(body);
@@ -139,9 +149,7 @@ async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): 
   }
   await endSessionIfAsked(deps, turn);
   // Serialised here, once, so a replay sends exactly these bytes.
-  const text = JSON.stringify(
-    clientResponse(body as Record<string, unknown>, turn.wants, turn.identity.sessionId),
-  );
+  const text = JSON.stringify(clientResponse(body, turn.wants, turn.identity.sessionId));
   await keepForReplay(turn, { status: 200, contentType: JSON_CONTENT_TYPE, body: text }, recorded);
   await reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(text);
 }

@@ -3,16 +3,17 @@
 
 import type { FastifyBaseLogger } from 'fastify';
 import { type ChatMessage, normaliseMessagesForTemplate } from '../core/chat-messages.js';
+import { olderWeightVersion, parsePolicyVersion } from '../core/policy-version.js';
 import { type SessionIdentification, stripSessionFields } from '../core/session-id.js';
+import type { TurnCapture } from '../engines/chat-capture.js';
+import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { ChatRequest } from './chat-request-schema.js';
 import type { ClientWants } from './client-response.js';
 import type { EngineUpstream } from './engine-upstream.js';
 import type { IdempotencyClaim, IdempotencyKeys, StoredResponse } from './idempotency.js';
 import type { GatewayMetrics } from './metrics.js';
 import { badGateway, serviceUnavailable } from './openai-errors.js';
-import { parsePolicyVersion } from './policy-version.js';
 import type { ExplicitSampling, SamplingDefaults } from './sampling.js';
-import type { TurnCapture } from './turn-capture.js';
 import type { RecordedTurn, TurnRecorder } from './turn-recorder.js';
 
 export interface ChatDeps {
@@ -36,6 +37,12 @@ export interface ChatTurn {
   idempotency: IdempotencyClaim | null;
   /** The body sent to the engine. */
   engineBody: Record<string, unknown>;
+  /**
+   * For a main turn on an engine whose answer does not name its weight version: the version read just
+   * before the engine was asked (null when it could not be read). The turn records the older of it and
+   * the version read after the answer.
+   */
+  versionBefore: string | null;
   /** Aborted when the client disconnects before its response completed. */
   clientSignal: AbortSignal;
   /** `process.hrtime.bigint()` when the request arrived. */
@@ -44,22 +51,26 @@ export interface ChatTurn {
 }
 
 /**
- * The client's body without session fields and with every sampling parameter explicit; for a main turn, plus
- * SGLang's exact-token extensions and, when streaming, usage in the stream (the client's own choices are
- * restored in what it sees).
+ * The client's body without session fields and with every sampling parameter explicit, in the engine's
+ * spelling; for a main turn, plus the engine's exact-token extensions and, when streaming, usage in the stream
+ * (the client's own choices are restored in what it sees).
  */
 export function engineRequestBody(
+  engine: EngineAdapter,
   request: ChatRequest,
   main: boolean,
   sampling: ExplicitSampling,
 ): Record<string, unknown> {
   const body: Record<string, unknown> = { ...stripSessionFields(request), ...sampling.engineFields };
-  if (!main) return body;
-  body.logprobs = true;
-  body.return_prompt_token_ids = true;
-  body.return_token_ids = true;
-  if (request.stream) body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
-  return body;
+  if (main && request.stream)
+    body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
+  return engine.chatBody(body, { capture: main });
+}
+
+/** Whether a main turn's answer will name its weight version, or the gateway must read it around the call. */
+export function answerNamesWeightVersion(engine: EngineAdapter, stream: boolean): boolean {
+  const named = engine.features.weightVersionInResponse;
+  return stream ? named.stream : named.nonStream;
 }
 
 /**
@@ -83,9 +94,13 @@ export async function recordMainTurn(
   try {
     const policyVersion =
       captured.turn.policyVersion ??
-      parsePolicyVersion(await deps.upstream.currentWeightVersion(AbortSignal.timeout(10_000)));
-    if (policyVersion === null)
-      throw new Error('the engine reports no weight version, per response or in /get_model_info');
+      parsePolicyVersion(
+        olderWeightVersion(
+          turn.versionBefore,
+          await deps.upstream.currentWeightVersion(AbortSignal.timeout(10_000)),
+        ),
+      );
+    if (policyVersion === null) throw new Error('the engine reports no weight version');
     const recorded = await deps.recorder.record({
       sessionId,
       model: captured.turn.model || turn.request.model || '',

@@ -77,6 +77,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
 
   const app = createGateway({
     engineUrl: config.engine.url,
+    engineKind: config.engine.kind,
     recorder,
     idempotency,
     sampling: sampling.defaults,

@@ -9,6 +9,9 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import type { LoggerOptions } from 'pino';
+import type { EngineKind } from '../core/config.js';
+import type { EngineAdapter } from '../engines/engine-adapter.js';
+import { createEngineAdapter } from '../engines/engine-adapters.js';
 import { type ApiKeyCheck, createApiKeyCheck } from './auth.js';
 import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
 import { clientSignalOf } from './client-signal.js';
@@ -20,8 +23,12 @@ import { NEUTRAL_SAMPLING, type SamplingDefaults } from './sampling.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
 export interface GatewayOptions {
-  /** Base URL of the policy engine (SGLang or the reference engine), without `/v1`. */
+  /** Base URL of the policy engine, without `/v1`. */
   engineUrl: string;
+  /** Which engine it is (default `reference`): its adapter speaks that engine's contract. */
+  engineKind?: EngineKind;
+  /** Replaces the adapter built from `engineUrl` and `engineKind`. */
+  engine?: EngineAdapter;
   recorder: TurnRecorder;
   /** Where `Idempotency-Key` responses are kept (the sample store, shared by every gateway). */
   idempotency: IdempotencyKeys;
@@ -49,8 +56,12 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
   const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const app = Fastify({ logger: options.logger ?? false, bodyLimit });
   const metrics = new GatewayMetrics({ processMetrics: options.processMetrics ?? false });
-  const upstream = new EngineUpstream(options.engineUrl.replace(/\/+$/, ''), {
-    timeoutMs: options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS,
+  const timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
+  const engine =
+    options.engine ??
+    createEngineAdapter(options.engineKind ?? 'reference', options.engineUrl, { timeoutMs });
+  const upstream = new EngineUpstream(engine, {
+    timeoutMs,
     onError: (kind) => metrics.upstreamError(kind),
   });
   const auth = createApiKeyCheck(options.apiKeys ?? []);
@@ -59,6 +70,12 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
       'NO API KEYS CONFIGURED: the gateway accepts every request without authentication. ' +
         'Set gateway.apiKeys (OPENCLAW_API_KEYS) before exposing it beyond this machine.',
     );
+
+  // An engine started in a way that breaks exact capture is said at start, not at the first turn.
+  app.addHook('onReady', async () => {
+    const problems = await engine.servingProblems(AbortSignal.timeout(5_000)).catch(() => []);
+    for (const problem of problems) app.log.warn({ engine: engine.url }, problem);
+  });
 
   const contexts = new WeakMap<FastifyRequest, RequestContext>();
   const contextOf = (request: FastifyRequest): RequestContext =>
@@ -87,7 +104,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
 
   app.get('/healthz', async () => ({
     ok: true,
-    engine: { url: upstream.baseUrl, reachable: await upstream.reachable() },
+    engine: { url: upstream.baseUrl, kind: engine.kind, reachable: await upstream.reachable() },
   }));
 
   app.get('/metrics', async (_request, reply) => {

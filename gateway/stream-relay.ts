@@ -6,6 +6,8 @@
 
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import { TurnCapture } from '../engines/chat-capture.js';
+import { engineChatChunkSchema } from '../engines/chat-schema.js';
 import {
   type ChatDeps,
   type ChatTurn,
@@ -14,11 +16,9 @@ import {
   recordMainTurn,
 } from './chat-turn.js';
 import { clientChunk } from './client-response.js';
-import { engineChatChunkSchema } from './engine-chat-schema.js';
 import { parseSseEvents } from './engine-stream.js';
 import { ClientGoneError } from './engine-upstream.js';
 import { badGateway, internalError, OpenAIError } from './openai-errors.js';
-import { TurnCapture } from './turn-capture.js';
 import type { RecordedTurn } from './turn-recorder.js';
 
 const SSE_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
@@ -57,7 +57,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
         sawDone = true;
         break;
       }
-      const chunk = parseChunk(event.data);
+      const chunk = deps.upstream.engine.canonicalChunk(parseChunk(event.data));
       if (chunk.error !== undefined) {
         // The engine failed mid-stream and said so: pass its error on, record nothing.
         deps.metrics.upstreamError('stream');

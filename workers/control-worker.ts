@@ -2,7 +2,6 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type Judge, OpenAIJudge } from '../activities/judge-client.js';
-import { PolicyEngineClient } from '../activities/policy-engine-client.js';
 import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
 import { createScoringActivities } from '../activities/scoring-activities.js';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
@@ -10,6 +9,7 @@ import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-c
 import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
 import type { Method } from '../core/types.js';
+import { policyEngineFromConfig, teacherEngineFromConfig } from '../engines/engine-adapters.js';
 import type { TrainingInput } from '../workflows/training-signals.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -58,7 +58,7 @@ export async function createControlWorker(
   options: Partial<WorkerOptions> = {},
 ): Promise<Worker> {
   const store = deps.store ?? new FileSampleStore(`${config.dataDir}/store`);
-  const engine = new PolicyEngineClient(config.engine.url);
+  const engine = policyEngineFromConfig(config);
   const judge =
     deps.judge ??
     new OpenAIJudge({
@@ -73,7 +73,7 @@ export async function createControlWorker(
     ...createScoringActivities({
       store,
       judge,
-      teacher: new PolicyEngineClient(config.teacher.url),
+      teacher: teacherEngineFromConfig(config),
       teacherTopK: config.teacher.topK,
       client,
       controlTaskQueue: options.taskQueue ?? config.temporal.taskQueue,

@@ -14,8 +14,11 @@ export function enginePython(env: NodeJS.ProcessEnv = process.env): string {
   return existsSync(venv) ? venv : 'python3';
 }
 
-/** Writes a tiny random Hugging Face model folder (`make-tiny-model`) unless one is already there. */
-export async function makeTinyModel(dir: string, seed = 0): Promise<string> {
+/**
+ * Writes a tiny random Hugging Face model folder (`make-tiny-model`) unless one is already there. `headDim`
+ * 64 makes one vLLM's CPU attention serves (it refuses the default 16).
+ */
+export async function makeTinyModel(dir: string, seed = 0, headDim = 16): Promise<string> {
   if (existsSync(resolve(dir, 'config.json'))) return dir;
   await execFileAsync(enginePython(), [
     '-m',
@@ -24,6 +27,8 @@ export async function makeTinyModel(dir: string, seed = 0): Promise<string> {
     dir,
     '--seed',
     String(seed),
+    '--head-dim',
+    String(headDim),
   ]);
   return dir;
 }

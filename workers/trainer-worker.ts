@@ -4,12 +4,12 @@
 // folder as the control worker, and loads each new version into the serving engine at `engine.url`.
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
-import { PolicyEngineClient } from '../activities/policy-engine-client.js';
 import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
 import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { policyEngineFromConfig } from '../engines/engine-adapters.js';
 
 /** The queue `worker trainer` polls: the configured one, else `trainer`. */
 export const DEFAULT_TRAINER_TASK_QUEUE = 'trainer';
@@ -33,7 +33,7 @@ export async function createTrainerWorker(
   const { trainStep, publishWeights } = createTrainingActivities({
     store: deps.store ?? new FileSampleStore(`${config.dataDir}/store`),
     trainer,
-    serving: new PolicyEngineClient(config.engine.url),
+    serving: policyEngineFromConfig(config),
     checkpointDir: `${config.dataDir}/checkpoints`,
   });
   const taskQueue = options.taskQueue ?? trainerTaskQueue(config);

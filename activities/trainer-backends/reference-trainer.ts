@@ -1,4 +1,4 @@
-import { PolicyEngineClient } from '../policy-engine-client.js';
+import { EngineHttp } from '../../engines/engine-http.js';
 import type {
   LossConfig,
   OptimizerConfig,
@@ -15,10 +15,10 @@ import { trainStepRequest } from './train-step-request.js';
  */
 export class ReferenceTrainerBackend implements TrainerBackend {
   readonly name: string = 'reference';
-  protected readonly client: PolicyEngineClient;
+  protected readonly client: EngineHttp;
 
   constructor(baseUrl: string, trainTimeoutMs = 30 * 60_000) {
-    this.client = new PolicyEngineClient(baseUrl, trainTimeoutMs);
+    this.client = new EngineHttp(baseUrl, { timeoutMs: trainTimeoutMs });
   }
 
   async trainStep(
@@ -28,19 +28,19 @@ export class ReferenceTrainerBackend implements TrainerBackend {
     optimizer: OptimizerConfig,
   ): Promise<TrainStepMetrics> {
     const body = trainStepRequest(stepId, samples, loss, optimizer);
-    return (await this.client.request('POST', '/train_step', body)) as TrainStepMetrics;
+    return (await this.client.json('POST', '/train_step', body)) as TrainStepMetrics;
   }
 
   async saveCheckpoint(path: string): Promise<void> {
-    await this.client.request('POST', '/save_checkpoint', { path });
+    await this.client.json('POST', '/save_checkpoint', { path });
   }
 
   async loadCheckpoint(path: string): Promise<void> {
-    await this.client.request('POST', '/load_checkpoint', { path });
+    await this.client.json('POST', '/load_checkpoint', { path });
   }
 
   async hasApplied(stepId: string): Promise<boolean> {
-    const info = (await this.client.request('GET', '/trainer_info')) as { step_ids?: string[] };
+    const info = (await this.client.json('GET', '/trainer_info')) as { step_ids?: string[] };
     return (info.step_ids ?? []).includes(stepId);
   }
 

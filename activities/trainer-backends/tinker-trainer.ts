@@ -29,6 +29,6 @@ export class TinkerTrainerBackend extends ReferenceTrainerBackend {
 
   /** Publishes the weights as Tinker sampler weights; `path` then holds `tinker-sampler.json`. */
   override async exportForServing(path: string): Promise<string> {
-    return exportSchema.parse(await this.client.request('POST', '/export_for_serving', { path })).path;
+    return exportSchema.parse(await this.client.json('POST', '/export_for_serving', { path })).path;
   }
 }

@@ -38,13 +38,26 @@ export function slimeOptionsFromConfig(config: OpenClawConfig): SlimeTrainerOpti
   };
 }
 
+/**
+ * Where the reference trainer answers: `trainer.url`; else the policy engine when it is the reference engine
+ * (it trains too), or the port after the policy engine's (where `dev` and `engine` start the trainer beside
+ * vLLM or SGLang).
+ */
+export function referenceTrainerUrl(config: OpenClawConfig): string {
+  if (config.trainer.url) return config.trainer.url;
+  if (config.engine.kind === 'reference') return config.engine.url;
+  const url = new URL(config.engine.url);
+  url.port = String(Number(url.port || (url.protocol === 'https:' ? 443 : 80)) + 1);
+  return url.toString().replace(/\/+$/, '');
+}
+
 export function trainerFromConfig(
   config: OpenClawConfig,
   options: TrainerFromConfigOptions = {},
 ): TrainerBackend {
   switch (config.trainer.backend) {
     case 'reference':
-      return new ReferenceTrainerBackend(config.engine.url);
+      return new ReferenceTrainerBackend(referenceTrainerUrl(config));
     case 'slime':
       return new SlimeTrainerBackend({ ...slimeOptionsFromConfig(config), ...options });
     case 'tinker':

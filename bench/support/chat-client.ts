@@ -15,12 +15,16 @@ export interface ChatTiming {
 }
 
 interface ChunkShape {
-  choices?: { delta?: { content?: string | null; reasoning_content?: string | null } }[];
+  choices?: {
+    delta?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null };
+  }[];
   error?: unknown;
 }
 
 interface BodyShape {
-  choices?: { message?: { content?: string | null; reasoning_content?: string | null } }[];
+  choices?: {
+    message?: { content?: string | null; reasoning_content?: string | null; reasoning?: string | null };
+  }[];
 }
 
 export async function timedChat(
@@ -42,7 +46,8 @@ export async function timedChat(
     return {
       totalMs,
       ttftMs: Number.NaN,
-      content: `${message?.reasoning_content ?? ''}${message?.content ?? ''}`,
+      // vLLM spells the reasoning field `reasoning`; the gateway, like SGLang, `reasoning_content`.
+      content: `${message?.reasoning_content ?? message?.reasoning ?? ''}${message?.content ?? ''}`,
       completedAt: Date.now(),
     };
   }
@@ -69,7 +74,7 @@ export async function timedChat(
         const chunk = JSON.parse(data) as ChunkShape;
         if (chunk.error) throw new Error(`${url}: stream error ${JSON.stringify(chunk.error)}`);
         const delta = chunk.choices?.[0]?.delta;
-        const text = `${delta?.reasoning_content ?? ''}${delta?.content ?? ''}`;
+        const text = `${delta?.reasoning_content ?? delta?.reasoning ?? ''}${delta?.content ?? ''}`;
         if (text && Number.isNaN(ttftMs)) ttftMs = now() - started;
         content += text;
       }

@@ -1,6 +1,7 @@
 // The real Track 1 parts a benchmark runs against, each started fresh and stopped at the end: a Temporal dev
-// server on a free port (its database in a temporary folder), the reference engine (tiny random model,
-// `--trainer`), the fake judge where scoring runs, the control worker in this process, and the gateway.
+// server on a free port (its database in a temporary folder), the policy engine (the reference engine with
+// `--trainer`, or vLLM with the reference trainer beside it; a tiny random model), the fake judge where
+// scoring runs, the control worker in this process, and the gateway.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -10,7 +11,14 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
-import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../../core/config.js';
+import {
+  type EngineKind,
+  loadConfig,
+  type OpenClawConfig,
+  type OpenClawConfigInput,
+} from '../../core/config.js';
+import type { EngineAdapter } from '../../engines/engine-adapter.js';
+import { createEngineAdapter } from '../../engines/engine-adapters.js';
 import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { sessionSettingsFromConfig } from '../../gateway/session-delivery.js';
@@ -22,6 +30,7 @@ import {
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
+import { startVllm } from '../../workers/vllm-process.js';
 
 export interface StackOptions {
   /** Config overrides (runId, method, training, session...); engine, judge, dataDir and temporal are set here. */
@@ -32,12 +41,18 @@ export interface StackOptions {
   gateway?: boolean;
   /** Start the control worker now (default); false leaves it to `startWorker()`. */
   startWorker?: boolean;
+  /** Which engine serves (default the reference engine); vLLM gets the reference trainer beside it. */
+  engineKind?: EngineKind;
 }
 
 export interface Stack {
   dir: string;
   config: OpenClawConfig;
   engine: EngineProcess;
+  /** The serving engine's adapter (what the gateway talks through). */
+  adapter: EngineAdapter;
+  /** The `model` requests name (vLLM refuses others). */
+  modelName: string;
   judge: FakeJudge | null;
   client: Client;
   store: FileSampleStore;
@@ -126,9 +141,16 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const server: DevServer = await startTemporalDevServer(address, join(dir, 'temporal'));
     cleanups.push(() => server.stop());
 
-    const model = await makeTinyModel(join(dir, 'model'));
-    const engine = await startReferenceEngine({ model, trainer: true });
-    cleanups.push(() => engine.stop());
+    const kind = options.engineKind ?? 'reference';
+    const model = await makeTinyModel(join(dir, 'model'), 0, kind === 'vllm' ? 64 : 16);
+    const trainer = await startReferenceEngine({ model, trainer: true });
+    cleanups.push(() => trainer.stop());
+    let engine: EngineProcess = trainer;
+    if (kind === 'vllm') {
+      const vllm = await startVllm({ model, servedModelName: 'default', device: 'cpu' });
+      cleanups.push(() => vllm.stop());
+      engine = vllm;
+    } else if (kind !== 'reference') throw new Error(`the benchmark stack cannot start ${kind}`);
 
     const judge = options.judge ? await startFakeJudge() : null;
     if (judge) cleanups.push(() => judge.close());
@@ -138,7 +160,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       {
         ...options.config,
         dataDir: dir,
-        engine: { url: engine.url },
+        engine: { kind, url: engine.url },
+        trainer: { ...options.config?.trainer, url: trainer.url },
         teacher: { url: engine.url },
         judge: { ...(judge ? { baseUrl: judge.url, model: 'fake-judge' } : {}), ...options.config?.judge },
         temporal: { address, ...options.config?.temporal },
@@ -206,6 +229,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       dir,
       config,
       engine,
+      adapter: createEngineAdapter(kind, engine.url),
+      modelName: kind === 'vllm' ? 'default' : 'tiny',
       judge,
       client,
       store,

@@ -40,6 +40,16 @@ export function printTable(header: string[], rows: string[][]): void {
 }
 
 /** `--name value` integer options with defaults; `--help` prints them. */
+/** Takes `--name value` out of the command line (before `intOptions` reads the numeric ones). */
+export function stringOption(name: string, fallback: string): string {
+  const at = process.argv.indexOf(`--${name}`);
+  if (at < 0) return fallback;
+  const value = process.argv[at + 1];
+  if (value === undefined) throw new Error(`--${name} needs a value`);
+  process.argv.splice(at, 2);
+  return value;
+}
+
 export function intOptions<T extends Record<string, number>>(defaults: T, usage: string): T {
   const { values } = parseArgs({
     options: {

@@ -17,6 +17,9 @@ def _parser() -> argparse.ArgumentParser:
     tiny = sub.add_parser("make-tiny-model", help="write a tiny random Qwen3-architecture model folder")
     tiny.add_argument("dir", help="output folder (created if missing)")
     tiny.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
+    tiny.add_argument(
+        "--head-dim", type=int, default=16, help="attention head size (vLLM's CPU build needs 32, 64 or 128)"
+    )
 
     serve = sub.add_parser("serve", help="serve a model folder over SGLang's HTTP API subset")
     serve.add_argument("--model", required=True, help="Hugging Face model folder")
@@ -39,6 +42,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--strict",
+        action="store_true",
+        default=os.environ.get("OPENCLAW_ENGINE_STRICT", "").lower() in ("1", "true"),
+        help="refuse what SGLang 0.5.23 refuses (OPENCLAW_ENGINE_STRICT=1; on in the project's tests)",
+    )
     serve.add_argument("--trainer", action="store_true", help="also mount the training routes")
     serve.add_argument("--lora-rank", type=int, default=0, help="trainer LoRA rank (0: full fine-tuning)")
     serve.add_argument("--lora-alpha", type=int, default=None, help="trainer LoRA alpha")
@@ -82,7 +91,12 @@ def _serve(args: argparse.Namespace) -> None:
             args.model, device=args.device, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha
         )
         routers.append(make_training_router(trainer))
-    app = create_app(runner, max_body_bytes=int(args.max_body_mb * 1024 * 1024), extra_routers=routers)
+    app = create_app(
+        runner,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        extra_routers=routers,
+        strict=args.strict,
+    )
     serve(app, host=args.host, port=args.port, log_level=args.log_level)
 
 
@@ -91,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.command == "make-tiny-model":
         from .tiny_model import make_tiny_model
 
-        out = make_tiny_model(args.dir, seed=args.seed)
+        out = make_tiny_model(args.dir, seed=args.seed, head_dim=args.head_dim)
         print(out)
     elif args.command == "train-epoch":
         from .train_epoch import main as train_epoch

@@ -38,9 +38,15 @@ class ChatPlan:
     model: str
     completion_id: str
     created: int
+    # Strict mode answers as SGLang 0.5.23 does: its refusals, and `response_token_ids` for the sampled ids.
+    strict: bool = False
 
 
-def plan(body: ChatCompletionIn, raw: dict[str, Any], runner: ServedPolicy) -> ChatPlan:
+def plan(
+    body: ChatCompletionIn, raw: dict[str, Any], runner: ServedPolicy, *, strict: bool = False
+) -> ChatPlan:
+    if strict and (refusal := body.sglang_refusal()) is not None:
+        raise EngineError(refusal, param="max_tokens" if refusal.startswith("max_tokens") else "stream")
     tools_on = bool(body.tools) and body.tool_choice != "none"
     prompt_text: str | None = None
     if body.input_ids is not None:  # SGLang: a pre-tokenised prompt bypasses the chat template
@@ -86,6 +92,7 @@ def plan(body: ChatCompletionIn, raw: dict[str, Any], runner: ServedPolicy) -> C
         model=body.model or runner.served_model_name,
         completion_id=f"chatcmpl-{request.rid}",
         created=int(time.time()),
+        strict=strict,
     )
 
 
@@ -161,6 +168,16 @@ def _meta_info(result: GenerationResult, plan_: ChatPlan) -> dict[str, Any]:
     }
 
 
+def _sglext(result: GenerationResult, body: ChatCompletionIn) -> dict[str, Any] | None:
+    """SGLang's response-level extension object: prompt ids and one list of sampled ids per choice."""
+    out: dict[str, Any] = {}
+    if body.return_input_ids_in_sglext:
+        out["input_ids"] = list(result.prompt_ids)
+    if body.return_output_ids_in_sglext:
+        out["output_ids"] = [list(result.output_ids)]
+    return out or None
+
+
 def response(result: GenerationResult, body: ChatCompletionIn, plan_: ChatPlan, runner: ServedPolicy) -> dict:
     parsed = parse_output(
         result.text, separate_reasoning=body.separate_reasoning, parse_tools=plan_.parse_tools
@@ -178,13 +195,15 @@ def response(result: GenerationResult, body: ChatCompletionIn, plan_: ChatPlan, 
         "finish_reason": finish_reason,
         "matched_stop": matched,
     }
-    if body.return_prompt_token_ids:
+    # SGLang: return_token_ids implies the prompt ids too.
+    if body.return_prompt_token_ids or (plan_.strict and body.return_token_ids):
         choice["prompt_token_ids"] = list(result.prompt_ids)
     if body.return_token_ids:
-        choice["token_ids"] = list(result.output_ids)
+        # SGLang 0.5.23 names the sampled ids `response_token_ids`; the engine (like vLLM) says `token_ids`.
+        choice["response_token_ids" if plan_.strict else "token_ids"] = list(result.output_ids)
     if body.return_meta_info:
         choice["meta_info"] = _meta_info(result, plan_)
-    return {
+    out: dict[str, Any] = {
         "id": plan_.completion_id,
         "object": "chat.completion",
         "created": plan_.created,
@@ -193,6 +212,9 @@ def response(result: GenerationResult, body: ChatCompletionIn, plan_: ChatPlan, 
         "usage": _usage(result),
         "metadata": {"weight_version": result.weight_version},
     }
+    if (sglext := _sglext(result, body)) is not None:
+        out["sglext"] = sglext
+    return out
 
 
 # ------------------------------------------------------------------------------------------ streaming
@@ -260,6 +282,8 @@ async def stream(
         {"index": 0, "delta": {}, "logprobs": None, "finish_reason": finish_reason, "matched_stop": matched},
         metadata={"weight_version": result.weight_version},
     )
+    if (sglext := _sglext(result, body)) is not None:  # as SGLang: after the finish chunk, before usage
+        yield _chunk(plan_, None, sglext=sglext)
     if body.stream_options is not None and body.stream_options.include_usage:
         yield _chunk(plan_, None, usage=_usage(result))
     yield "data: [DONE]\n\n"

@@ -377,6 +377,9 @@ class ModelRunner(TokenizerMethods):
             "architectures": list(getattr(self.model.config, "architectures", None) or []),
             "paused": self.gate.paused,
             "logprob_semantics": "original" if self.original_logprobs else "temperature_scaled",
+            # As SGLang's /model_info names them: the parsers chat.py follows (always on here).
+            "tool_call_parser": "qwen25",
+            "reasoning_parser": "qwen3",
             "started_at": _STARTED_AT,
         }
 

@@ -222,6 +222,10 @@ class ChatCompletionIn(_Lenient):
     return_prompt_token_ids: bool = False
     return_token_ids: bool = False
     return_meta_info: bool = False
+    # SGLang 0.5.23's exact-token channel that also works when streaming: the prompt ids and the sampled ids
+    # in a response-level `sglext` object (the last chunk of a stream, or the response).
+    return_input_ids_in_sglext: bool = False
+    return_output_ids_in_sglext: bool = False
     input_ids: list[TokenId] | None = None
     rid: str | None = Field(None, max_length=256)
     # Accepted only at their no-op values, so a client relying on them gets a clear 400.
@@ -260,6 +264,33 @@ class ChatCompletionIn(_Lenient):
     @property
     def stop_list(self) -> list[str]:
         return _stop_list(self.stop)
+
+    def sglang_refusal(self) -> str | None:
+        """What SGLang 0.5.23 refuses in this body (strict mode): its own message, or None.
+
+        serving_chat.py `_convert_to_internal_request` refuses the exact-token flags on streams (use the
+        sglext flags instead), and protocol.py's `validate_max_tokens_positive` a max_tokens of 0.
+        """
+        if self.max_tokens is not None and self.max_tokens <= 0:
+            return "max_tokens must be positive"
+        if not self.stream:
+            return None
+        if self.return_prompt_token_ids:
+            return (
+                "return_prompt_token_ids is not supported with streaming. "
+                "Please set stream=false when using return_prompt_token_ids=true."
+            )
+        if self.return_token_ids:
+            return (
+                "return_token_ids is not supported with streaming on /v1/chat/completions. "
+                "Please set stream=false when using return_token_ids=true."
+            )
+        if self.return_meta_info:
+            return (
+                "return_meta_info is not supported with streaming. "
+                "Please set stream=false when using return_meta_info=true."
+            )
+        return None
 
 
 # ------------------------------------------------------------------------------------------ misc routes

@@ -107,7 +107,11 @@ class BodyLimitMiddleware:
 
 
 def create_app(
-    runner: ServedPolicy, *, max_body_bytes: int, extra_routers: list[APIRouter] | None = None
+    runner: ServedPolicy,
+    *,
+    max_body_bytes: int,
+    extra_routers: list[APIRouter] | None = None,
+    strict: bool = False,
 ) -> FastAPI:
     app = FastAPI(title="openclaw-engine", docs_url=None, redoc_url=None)
     install_error_handlers(app)
@@ -121,13 +125,13 @@ def create_app(
         )
 
     app.add_middleware(BodyLimitMiddleware, max_bytes=max_body_bytes)
-    app.include_router(_routes(runner))
+    app.include_router(_routes(runner, strict=strict))
     for router in extra_routers or []:
         app.include_router(router)
     return app
 
 
-def _routes(runner: ServedPolicy) -> APIRouter:
+def _routes(runner: ServedPolicy, *, strict: bool) -> APIRouter:
     r = APIRouter()
 
     # ---------------------------------------------------------------- health / info
@@ -152,10 +156,12 @@ def _routes(runner: ServedPolicy) -> APIRouter:
             ) from None
         return JSONResponse({"status": "ok", "weight_version": runner.weight_version})
 
+    @r.get("/model_info")  # SGLang 0.5.23's name; /get_model_info is its deprecated alias
     @r.get("/get_model_info")
     async def get_model_info() -> dict[str, Any]:
         return runner.info()
 
+    @r.get("/server_info")
     @r.get("/get_server_info")
     async def get_server_info() -> dict[str, Any]:
         return {**runner.info(), "active_requests": runner.gate.active_requests}
@@ -231,7 +237,7 @@ def _routes(runner: ServedPolicy) -> APIRouter:
     async def chat_completions(request: Request) -> Response:
         body = await parse_body(request, ChatCompletionIn)
         raw = json.loads(await request.body())
-        plan = chat_api.plan(body, raw, runner)
+        plan = chat_api.plan(body, raw, runner, strict=strict)
         if body.stream:
             events: AsyncGenerator[Any, None] = runner.generate(plan.request)
             return StreamingResponse(

@@ -84,8 +84,15 @@ def build_tokenizer() -> PreTrainedTokenizerFast:
     return tokenizer
 
 
-def make_tiny_model(out_dir: str | Path, *, seed: int = 0) -> Path:
-    """Write a complete model folder (config, safetensors, tokenizer, chat template, generation config)."""
+# Attention head sizes vLLM's CPU attention accepts (16, the smallest, is refused at the first request).
+VLLM_HEAD_DIMS: tuple[int, ...] = (32, 64, 128)
+
+
+def make_tiny_model(out_dir: str | Path, *, seed: int = 0, head_dim: int = 16) -> Path:
+    """Write a complete model folder (config, safetensors, tokenizer, chat template, generation config).
+
+    `head_dim` 16 keeps the reference engine's tests fast; 64 gives a model vLLM serves too.
+    """
     hf_logging.disable_progress_bar()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -102,7 +109,7 @@ def make_tiny_model(out_dir: str | Path, *, seed: int = 0) -> Path:
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
+        head_dim=head_dim,
         max_position_embeddings=4096,
         tie_word_embeddings=True,
         # Wider than the default 0.02 so the random model's distributions are not near-uniform.
@@ -121,5 +128,5 @@ def make_tiny_model(out_dir: str | Path, *, seed: int = 0) -> Path:
     )
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    (out / "openclaw_tiny_model.json").write_text(json.dumps({"seed": seed}) + "\n")
+    (out / "openclaw_tiny_model.json").write_text(json.dumps({"seed": seed, "head_dim": head_dim}) + "\n")
     return out

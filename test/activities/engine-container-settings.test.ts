@@ -31,6 +31,10 @@ describe('engine container settings', () => {
       '--port',
       '30000',
       '--enable-metrics',
+      '--tool-call-parser',
+      'qwen25',
+      '--reasoning-parser',
+      'qwen3',
       '--mem-fraction-static',
       '0.8',
     ]);
@@ -99,7 +103,7 @@ describe('engine container settings', () => {
     expect(() => parseEngineContainerSettings({ modelPath: '/m', tensorParallel: 0 })).toThrow(
       /tensorParallel/,
     );
-    expect(() => parseEngineContainerSettings({ modelPath: '/m', kind: 'vllm' })).toThrow(
+    expect(() => parseEngineContainerSettings({ modelPath: '/m', kind: 'tgi' })).toThrow(
       /invalid engine settings/,
     );
     expect(() => parseEngineContainerSettings({})).toThrow(/modelPath/);

@@ -11,7 +11,7 @@ import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EngineSupervisor } from '../../activities/engine-container.js';
 import { createEngineContainerActivities } from '../../activities/engine-container-activities.js';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
+import { engineCalls } from '../support/engine-calls.js';
 
 const IMAGE = 'openclaw/engine:dev';
 const docker = new Docker();
@@ -135,7 +135,7 @@ describe('engine supervisor (reference engine image)', () => {
     const decoder = new TextDecoder();
     let text = decoder.decode((await reader.read()).value); // the first event: the request is in flight
     // publishWeights' call, while the request streams.
-    const update = await new PolicyEngineClient(supervisor.url).updateWeightsFromDisk(
+    const update = await engineCalls(supervisor.url).updateWeightsFromDisk(
       join(checkpointDir, 'run', 'v1'),
       '1',
     );
@@ -157,7 +157,7 @@ describe('engine supervisor (reference engine image)', () => {
     expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
     // The request was still streaming when the update returned: tokens kept coming after it.
     expect(text.slice(beforeUpdateReturned).split('data: ').length).toBeGreaterThan(10);
-    expect((await new PolicyEngineClient(supervisor.url).modelInfo()).weight_version).toBe('1');
+    expect((await engineCalls(supervisor.url).modelInfo()).weight_version).toBe('1');
   });
 
   it('restarts the engine when its container is killed, and it serves again', async () => {
@@ -220,6 +220,6 @@ describe('engine supervisor (reference engine image)', () => {
     await supervisor.stop();
     expect(supervisor.status().state).toBe('stopped');
     expect(await containersOfThisHost()).toEqual([]);
-    expect(await new PolicyEngineClient(supervisor.url).health()).toBe(false);
+    expect(await engineCalls(supervisor.url).health()).toBe(false);
   });
 });

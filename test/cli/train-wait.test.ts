@@ -8,7 +8,6 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { Command } from 'commander';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { registerOperatorCommands, waitFromFlags } from '../../cli/operator-commands.js';
 import { followTrainingRun } from '../../cli/train-status.js';
@@ -22,6 +21,7 @@ import {
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
 import { sampleScoredSignal, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { BAR_CHARACTERS, lastFrame, recordingStreamDouble } from './terminal-stream-double.js';
 
@@ -46,7 +46,7 @@ describe('train start --wait', () => {
     store = new FileSampleStore(join(dir, 'store'));
     worker = await createControlWorker(loaded.config, env.nativeConnection, env.client, { store });
     running = worker.run();
-    const policy = new PolicyEngineClient(engine.url);
+    const policy = engineCalls(engine.url);
     const sampled = await policy.generate({
       text: 'The answer is',
       sampling_params: { temperature: 1, max_new_tokens: 6, seed: 1, ignore_eos: true },

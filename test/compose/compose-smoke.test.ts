@@ -16,7 +16,6 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { sampleKey } from '../../core/turn-record.js';
@@ -30,6 +29,7 @@ import {
 import { Conversation, type ExpectedOutcome } from '../recovery/conversation.js';
 import { type CountContext, fullCount, servedVersion } from '../recovery/recovery-count.js';
 import { freePort } from '../support/cli-process.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { composeCommand } from './compose-command.js';
 
@@ -151,7 +151,7 @@ describe('docker compose up (local images)', () => {
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
   }, 6 * 60_000);
 
-  const engine = () => new PolicyEngineClient(`http://127.0.0.1:${ports.engine}`);
+  const engine = () => engineCalls(`http://127.0.0.1:${ports.engine}`);
   const openai = () =>
     new OpenAI({ baseURL: `http://127.0.0.1:${ports.gateway}/v1`, apiKey: 'unused', maxRetries: 0 });
 

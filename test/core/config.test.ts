@@ -21,7 +21,14 @@ describe('loadConfig defaults', () => {
       gateway: { host: '127.0.0.1', port: 8000, apiKeys: [], idempotencyTtlMs: 86_400_000 },
       // Unset: the model's generation_config.json, else the engines' neutral values.
       sampling: {},
-      engine: { url: 'http://127.0.0.1:30000', model: '', device: 'cpu', loraRank: 0 },
+      engine: {
+        kind: 'reference',
+        url: 'http://127.0.0.1:30000',
+        model: '',
+        device: 'cpu',
+        loraRank: 0,
+        args: '',
+      },
       temporal: {
         address: '127.0.0.1:7233',
         namespace: 'default',
@@ -36,7 +43,7 @@ describe('loadConfig defaults', () => {
         temperature: 0.6,
         maxTokens: 8192,
       },
-      teacher: { url: 'http://127.0.0.1:30000', topK: 0 },
+      teacher: { url: 'http://127.0.0.1:30000', kind: '', topK: 0 },
       training: {
         batchSize: 16,
         learningRate: 1e-5,
@@ -67,6 +74,7 @@ describe('loadConfig defaults', () => {
         shmBytes: 16 * 2 ** 30,
         extraArgs: '',
         tinkerUrl: '',
+        url: '',
       },
       session: {
         idleTimeoutMs: 1_800_000,

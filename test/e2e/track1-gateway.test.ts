@@ -5,7 +5,6 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
@@ -18,6 +17,7 @@ import {
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
 import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { findRecordedTurn } from '../support/turn-lookup.js';
@@ -185,9 +185,7 @@ describe('Track 1 through the gateway', () => {
       const status = await training.query(trainingStatusQuery);
       expect(status.policyVersion).toBe(steps);
       expect(status.samplesTrained).toBe(steps * want.batchSize);
-      expect(String((await new PolicyEngineClient(engine.url).modelInfo()).weight_version)).toBe(
-        String(steps),
-      );
+      expect(String((await engineCalls(engine.url).modelInfo()).weight_version)).toBe(String(steps));
       const lineage = await training.query(lineageQuery);
       expect(lineage.map((entry) => entry.version)).toEqual(Array.from({ length: steps }, (_, i) => i + 1));
       const trained = lineage.flatMap((entry) => entry.sampleIds);

@@ -2,7 +2,6 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
 import {
@@ -10,19 +9,20 @@ import {
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
+import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 
 // The TypeScript side of the engine contract, against a real engine process: what the workflows will rely on.
 describe('reference engine from TypeScript', () => {
   let dir: string;
   let engine: EngineProcess;
-  let client: PolicyEngineClient;
+  let client: EngineCalls;
   let trainer: ReferenceTrainerBackend;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'openclaw-engine-'));
     const model = await makeTinyModel(join(dir, 'model'));
     engine = await startReferenceEngine({ model, trainer: true });
-    client = new PolicyEngineClient(engine.url);
+    client = engineCalls(engine.url);
     trainer = new ReferenceTrainerBackend(engine.url);
   }, 180_000);
 

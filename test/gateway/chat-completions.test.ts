@@ -88,10 +88,11 @@ describe('gateway chat completions against a real engine and Temporal', () => {
       }),
     });
     expect(response.status).toBe(200);
-    const json = (await response.json()) as { choices: EngineChoice[] };
+    // The engine runs strict (as SGLang 0.5.23): the sampled ids are `response_token_ids`.
+    const json = (await response.json()) as { choices: (EngineChoice & { response_token_ids: number[] })[] };
     const choice = json.choices[0];
     if (!choice) throw new Error('engine returned no choice');
-    return choice;
+    return { ...choice, token_ids: choice.response_token_ids };
   }
 
   async function turnRefs(sessionId: string): Promise<TurnRef[]> {
@@ -510,7 +511,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     expect(models.data[0]?.id).toBeTruthy();
 
     const health = await (await fetch(`${gateway.url}/healthz`)).json();
-    expect(health).toEqual({ ok: true, engine: { url: engine.url, reachable: true } });
+    expect(health).toEqual({ ok: true, engine: { url: engine.url, kind: 'reference', reachable: true } });
 
     const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
     expect(metrics).toMatch(

@@ -245,7 +245,7 @@ function failingEngine(request: IncomingMessage, response: ServerResponse): void
     raw += chunk.toString();
   });
   request.on('end', () => {
-    if (request.url === '/get_model_info') {
+    if (request.url === '/model_info') {
       response.writeHead(200, { 'content-type': 'application/json' });
       return void response.end(JSON.stringify({ model_path: 'tiny', weight_version: 'step-7' }));
     }
@@ -266,7 +266,7 @@ function failingEngine(request: IncomingMessage, response: ServerResponse): void
     });
     switch (name) {
       case 'no-version':
-        // Exact tokens, but no weight version in the response (older SGLang): the gateway asks /get_model_info.
+        // Exact tokens, but no weight version in the response (older SGLang): the gateway asks /model_info.
         return json(200, {
           id: 'x',
           object: 'chat.completion',

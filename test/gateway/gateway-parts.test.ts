@@ -2,15 +2,17 @@
 // engine request body and the explicit sampling parameters.
 
 import { describe, expect, it } from 'vitest';
+import { parsePolicyVersion } from '../../core/policy-version.js';
+import { TurnCapture } from '../../engines/chat-capture.js';
+import { engineChatChunkSchema, engineChatResponseSchema } from '../../engines/chat-schema.js';
+import { SglangAdapter } from '../../engines/sglang-adapter.js';
+import { VllmAdapter } from '../../engines/vllm-adapter.js';
 import { parseChatRequest } from '../../gateway/chat-request-schema.js';
 import { engineRequestBody } from '../../gateway/chat-turn.js';
 import { clientChunk, clientResponse, clientWantsOf } from '../../gateway/client-response.js';
-import { engineChatChunkSchema, engineChatResponseSchema } from '../../gateway/engine-chat-schema.js';
 import { parseSseEvents } from '../../gateway/engine-stream.js';
-import { parsePolicyVersion } from '../../gateway/policy-version.js';
 import { canonicalJson } from '../../gateway/request-hash.js';
 import { explicitSampling, NEUTRAL_SAMPLING } from '../../gateway/sampling.js';
-import { TurnCapture } from '../../gateway/turn-capture.js';
 
 async function* pieces(text: string, size: number): AsyncGenerator<Uint8Array> {
   const bytes = new TextEncoder().encode(text);
@@ -164,7 +166,7 @@ describe('what the client sees', () => {
 });
 
 describe('engineRequestBody and explicit sampling', () => {
-  it('strips session fields, makes sampling explicit and, for main turns only, asks for exact tokens', () => {
+  it('strips session fields, makes sampling explicit and, for main turns only, asks for exact tokens in the engine spelling', () => {
     const parsed = parseChatRequest({
       messages: [{ role: 'user', content: 'x' }],
       session_id: 's',
@@ -176,16 +178,26 @@ describe('engineRequestBody and explicit sampling', () => {
     if (!parsed.ok) throw parsed.error;
     const sampling = explicitSampling(parsed.request, NEUTRAL_SAMPLING);
     const explicit = { temperature: 1, top_p: 1, top_k: -1, min_p: 0 };
-    expect(engineRequestBody(parsed.request, true, sampling)).toEqual({
+    const sglang = new SglangAdapter('http://127.0.0.1:1');
+    // SGLang refuses return_prompt_token_ids / return_token_ids on streams: its sglext flags instead.
+    expect(engineRequestBody(sglang, parsed.request, true, sampling)).toEqual({
       messages: [{ role: 'user', content: 'x' }],
       stream: true,
       stream_options: { include_usage: true },
       ...explicit,
       logprobs: true,
-      return_prompt_token_ids: true,
+      return_input_ids_in_sglext: true,
+      return_output_ids_in_sglext: true,
+    });
+    expect(engineRequestBody(new VllmAdapter('http://127.0.0.1:1'), parsed.request, true, sampling)).toEqual({
+      messages: [{ role: 'user', content: 'x' }],
+      stream: true,
+      stream_options: { include_usage: true },
+      ...explicit,
+      logprobs: true,
       return_token_ids: true,
     });
-    expect(engineRequestBody(parsed.request, false, sampling)).toEqual({
+    expect(engineRequestBody(sglang, parsed.request, false, sampling)).toEqual({
       messages: [{ role: 'user', content: 'x' }],
       stream: true,
       stream_options: { include_usage: false },

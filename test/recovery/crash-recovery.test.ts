@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { configFromFlags } from '../../cli/cli-config.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
@@ -22,6 +21,7 @@ import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type CliProcess, freePort, freePortPair, killOnExit, startCli } from '../support/cli-process.js';
 import { type DelayingProxy, startDelayingProxy } from '../support/delaying-proxy.js';
+import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { Conversation, type ExpectedOutcome } from './conversation.js';
 import {
@@ -93,7 +93,7 @@ function killPid(pid: number): void {
 }
 
 /** A forward pass's log-probs of a fixed text: two engines that give the same ones serve the same weights. */
-async function servedLogProbs(engine: PolicyEngineClient): Promise<number[]> {
+async function servedLogProbs(engine: EngineCalls): Promise<number[]> {
   const out = await engine.generate({
     text: 'The sea was calm and the boats came home before the storm.',
     sampling_params: { temperature: 0, max_new_tokens: 1 },
@@ -296,7 +296,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     ctx = {
       client,
       store: new FileSampleStore(join(dataDir, 'store')),
-      engine: new PolicyEngineClient(engineUrl),
+      engine: engineCalls(engineUrl),
       runId: RUN_ID,
       batchSize: BATCH_SIZE,
     };

@@ -3,7 +3,6 @@
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { expect } from 'vitest';
-import type { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import type { FileSampleStore } from '../../activities/sample-store.js';
 import type { TrainStepInput } from '../../activities/training-activities.js';
 import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
@@ -15,13 +14,14 @@ import {
   trainingStatusQuery,
   trainingWorkflowId,
 } from '../../workflows/training-signals.js';
+import type { EngineCalls } from '../support/engine-calls.js';
 import type { ExpectedOutcome } from './conversation.js';
 
 export interface CountContext {
   client: Client;
   store: FileSampleStore;
   /** The engine itself (not through any proxy): what it serves and what its trainer applied. */
-  engine: PolicyEngineClient;
+  engine: EngineCalls;
   runId: string;
   batchSize: number;
 }
@@ -73,11 +73,11 @@ export async function readStore(store: FileSampleStore, runId: string): Promise<
   };
 }
 
-export async function trainerInfo(engine: PolicyEngineClient): Promise<TrainerInfo> {
+export async function trainerInfo(engine: EngineCalls): Promise<TrainerInfo> {
   return (await engine.request('GET', '/trainer_info')) as TrainerInfo;
 }
 
-export async function servedVersion(engine: PolicyEngineClient): Promise<number> {
+export async function servedVersion(engine: EngineCalls): Promise<number> {
   return Number((await engine.modelInfo()).weight_version);
 }
 

@@ -1,5 +1,4 @@
 import type { Client } from '@temporalio/client';
-import type { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import type { SampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import type { OpenClawConfig } from '../../core/config.js';
@@ -7,12 +6,14 @@ import type { TurnRef } from '../../core/types.js';
 import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
 import { type SessionSettings, sessionSettingsFromConfig } from '../../gateway/session-delivery.js';
 import type { SessionInput } from '../../workflows/session-signals.js';
+import type { EngineCalls } from './engine-calls.js';
 
 interface EngineChatChoice {
   message: { content: string | null; reasoning_content?: string | null; tool_calls?: unknown[] | null };
   finish_reason: string;
   prompt_token_ids: number[];
-  token_ids: number[];
+  /** SGLang 0.5.23's name for the sampled ids, which the engine answers in strict mode. */
+  response_token_ids: number[];
   logprobs: { content: { logprob: number }[] };
 }
 
@@ -26,7 +27,7 @@ export function sessionInputFor(config: OpenClawConfig, sessionId: string): Sess
  * workflow). Returns the reply's message, as a client sends it back, and the turn's reference.
  */
 export async function recordTurnDirectly(options: {
-  engine: PolicyEngineClient;
+  engine: EngineCalls;
   store: SampleStore;
   client: Client;
   config: OpenClawConfig;
@@ -67,7 +68,7 @@ export async function recordTurnDirectly(options: {
       toolCalls: choice.message.tool_calls ?? null,
     },
     promptIds: choice.prompt_token_ids,
-    responseIds: choice.token_ids,
+    responseIds: choice.response_token_ids,
     responseLogProbs: choice.logprobs.content.map((c) => c.logprob),
     policyVersion: Number(info.weight_version),
     finishReason: choice.finish_reason,

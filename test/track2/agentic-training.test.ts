@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agenticStepKey, type StepManifest } from '../../activities/agentic-activities.js';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
 import { createTrainingActivities } from '../../activities/training-activities.js';
 import { isConstantRewardGroup, normaliseGroupRewards } from '../../core/advantages.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
+import { ReferenceAdapter } from '../../engines/reference-adapter.js';
 import {
   type EngineProcess,
   makeTinyModel,
@@ -21,6 +21,7 @@ import {
   agenticWorkflowId,
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment } from '../support/temporal.js';
 import { startTrack2, type Track2Harness } from './track2-harness.js';
@@ -50,7 +51,7 @@ describe('agenticTrainingWorkflow with the reference engine as policy and traine
         createTrainingActivities({
           store,
           trainer: new ReferenceTrainerBackend(engine.url),
-          serving: new PolicyEngineClient(engine.url),
+          serving: new ReferenceAdapter(engine.url),
           checkpointDir: join(dir, 'checkpoints'),
         }),
     });
@@ -91,7 +92,7 @@ describe('agenticTrainingWorkflow with the reference engine as policy and traine
     const summaries = (await handle.result()) as StepSummary[];
     expect(summaries.map((s) => s.step)).toEqual([0, 1]);
     expect(summaries.map((s) => s.policyVersion)).toEqual([1, 2]);
-    expect(String((await new PolicyEngineClient(engine.url).modelInfo()).weight_version)).toBe('2');
+    expect(String((await engineCalls(engine.url).modelInfo()).weight_version)).toBe('2');
     const status = await handle.query(agenticStatusQuery);
     expect(status).toMatchObject({ phase: 'done', stepsCompleted: 2, policyVersion: 2 });
 

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
@@ -22,6 +21,7 @@ import {
   turnRecordedSignal,
 } from '../../workflows/session-signals.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
@@ -77,7 +77,7 @@ describe('sessionWorkflow over a long session', () => {
 
   it('continues as new, ignores a duplicate, closes when idle, and settles every turn once', async () => {
     const sessionId = `long-${taskQueue}`;
-    const engineClient = new PolicyEngineClient(engine.url);
+    const engineClient = engineCalls(engine.url);
     const messages: ChatMessage[] = [{ role: 'user', content: 'Plan my week.' }];
     const record = (seed: number) =>
       recordTurnDirectly({

@@ -10,7 +10,6 @@ import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import {
   startTinkerSidecar,
@@ -28,6 +27,7 @@ import {
   trainingStatusQuery,
   trainingWorkflowId,
 } from '../../workflows/training-signals.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
 const fakeSdkDir = fileURLToPath(new URL('../../engine/tests', import.meta.url));
@@ -81,7 +81,7 @@ describe('a training run on Tinker (sidecar with the fake Tinker SDK)', () => {
 
   /** A real sample: the served policy's own tokens and log-probs for a prompt. */
   async function sampled(sampleId: string, seed: number): Promise<SampleRef> {
-    const engine = new PolicyEngineClient(sidecar.url);
+    const engine = engineCalls(sidecar.url);
     const prompt = (
       (await engine.request('POST', '/tokenize', { text: 'The answer is' })) as { tokens: number[] }
     ).tokens;
@@ -132,10 +132,10 @@ describe('a training run on Tinker (sidecar with the fake Tinker SDK)', () => {
     expect(existsSync(join(entry?.checkpoint ?? '', 'config.json'))).toBe(false);
 
     // The sidecar now serves the exported sampler weights as version 1, and samples with them.
-    const info = (await new PolicyEngineClient(sidecar.url).modelInfo()) as Record<string, unknown>;
+    const info = (await engineCalls(sidecar.url).modelInfo()) as Record<string, unknown>;
     expect(info.weight_version).toBe('1');
     expect(info.sampler_path).toBe(exported.model_path);
-    await new PolicyEngineClient(sidecar.url).request('POST', '/v1/chat/completions', {
+    await engineCalls(sidecar.url).request('POST', '/v1/chat/completions', {
       model: 'fake/base',
       messages: [{ role: 'user', content: 'hello' }],
       max_tokens: 3,

@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
@@ -19,6 +18,7 @@ import {
 import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
 import { sessionDoneSignal, sessionWorkflowId } from '../../workflows/session-signals.js';
 import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
@@ -36,7 +36,7 @@ describe('Track 1 workflows end to end', () => {
   let config: OpenClawConfig;
   let taskQueue: string;
   let store: FileSampleStore;
-  let engineClient: PolicyEngineClient;
+  let engineClient: EngineCalls;
 
   beforeAll(async () => {
     env = await connectTestEnvironment();
@@ -61,7 +61,7 @@ describe('Track 1 workflows end to end', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(`${dir}/store`);
-    engineClient = new PolicyEngineClient(engine.url);
+    engineClient = engineCalls(engine.url);
     worker = await createControlWorker(config, env.nativeConnection, env.client, { store }, { taskQueue });
     running = worker.run();
   }, 180_000);

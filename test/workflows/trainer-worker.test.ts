@@ -11,7 +11,6 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { EPOCH_LABEL } from '../../activities/trainer-backends/slime-trainer.js';
 import { trainerFromConfig } from '../../activities/trainer-backends/trainer-from-config.js';
@@ -31,6 +30,7 @@ import {
   trainingStatusQuery,
   trainingWorkflowId,
 } from '../../workflows/training-signals.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
@@ -144,7 +144,7 @@ describe('a trainer worker selected by the config (slime epochs in containers)',
     expect(entry?.metrics.epoch_container_s).toBeGreaterThan(0);
     expect(entry?.checkpoint).toBe(join(dir, 'checkpoints', config.runId, 'v1'));
     expect(existsSync(join(entry?.checkpoint ?? '', 'config.json'))).toBe(true);
-    expect((await new PolicyEngineClient(engine.url).modelInfo()).weight_version).toBe('1');
+    expect((await engineCalls(engine.url).modelInfo()).weight_version).toBe('1');
     expect(logs.some((line) => line.includes('"event": "ready"'))).toBe(true);
     const left = await new Docker().listContainers({ all: true, filters: { label: [EPOCH_LABEL] } });
     expect(left.filter((c) => c.Labels[EPOCH_LABEL]?.startsWith(config.runId))).toEqual([]);

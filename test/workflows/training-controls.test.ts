@@ -5,7 +5,6 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PolicyEngineClient } from '../../activities/policy-engine-client.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
 import { createTrainingActivities } from '../../activities/training-activities.js';
@@ -13,6 +12,7 @@ import { TRAINER_LOST_STEP } from '../../activities/training-errors.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/types.js';
+import { ReferenceAdapter } from '../../engines/reference-adapter.js';
 import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
@@ -29,6 +29,7 @@ import {
   trainingStatusQuery,
   trainingWorkflowId,
 } from '../../workflows/training-signals.js';
+import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
 // The training run's controls on a real server, worker and engine: start-input validation, pause/resume,
@@ -55,12 +56,12 @@ describe('trainingWorkflow controls', () => {
     store = new FileSampleStore(join(dir, 'store'));
     worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
     running = worker.run();
-    const sampled = await new PolicyEngineClient(engine.url).generate({
+    const sampled = await engineCalls(engine.url).generate({
       text: 'The answer is',
       sampling_params: { temperature: 1, max_new_tokens: 6, seed: 1, ignore_eos: true },
       return_logprob: true,
     });
-    const prompt = (await new PolicyEngineClient(engine.url).request('POST', '/tokenize', {
+    const prompt = (await engineCalls(engine.url).request('POST', '/tokenize', {
       text: 'The answer is',
     })) as {
       tokens: number[];
@@ -214,7 +215,7 @@ describe('trainingWorkflow controls', () => {
     const activities = createTrainingActivities({
       store,
       trainer,
-      serving: new PolicyEngineClient(engine.url),
+      serving: new ReferenceAdapter(engine.url),
       checkpointDir: join(dir, 'lost-step'),
     });
     // As after an engine restart between trainStep and publishWeights: nothing to publish but base weights.
@@ -230,6 +231,6 @@ describe('trainingWorkflow controls', () => {
     await expect(activities.publishWeights({ runId: 'lost', stepId: 'lost:v7', version: 7 })).resolves.toBe(
       path,
     );
-    expect(String((await new PolicyEngineClient(engine.url).modelInfo()).weight_version)).toBe('7');
+    expect(String((await engineCalls(engine.url).modelInfo()).weight_version)).toBe('7');
   }, 60_000);
 });

@@ -1,6 +1,8 @@
-// What the gateway reads from the engine's chat completions (SGLang's fields, which the reference engine
-// mirrors): parsed loosely at this boundary, so unknown fields pass through to the client untouched while a
-// field the capture depends on that has the wrong type is caught here rather than stored in a turn.
+// The canonical chat completion every adapter translates its engine's answer into (the reference engine's
+// own spelling): prompt ids and sampled ids on the choice (`prompt_token_ids`, `token_ids`), per-token
+// `logprobs.content`, `reasoning_content`, and `metadata.weight_version`. Parsed loosely at this boundary, so
+// unknown fields pass through to the client untouched while a field the capture depends on that has the
+// wrong type is caught here rather than stored in a turn.
 
 import { z } from 'zod';
 

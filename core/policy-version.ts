@@ -16,3 +16,13 @@ export function parsePolicyVersion(value: unknown): number | null {
   const trailing = /(\d+)$/.exec(text);
   return trailing?.[1] !== undefined ? Number(trailing[1]) : 0;
 }
+
+/**
+ * The older of two weight versions read around one generation (the engine does not say which one produced
+ * it): a sample never counts as fresher than it may be. Null when neither was read.
+ */
+export function olderWeightVersion(first: string | null, second: string | null): string | null {
+  if (first === null) return second;
+  if (second === null) return first;
+  return (parsePolicyVersion(second) ?? 0) < (parsePolicyVersion(first) ?? 0) ? second : first;
+}

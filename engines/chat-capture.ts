@@ -1,10 +1,11 @@
 // Collects what a main turn records from the engine's own output: the prompt token ids, the sampled token
 // ids and their log-probs (never re-tokenised), the text, reasoning and tool calls, the finish reason and
-// the weight version. Fed either one full response or the stream's chunks in order.
+// the weight version. Fed either one full response or the stream's chunks in order, in the canonical shape
+// (chat-schema.ts) the engine's adapter translated them into.
 
+import { parsePolicyVersion } from '../core/policy-version.js';
 import type { RecordedResponse } from '../core/turn-record.js';
-import type { EngineChatChunk, EngineChatResponse, ToolCallDelta } from './engine-chat-schema.js';
-import { parsePolicyVersion } from './policy-version.js';
+import type { EngineChatChunk, EngineChatResponse, ToolCallDelta } from './chat-schema.js';
 
 export interface CapturedTurn {
   model: string;

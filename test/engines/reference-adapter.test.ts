@@ -1,0 +1,20 @@
+// The engine adapter contract against the real reference engine (strict, as every engine in tests).
+
+import { ReferenceAdapter } from '../../engines/reference-adapter.js';
+import { startReferenceEngine } from '../../workers/reference-engine-process.js';
+import { describeEngineContract, tinyWeights } from './engine-contract.js';
+
+describeEngineContract('reference', async () => {
+  const { base, other, remove } = await tinyWeights('reference-contract');
+  const engine = await startReferenceEngine({ model: base });
+  return {
+    adapter: new ReferenceAdapter(engine.url),
+    model: 'tiny',
+    baseWeights: base,
+    otherWeights: other,
+    async close() {
+      await engine.stop();
+      await remove();
+    },
+  };
+});
