@@ -220,12 +220,13 @@ describe('Idempotency-Key and recorded sampling, against a real engine and Tempo
           ...sampling,
         }),
       });
+      // The engine runs strict (as SGLang 0.5.23): the sampled ids are `response_token_ids`.
       const choice = (
         (await response.json()) as {
-          choices: { token_ids: number[]; logprobs: { content: { logprob: number }[] } }[];
+          choices: { response_token_ids: number[]; logprobs: { content: { logprob: number }[] } }[];
         }
       ).choices[0];
-      return { ids: choice?.token_ids, logprobs: choice?.logprobs.content.map((c) => c.logprob) };
+      return { ids: choice?.response_token_ids, logprobs: choice?.logprobs.content.map((c) => c.logprob) };
     };
     const same = await direct({ temperature: 0.7, top_p: 0.9, top_k: 5, min_p: 0 });
     expect(same.ids).toEqual(recorded?.responseIds);
