@@ -124,7 +124,7 @@ describe('a compacted conversation of 1,500 turns', () => {
         `a fresh conversation's turns 1-${BASELINE}, sent between those: ${figure(fresh.latencies)}; ` +
         `p50 late/fresh ${ratio(late, fresh.latencies)}, late/early ${ratio(late, early)}`,
     );
-    // About 1,600 requests: a minute or two on a quiet machine (each is one engine step of the tiny model); the
-    // limit leaves room for a machine shared with other work, where every request is many times slower.
+    // About 1,600 requests: about 4 minutes on a 2-core machine at load 7 (each is one engine step of the tiny
+    // model); the limit leaves room for a machine shared with heavier work, where every request is slower.
   }, 1_800_000);
 });
