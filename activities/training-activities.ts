@@ -25,6 +25,11 @@ export interface TrainStepInput {
   runId: string;
   stepId: string;
   sampleIds: string[];
+  /**
+   * Or the store key of a record whose `sampleIds` lists them (a Track 2 step's manifest), so the input
+   * stays small however many samples the step has; `sampleIds` is then empty.
+   */
+  sampleIdsKey?: string;
   method: Method;
   loss: LossSettings;
   optimizer: OptimizerSettings;
@@ -44,6 +49,18 @@ export function isPublishedVersion(path: string): boolean {
   return existsSync(join(path, 'config.json')) || existsSync(join(path, TINKER_SAMPLER_FILE));
 }
 
+/** A step's sample ids: inline, or read from the record at `sampleIdsKey`. */
+async function sampleIdsOf(store: SampleStore, input: TrainStepInput): Promise<string[]> {
+  if (input.sampleIdsKey === undefined) return input.sampleIds;
+  const record = await store.get<{ sampleIds?: unknown }>(input.sampleIdsKey);
+  if (!Array.isArray(record?.sampleIds))
+    throw ApplicationFailure.nonRetryable(
+      `no sample ids at ${input.sampleIdsKey} in the store`,
+      'MissingSample',
+    );
+  return record.sampleIds.map(String);
+}
+
 export function createTrainingActivities(deps: TrainingDependencies) {
   const { store, trainer } = deps;
 
@@ -56,7 +73,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
           if (!(await trainer.hasApplied(lastStepId))) await trainer.loadCheckpoint(lastCheckpoint);
         }
         const samples: TrainerSample[] = [];
-        for (const sampleId of input.sampleIds) {
+        for (const sampleId of await sampleIdsOf(store, input)) {
           const sample = await store.get<TrainingSample>(sampleKey(sampleId));
           if (!sample)
             throw ApplicationFailure.nonRetryable(`sample ${sampleId} is not in the store`, 'MissingSample');

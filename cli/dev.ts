@@ -1,3 +1,4 @@
+import { storeFromConfig } from '../activities/store-from-config.js';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { parsePolicyVersion } from '../core/policy-version.js';
@@ -65,9 +66,12 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
 
     const { client, close } = await connectClient(config);
     cleanups.push(close);
+    // One store for the worker and the gateway; the gateway's relay delivers the outbox.
+    const store = storeFromConfig(config);
+    cleanups.push(async () => store.close?.());
     const connection = await connectWorker(config);
     cleanups.push(() => connection.close());
-    const worker = await createControlWorker(config, connection, client);
+    const worker = await createControlWorker(config, connection, client, { store });
     const running = worker.run();
     cleanups.push(async () => {
       worker.shutdown();
@@ -80,6 +84,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
     );
 
     const gateway = await startGateway(config, {
+      store,
       temporal: client,
       taskQueue: config.temporal.taskQueue,
       logger: { level: 'warn' },

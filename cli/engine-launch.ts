@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { FileSampleStore } from '../activities/sample-store.js';
+import { storeFromConfig } from '../activities/store-from-config.js';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { createEngineAdapter } from '../engines/engine-adapters.js';
@@ -27,14 +27,18 @@ export async function resolveModel(config: OpenClawConfig): Promise<string> {
 
 /** The run's newest published checkpoint, from the lineage records in the sample store. */
 export async function latestPublished(config: OpenClawConfig): Promise<LineageEntry | null> {
-  const store = new FileSampleStore(join(config.dataDir, 'store'));
-  const keys = await store.list(`lineage/${encodeURIComponent(config.runId)}`);
-  let latest: LineageEntry | null = null;
-  for (const key of keys) {
-    const entry = await store.get<LineageEntry>(key);
-    if (entry && (latest === null || entry.version > latest.version)) latest = entry;
+  const store = storeFromConfig(config);
+  try {
+    const keys = await store.list(`lineage/${encodeURIComponent(config.runId)}`);
+    let latest: LineageEntry | null = null;
+    for (const key of keys) {
+      const entry = await store.get<LineageEntry>(key);
+      if (entry && (latest === null || entry.version > latest.version)) latest = entry;
+    }
+    return latest;
+  } finally {
+    await store.close?.();
   }
-  return latest;
 }
 
 export interface LaunchedEngine {

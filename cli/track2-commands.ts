@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import { type Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
 import { type Command, Option } from 'commander';
 import { OpenAIJudge } from '../activities/judge-client.js';
-import { FileSampleStore } from '../activities/sample-store.js';
+import { storeFromConfig } from '../activities/store-from-config.js';
 import { agenticTrainingInputSchema, envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
 import { createEnvironmentRegistry } from '../environments/registry.js';
@@ -362,6 +362,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
     throw new Error(`--reap-interval-ms must be 0 (off) or more, got ${reapIntervalMs}`);
   const judgeUrl = flags.judgeUrl ?? process.env.OPENCLAW_JUDGE_URL;
   const connection = await connectWorker(config);
+  const store = storeFromConfig(config);
   const workers = await createEnvWorkers({
     connection,
     namespace: config.temporal.namespace,
@@ -370,7 +371,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
     registry: createEnvironmentRegistry(
       parseEnvOptions(flags.envOptions ?? process.env.OPENCLAW_ENV_OPTIONS),
     ),
-    store: new FileSampleStore(`${config.dataDir}/store`),
+    store,
     sharedTaskQueue: flags.envQueue ?? 'env',
     policyApiKey: flags.policyApiKey ?? process.env.OPENCLAW_POLICY_API_KEY,
     ...(judgeUrl && {
@@ -396,6 +397,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
   await running.catch(() => undefined);
   await provider?.close?.();
   await connection.close();
+  await store.close?.();
 }
 
 // ------------------------------------------------------------------------------------------- commands

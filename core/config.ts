@@ -13,6 +13,7 @@ export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
 export const SUPERSEDED_POLICIES = ['exclude', 'negative'] as const satisfies readonly SupersededPolicy[];
 export { ENGINE_KINDS, type EngineKind };
+export const STORE_BACKENDS = ['file', 'postgres'] as const;
 
 /** Judge defaults that follow the method, as the original launch scripts set them (PRM_M, PRM_MAX_NEW_TOKENS). */
 export const JUDGE_DEFAULTS_BY_METHOD = {
@@ -127,6 +128,18 @@ const configObject = z.strictObject({
       url: z.union([z.literal(''), httpUrl]).default(''),
     })
     .prefault({}),
+  store: z
+    .strictObject({
+      backend: z.enum(STORE_BACKENDS).default('file'),
+      url: z
+        .union([
+          z.literal(''),
+          z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'expected a postgres:// or postgresql:// URL'),
+        ])
+        .default(''),
+      outboxLeaseMs: z.number().int().min(1000).default(10_000),
+    })
+    .prefault({}),
   session: z
     .strictObject({
       idleTimeoutMs: z.number().int().min(1000).default(1_800_000),
@@ -136,6 +149,16 @@ const configObject = z.strictObject({
     })
     .prefault({}),
 });
+
+/** A PostgreSQL store needs its server's URL. */
+function checkStore(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (config.store.backend === 'postgres' && !config.store.url)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['store', 'url'],
+      message: 'the postgres store needs a URL, e.g. postgres://openclaw@db-host:5432/openclaw',
+    });
+}
 
 /** What a slime trainer cannot start without, checked with the config rather than at the first step. */
 function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
@@ -155,14 +178,17 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
 }
 
 /** The schema: validates, fills defaults, then fills the judge defaults that depend on the method. */
-export const configSchema = configObject.superRefine(checkTrainer).transform((config) => ({
-  ...config,
-  judge: {
-    ...config.judge,
-    votes: config.judge.votes ?? JUDGE_DEFAULTS_BY_METHOD[config.method].votes,
-    maxTokens: config.judge.maxTokens ?? JUDGE_DEFAULTS_BY_METHOD[config.method].maxTokens,
-  },
-}));
+export const configSchema = configObject
+  .superRefine(checkTrainer)
+  .superRefine(checkStore)
+  .transform((config) => ({
+    ...config,
+    judge: {
+      ...config.judge,
+      votes: config.judge.votes ?? JUDGE_DEFAULTS_BY_METHOD[config.method].votes,
+      maxTokens: config.judge.maxTokens ?? JUDGE_DEFAULTS_BY_METHOD[config.method].maxTokens,
+    },
+  }));
 
 export type OpenClawConfig = z.output<typeof configSchema>;
 /** What overrides (a workflow start input, a test) may contain: every field optional. */
@@ -556,6 +582,27 @@ export const CONFIG_OPTIONS = [
     defaultNote: '`engine.url` (with `engine.kind` vllm, `dev` starts it on the next port)',
     description:
       'reference: base URL of the reference engine that trains (`openclaw-rl engine --trainer-only`); by default the policy engine itself, which is the reference engine unless `engine.kind` says otherwise.',
+  },
+  {
+    key: 'store.backend',
+    env: 'OPENCLAW_STORE',
+    kind: 'enum',
+    description:
+      "Where turns, samples, exclusions, lineage and the outbox live: `file` (a folder under `dataDir`, fsync'd; one machine) or `postgres` (several gateways and workers on several machines share it).",
+  },
+  {
+    key: 'store.url',
+    env: 'OPENCLAW_STORE_URL',
+    kind: 'string',
+    defaultNote: 'empty (needed for `postgres`)',
+    description: "The PostgreSQL store's server, `postgres://user:password@host:port/database`.",
+  },
+  {
+    key: 'store.outboxLeaseMs',
+    env: 'OPENCLAW_OUTBOX_LEASE_MS',
+    kind: 'integer',
+    description:
+      "How long a relay keeps the outbox entries it claimed without renewing: a dead gateway's undelivered turns are delivered by another gateway or the control worker after this long.",
   },
   {
     key: 'session.idleTimeoutMs',

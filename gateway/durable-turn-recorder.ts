@@ -1,39 +1,70 @@
-// Records main turns: first durably in the sample store (turn-persistence.ts), then delivered to the session
-// workflow (session-delivery.ts). The two steps stay separate calls in this order, so a relay can take over
-// the delivery without changing what "recorded" means.
+// Records main turns: each turn's record and its outbox entry are made durable in the sample store together
+// (turn-persistence.ts), and recording returns as soon as they are; the relay (outbox-relay.ts) hands the turn
+// to its session workflow whenever Temporal can take it, so serving never waits on Temporal.
 
-import type { Client } from '@temporalio/client';
+import { type OutboxWorkflow, sessionDoneEntry, turnEntry } from '../activities/outbox.js';
 import type { SampleStore } from '../activities/sample-store.js';
-import type { RetryOptions } from './retry.js';
-import { SessionDelivery, type SessionSettings } from './session-delivery.js';
+import type { OpenClawConfig } from '../core/config.js';
+import { CONTROL_TASK_QUEUE, type SessionInput } from '../workflows/session-signals.js';
+import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
 import { TurnPersistence } from './turn-persistence.js';
 import type { RecordedTurn, TurnDraft, TurnRecorder } from './turn-recorder.js';
 
+/** What every session workflow of this gateway is started with, besides its session id. */
+export type SessionSettings = Omit<SessionInput, 'sessionId' | 'carried'>;
+
+export function sessionSettingsFromConfig(config: OpenClawConfig): SessionSettings {
+  return {
+    runId: config.runId,
+    method: config.method,
+    judgeVotes: config.judge.votes,
+    idleTimeoutMs: config.session.idleTimeoutMs,
+    reopenHorizonMs: config.session.reopenHorizonMs,
+    superseded: config.session.superseded,
+    continueAsNewAfterTurns: config.session.continueAsNewAfterTurns,
+    heartbeatTimeoutMs: config.temporal.heartbeatTimeoutMs,
+  };
+}
+
 export interface DurableTurnRecorderOptions {
   store: SampleStore;
-  client: Client;
   session: SessionSettings;
   /** Task queue of the control worker that runs session workflows. */
   taskQueue?: string;
   retry?: RetryOptions;
+  /** Called after an entry was queued (the gateway nudges its relay). */
+  onQueued?: () => void;
 }
 
 export class DurableTurnRecorder implements TurnRecorder {
   readonly persistence: TurnPersistence;
-  readonly delivery: SessionDelivery;
+  private readonly taskQueue: string;
+  private readonly retry: RetryOptions;
 
-  constructor(options: DurableTurnRecorderOptions) {
-    this.persistence = new TurnPersistence(options.store, options.retry);
-    this.delivery = new SessionDelivery(options);
+  constructor(private readonly options: DurableTurnRecorderOptions) {
+    this.taskQueue = options.taskQueue ?? CONTROL_TASK_QUEUE;
+    this.retry = options.retry ?? DEFAULT_RETRY;
+    this.persistence = new TurnPersistence(options.store, {
+      retry: this.retry,
+      outboxEntry: (ref) => turnEntry(ref, this.workflowOf(ref.sessionId)),
+    });
   }
 
   async record(draft: TurnDraft): Promise<RecordedTurn> {
     const recorded = await this.persistence.persist(draft);
-    await this.delivery.deliver(recorded.ref);
+    this.options.onQueued?.();
     return recorded;
   }
 
-  endSession(sessionId: string): Promise<void> {
-    return this.delivery.endSession(sessionId);
+  /** Queued after the session's turns, so its workflow gets them first. */
+  async endSession(sessionId: string): Promise<void> {
+    const entry = sessionDoneEntry(sessionId, this.workflowOf(sessionId));
+    await withRetry(() => this.options.store.outbox.enqueue(entry), this.retry);
+    this.options.onQueued?.();
+  }
+
+  private workflowOf(sessionId: string): OutboxWorkflow {
+    const input: SessionInput = { sessionId, ...this.options.session };
+    return { taskQueue: this.taskQueue, input };
   }
 }

@@ -1,5 +1,5 @@
 // The gateway's HTTP server: an OpenAI-compatible proxy in front of the policy engine that records every main
-// turn durably before its response completes. `createGateway` builds one instance from its dependencies and
+// turn durably (its record and outbox entry in the sample store) before its response completes. `createGateway` builds one instance from its dependencies and
 // keeps no global state, so tests run several side by side.
 
 import Fastify, {
@@ -44,6 +44,8 @@ export interface GatewayOptions {
   logger?: boolean | LoggerOptions;
   /** Also export Node process metrics (CPU, memory, event loop) on /metrics. */
   processMetrics?: boolean;
+  /** The metrics to export (default: new ones); startGateway shares them with its outbox relay. */
+  metrics?: GatewayMetrics;
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -55,7 +57,7 @@ const PUBLIC_ROUTES = new Set(['/healthz', '/metrics']);
 export function createGateway(options: GatewayOptions): FastifyInstance {
   const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const app = Fastify({ logger: options.logger ?? false, bodyLimit });
-  const metrics = new GatewayMetrics({ processMetrics: options.processMetrics ?? false });
+  const metrics = options.metrics ?? new GatewayMetrics({ processMetrics: options.processMetrics ?? false });
   const timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
   const engine =
     options.engine ??

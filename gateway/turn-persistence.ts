@@ -1,11 +1,12 @@
-// Step one of recording a main turn: make it durable in the sample store. The record is written under its
-// sample id, a pure function of its prefix and response (create-if-absent, so several gateways and restarts
-// agree without coordination), and indexed by its reply so that the request that keeps the reply finds it.
-// A constant number of store operations per turn, whatever the session's length: at most two reads to find
-// the turn this one continues, one create-if-absent for the record (and one read when it was already there),
-// two index writes. Nothing here talks to Temporal; delivering the turn is step two (session-delivery.ts).
+// Recording a main turn in the sample store: the record is written under its sample id, a pure function of its
+// prefix and response (create-if-absent, so several gateways and restarts agree without coordination), together
+// with its outbox entry, and indexed by its reply so that the request that keeps the reply finds it. A constant
+// number of store operations per turn, whatever the session's length: at most two reads to find the turn this
+// one continues, one create-if-absent for the record and its entry (a read and a re-queue when it was already
+// there), two index writes. Nothing here talks to Temporal: the relay delivers the entry (outbox-relay.ts).
 
 import { z } from 'zod';
+import type { OutboxEntry } from '../activities/outbox.js';
 import type { SampleStore } from '../activities/sample-store.js';
 import { turnSampleId } from '../core/sample-id.js';
 import { type TurnRecord, turnRecordKey } from '../core/turn-record.js';
@@ -38,12 +39,24 @@ export function replyIndexKey(sessionId: string, key: string): string {
   return ['replies', sessionId, key].map(encodeURIComponent).join('/');
 }
 
+export interface TurnPersistenceOptions {
+  retry?: RetryOptions;
+  /** The outbox entry that hands a turn to its session workflow, written with its record. */
+  outboxEntry: (ref: TurnRef) => OutboxEntry;
+  clock?: () => Date;
+}
+
 export class TurnPersistence {
+  private readonly retry: RetryOptions;
+  private readonly clock: () => Date;
+
   constructor(
     private readonly store: SampleStore,
-    private readonly retry: RetryOptions = DEFAULT_RETRY,
-    private readonly clock: () => Date = () => new Date(),
-  ) {}
+    private readonly options: TurnPersistenceOptions,
+  ) {
+    this.retry = options.retry ?? DEFAULT_RETRY;
+    this.clock = options.clock ?? (() => new Date());
+  }
 
   async persist(draft: TurnDraft): Promise<RecordedTurn> {
     const identity = conversationIdentity(draft.messages, draft.tools);
@@ -62,12 +75,17 @@ export class TurnPersistence {
 
     let stored = record;
     let duplicate = false;
-    if (!(await this.io(() => this.store.putIfAbsent(key, record)))) {
-      // The same request answered with the same tokens (a retry with a seed, a second gateway): one turn.
+    const entry = this.options.outboxEntry(turnRefOf(record));
+    if (!(await this.io(() => this.store.putIfAbsent(key, record, { outbox: entry })))) {
+      // The same request answered with the same tokens (a retry with a seed, a second gateway): one turn. Its
+      // entry is queued again (a record written just before a crash gets its entry this way; a turn already
+      // delivered is delivered again, which the session ignores).
       const existing = await this.io(() => this.store.get<TurnRecord>(key));
       if (existing === undefined) throw new Error(`turn record ${key} vanished while it was being written`);
       stored = existing;
       duplicate = true;
+      const again = this.options.outboxEntry(turnRefOf(existing));
+      await this.io(() => this.store.outbox.enqueue(again));
     }
     await this.index(stored, duplicate);
     return { ref: turnRefOf(stored), duplicate, pairing: found.pairing };

@@ -1,5 +1,5 @@
-// The durable hand-off of a main turn: once `record` resolves, the turn is in the sample store and its
-// session workflow has it (or will, Temporal holding the signal), so the response may complete.
+// The durable hand-off of a main turn: once `record` resolves, the turn and its outbox entry are durable in
+// the sample store, so the response may complete; the relay delivers it to its session workflow later.
 
 import type { TurnRecord } from '../core/turn-record.js';
 import type { TurnRef } from '../core/types.js';

@@ -76,6 +76,7 @@ describe('loadConfig defaults', () => {
         tinkerUrl: '',
         url: '',
       },
+      store: { backend: 'file', url: '', outboxLeaseMs: 10_000 },
       session: {
         idleTimeoutMs: 1_800_000,
         reopenHorizonMs: 86_400_000,
@@ -83,6 +84,21 @@ describe('loadConfig defaults', () => {
         continueAsNewAfterTurns: 200,
       },
     });
+  });
+
+  it('selects the PostgreSQL store, which needs its URL', () => {
+    expect(
+      load({ OPENCLAW_STORE: 'postgres', OPENCLAW_STORE_URL: 'postgres://u@db:5432/openclaw' }).store,
+    ).toEqual({
+      backend: 'postgres',
+      url: 'postgres://u@db:5432/openclaw',
+      outboxLeaseMs: 10_000,
+    });
+    const missing = loadConfig({ OPENCLAW_STORE: 'postgres' });
+    expect(missing.ok).toBe(false);
+    if (!missing.ok) expect(missing.error).toContain('store.url (OPENCLAW_STORE_URL)');
+    const wrong = loadConfig({ OPENCLAW_STORE_URL: 'mysql://db' });
+    expect(wrong.ok).toBe(false);
   });
 
   it('picks judge votes and reply length by method, as the original scripts do', () => {

@@ -96,6 +96,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
   }
 
   async function turnRefs(sessionId: string): Promise<TurnRef[]> {
+    await gateway.delivered();
     const signals = await sessionSignals(env.client, sessionId);
     return signals.filter((s) => s.name === 'turnRecorded').map((s) => s.args[0] as TurnRef);
   }
@@ -123,7 +124,8 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     expect(choice).not.toHaveProperty('token_ids');
     expect(choice).not.toHaveProperty('prompt_token_ids');
 
-    // Durable before the response: the record and the signal are there the moment the call returns.
+    // Durable before the response: the record and its outbox entry are there the moment the call returns
+    // (the entry may already be delivered and gone).
     const recorded = await record(sessionId, 1);
     const direct = await engineDirect(body);
     expect(recorded).toMatchObject({
@@ -344,6 +346,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
       else expect(JSON.parse(text)).toMatchObject({ session_id: sessionId, object: 'chat.completion' });
     }
     expect(await recordsOf(sessionId)).toEqual([]);
+    await gateway.delivered();
     expect(await sessionSignals(env.client, sessionId)).toEqual([]);
   });
 
@@ -394,6 +397,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
           // drain
         }
       });
+    await gateway.delivered();
     const signals = await sessionSignals(env.client, sessionId);
     expect(signals.map((s) => s.name)).toEqual(['turnRecorded', 'sessionDone']);
   });
@@ -435,6 +439,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     await new Promise((resolve) => setTimeout(resolve, 100));
 
     expect(await recordsOf(sessionId)).toEqual([]);
+    await gateway.delivered();
     expect(await sessionSignals(env.client, sessionId)).toEqual([]);
   });
 

@@ -94,6 +94,8 @@ describe('a compacted conversation of 1,500 turns', () => {
       if (turn > TURNS - BASELINE) await fresh.turn(turn - (TURNS - BASELINE));
     }
 
+    // Answered once durable; the relay delivers the turns to the session workflows right after.
+    await gateway.delivered(120_000);
     for (const [id, count] of [
       [sessionId, TURNS],
       [baselineId, BASELINE],

@@ -1,21 +1,25 @@
 // Turn identity without memory: two recorders (two gateways) on one store agree on every turn's id, a request
 // finds the turn whose reply it kept by its exact prefix or, after compaction, by the reply alone, the work per
 // turn is a constant number of store operations however long the session, and every recorded turn reaches its
-// session workflow on the real Temporal server.
+// session workflow on the real Temporal server through the outbox relay. A crash between the record and its
+// outbox entry loses nothing acknowledged.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
-import { TurnPersistence } from '../../gateway/turn-persistence.js';
+import { sessionDelivery } from '../../gateway/outbox-delivery.js';
+import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import type { TurnDraft } from '../../gateway/turn-recorder.js';
 import { CountingStore } from '../support/counting-store.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import {
+  outboxEmpty,
   sessionSignals,
   TEST_SESSION_SETTINGS,
   terminateSessions,
@@ -26,26 +30,32 @@ describe('DurableTurnRecorder', () => {
   let env: TestWorkflowEnvironment;
   let dir: string;
   let store: CountingStore;
+  let relay: OutboxRelay;
   const sessions: string[] = [];
+  const taskQueue = uniqueTaskQueue('recorder');
 
   beforeAll(async () => {
     env = await connectTestEnvironment();
     dir = await mkdtemp(join(tmpdir(), 'openclaw-recorder-'));
-    store = new CountingStore(dir);
+    store = new CountingStore(join(dir, 'store'));
+    relay = new OutboxRelay({ outbox: store.outbox, deliver: sessionDelivery(env.client), pollMs: 50 });
+    relay.start();
   });
 
   afterAll(async () => {
+    await relay?.stop();
     if (env) await terminateSessions(env, sessions);
     await env?.teardown();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const recorder = () =>
+  const recorder = (on: FileSampleStore = store) =>
     new DurableTurnRecorder({
-      store,
-      client: env.client,
+      store: on,
       session: TEST_SESSION_SETTINGS,
-      taskQueue: uniqueTaskQueue('recorder'),
+      taskQueue,
+      retry: { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 },
+      onQueued: () => relay.notify(),
     });
 
   const draft = (sessionId: string, messages: ChatMessage[], reply = 'ok', ids = [3]): TurnDraft => ({
@@ -83,17 +93,20 @@ describe('DurableTurnRecorder', () => {
 
     const stored = await store.get<TurnRecord>(turnRecordKey(sibling?.ref.sampleId ?? '') ?? '');
     expect(stored?.response.content).toBe('a1 again');
+    // Answered once durable; delivered by the relay right after.
+    await outboxEmpty(store, 20_000);
     const signals = await sessionSignals(env.client, sessionId);
     expect(signals).toHaveLength(3);
     expect(new Set(signals.map((s) => (s.args[0] as { sampleId: string }).sampleId)).size).toBe(2);
 
     await a.endSession(sessionId);
+    await outboxEmpty(store, 20_000);
     expect((await sessionSignals(env.client, sessionId)).at(-1)?.name).toBe('sessionDone');
   });
 
   it('finds the continued turn by its kept reply: exact prefix, then the reply alone, never the other branch', async () => {
     const sessionId = uniqueSessionId('pair');
-    const persistence = new TurnPersistence(store);
+    const persistence = recorder().persistence;
     const opening: ChatMessage[] = [
       { role: 'system', content: 'be brief' },
       { role: 'user', content: 'q1' },
@@ -142,7 +155,7 @@ describe('DurableTurnRecorder', () => {
 
   it('does a constant number of store operations per turn, however long the session', async () => {
     const sessionId = uniqueSessionId('ops');
-    const persistence = new TurnPersistence(store);
+    const persistence = recorder().persistence;
     // A compacted conversation: the system prompt and a sliding window of the last messages.
     const window: ChatMessage[] = [];
     const perTurn: number[] = [];
@@ -161,5 +174,40 @@ describe('DurableTurnRecorder', () => {
     // Two reads to find the continued turn, one create-if-absent, two index writes.
     expect(Math.max(...perTurn)).toBeLessThanOrEqual(5);
     expect(perTurn.slice(-10)).toEqual(perTurn.slice(10, 20));
+  });
+
+  it('a crash between the record and its outbox entry: unacknowledged, and the retry delivers it', async () => {
+    const sessionId = uniqueSessionId('torn');
+    sessions.push(sessionId);
+    // The outbox folder cannot take a file: the record is written, its entry is not, as if the process had
+    // died between the two writes.
+    const root = join(dir, 'torn');
+    await mkdir(join(root, '.outbox'), { recursive: true });
+    await writeFile(join(root, '.outbox', 'entries'), 'not a folder');
+    const torn = new FileSampleStore(root);
+    const turn = draft(sessionId, [{ role: 'user', content: 'hello' }]);
+    await expect(recorder(torn).record(turn)).rejects.toThrow();
+    const [written] = await torn.list(`turns/${sessionId}`);
+    expect(written).toBeDefined();
+    await rm(join(root, '.outbox', 'entries'));
+
+    // The client saw an error and retries the same request, answered the same: the recorder finds the record
+    // and queues it now.
+    const retried = await recorder(torn).record(turn);
+    expect(retried.duplicate).toBe(true);
+    expect(turnRecordKey(retried.ref.sampleId)).toBe(written);
+    const tornRelay = new OutboxRelay({
+      outbox: torn.outbox,
+      deliver: sessionDelivery(env.client),
+      pollMs: 50,
+    });
+    tornRelay.start();
+    try {
+      await outboxEmpty(torn, 20_000);
+    } finally {
+      await tornRelay.stop();
+    }
+    const signals = await sessionSignals(env.client, sessionId);
+    expect(signals.map((s) => (s.args[0] as { sampleId: string }).sampleId)).toEqual([retried.ref.sampleId]);
   });
 });

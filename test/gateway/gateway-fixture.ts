@@ -1,5 +1,5 @@
 // Real parts for gateway tests: a FileSampleStore in a temp dir, the run's Temporal dev server, and a
-// gateway listening on a free port in front of whatever engine URL the test gives it.
+// gateway listening on a free port in front of whatever engine URL the test gives it, with its outbox relay.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -11,10 +11,11 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
-import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
+import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
 import { IdempotencyKeys } from '../../gateway/idempotency.js';
+import { sessionDelivery } from '../../gateway/outbox-delivery.js';
+import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import { createGateway, type GatewayOptions } from '../../gateway/server.js';
-import type { SessionSettings } from '../../gateway/session-delivery.js';
 import {
   type EngineProcess,
   makeTinyModel,
@@ -37,6 +38,9 @@ export interface TestGateway {
   url: string;
   app: FastifyInstance;
   store: SampleStore;
+  relay: OutboxRelay;
+  /** Resolves once the outbox is empty: every turn answered so far reached its session workflow. */
+  delivered(timeoutMs?: number): Promise<void>;
   /** A client of the gateway, retries off so each call is one request. */
   openai(apiKey?: string): OpenAI;
   close(): Promise<void>;
@@ -59,17 +63,23 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   const dir = await mkdtemp(join(tmpdir(), 'openclaw-gateway-'));
   const store = options.store ?? new FileSampleStore(join(dir, 'store'));
   const retry = { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 };
+  const relay = new OutboxRelay({
+    outbox: store.outbox,
+    deliver: sessionDelivery(options.client),
+    pollMs: 50,
+  });
   const recorder = new DurableTurnRecorder({
     store,
-    client: options.client,
     session: options.session ?? TEST_SESSION_SETTINGS,
     // Without a worker (most gateway tests), a queue of their own keeps other suites' workers away.
     taskQueue: options.taskQueue ?? uniqueTaskQueue('gateway'),
     retry,
+    onQueued: () => relay.notify(),
   });
   const idempotency = new IdempotencyKeys({ store, ttlMs: options.idempotencyTtlMs ?? 86_400_000, retry });
   const app = createGateway({ ...options, recorder, idempotency });
   await app.listen({ host: '127.0.0.1', port: 0 });
+  relay.start();
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('gateway did not bind a TCP port');
   const url = `http://127.0.0.1:${address.port}`;
@@ -77,9 +87,12 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     url,
     app,
     store,
+    relay,
+    delivered: (timeoutMs = 20_000) => outboxEmpty(store, timeoutMs),
     openai: (apiKey = 'none') => new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 }),
     async close() {
       await app.close();
+      await relay.stop();
       await rm(dir, { recursive: true, force: true });
     },
   };
@@ -120,6 +133,17 @@ export async function startEngineStack(label: string): Promise<EngineStack> {
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** Waits until `store`'s outbox has no entry left (every queued turn delivered). */
+export async function outboxEmpty(store: SampleStore, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { depth } = await store.outbox.stats();
+    if (depth === 0) return;
+    if (Date.now() > deadline) throw new Error(`outbox still holds ${depth} entries after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** A session id no other test or earlier run used (the Temporal server is shared). */

@@ -94,6 +94,7 @@ describe('Idempotency-Key and recorded sampling, against a real engine and Tempo
       expect(retry.headers.get('content-type')).toBe(first.headers.get('content-type'));
       expect(proxy.count(CHAT)).toBe(asked);
       expect(await recordedTurns(gateway.store, sessionId)).toHaveLength(1);
+      await gateway.delivered();
       expect(
         (await sessionSignals(env.client, sessionId)).filter((s) => s.name === 'turnRecorded'),
       ).toHaveLength(1);

@@ -23,7 +23,8 @@ export interface SendOptions {
 }
 
 export type Attempt =
-  | { acknowledged: true; sampleId: string; content: string; at: number }
+  /** `at`: when it was acknowledged (epoch ms); `ms`: how long the request took. */
+  | { acknowledged: true; sampleId: string; content: string; at: number; ms: number }
   | {
       acknowledged: false;
       error: string;
@@ -48,10 +49,15 @@ export class Conversation {
 
   constructor(
     readonly sessionId: string,
-    private readonly openai: OpenAI,
+    private openai: OpenAI,
     /** Where the gateway records turns: an acknowledged turn's id is looked up there. */
     private readonly store: SampleStore,
   ) {}
+
+  /** Talks through another gateway from now on (the same session: the store is shared). */
+  use(openai: OpenAI): void {
+    this.openai = openai;
+  }
 
   /** Sample ids of the acknowledged turns, in order. */
   get acknowledged(): string[] {
@@ -111,6 +117,7 @@ export class Conversation {
       ...(options.ignoreEos && { ignore_eos: true }),
     };
     let result: { content: string } | { error: string; chunks: number; sawDone: boolean; status?: number };
+    const started = Date.now();
     try {
       result = options.stream
         ? await this.streamed(body, headers, options.onChunk)
@@ -126,7 +133,8 @@ export class Conversation {
     if (!recorded) throw new Error(`${this.sessionId}: acknowledged turn ${turn} is not in the store`);
     const sampleId = recorded.sampleId;
     this.turns.push({ sampleId, userText: text, done: options.done ?? false });
-    return { acknowledged: true, sampleId, content: result.content, at: Date.now() };
+    const at = Date.now();
+    return { acknowledged: true, sampleId, content: result.content, at, ms: at - started };
   }
 
   private async plain(

@@ -1,3 +1,4 @@
+import type { OutboxEntry } from '../../activities/outbox.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 
 /** The real file store, counting the operations made on it (how much work a request does, not how long). */
@@ -7,9 +8,9 @@ export class CountingStore extends FileSampleStore {
     this.operations++;
     return super.put(key, value);
   }
-  override putIfAbsent(key: string, value: unknown) {
+  override putIfAbsent(key: string, value: unknown, options?: { outbox?: OutboxEntry }) {
     this.operations++;
-    return super.putIfAbsent(key, value);
+    return super.putIfAbsent(key, value, options);
   }
   override get<T>(key: string) {
     this.operations++;

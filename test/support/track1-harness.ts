@@ -3,8 +3,13 @@ import type { SampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import type { OpenClawConfig } from '../../core/config.js';
 import type { TurnRef } from '../../core/types.js';
-import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
-import { type SessionSettings, sessionSettingsFromConfig } from '../../gateway/session-delivery.js';
+import {
+  DurableTurnRecorder,
+  type SessionSettings,
+  sessionSettingsFromConfig,
+} from '../../gateway/durable-turn-recorder.js';
+import { sessionDelivery } from '../../gateway/outbox-delivery.js';
+import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import type { SessionInput } from '../../workflows/session-signals.js';
 import type { EngineCalls } from './engine-calls.js';
 
@@ -23,8 +28,9 @@ export function sessionInputFor(config: OpenClawConfig, sessionId: string): Sess
 
 /**
  * Does what the gateway does for a main turn, without the HTTP front: asks the engine for a reply with exact
- * tokens and records it with the gateway's own recorder (store, then signal-with-start of its session
- * workflow). Returns the reply's message, as a client sends it back, and the turn's reference.
+ * tokens, records it with the gateway's own recorder (the record and its outbox entry) and delivers the entry
+ * with the gateway's relay (signal-with-start of its session workflow) before returning. Returns the reply's
+ * message, as a client sends it back, and the turn's reference.
  */
 export async function recordTurnDirectly(options: {
   engine: EngineCalls;
@@ -52,7 +58,6 @@ export async function recordTurnDirectly(options: {
   if (!choice) throw new Error('engine returned no choice');
   const recorder = new DurableTurnRecorder({
     store: options.store,
-    client: options.client,
     session: options.session ?? sessionSettingsFromConfig(options.config),
     taskQueue: options.taskQueue,
   });
@@ -75,5 +80,21 @@ export async function recordTurnDirectly(options: {
     sampling: { temperature: 1, topP: 1, topK: null, minP: null, maxTokens: 8, seed: options.seed },
     chatTemplateKwargs: null,
   });
+  await deliverOutbox(options.store, options.client);
   return { message: { role: 'assistant', content }, ref: recorded.ref };
+}
+
+/** Runs a relay over the store's outbox until every entry in it is delivered. */
+async function deliverOutbox(store: SampleStore, client: Client): Promise<void> {
+  const relay = new OutboxRelay({ outbox: store.outbox, deliver: sessionDelivery(client), pollMs: 20 });
+  relay.start();
+  try {
+    const deadline = Date.now() + 30_000;
+    while ((await store.outbox.stats()).depth > 0) {
+      if (Date.now() > deadline) throw new Error('the outbox was not delivered within 30 s');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await relay.stop();
+  }
 }

@@ -24,6 +24,11 @@ describe('workflow replay', () => {
       'env-rollout-workflow',
       'rollout-batch-workflow',
       'agentic-training-workflow',
+      // The same workflows after a rollout became episode activities and batches kept their results in the
+      // store; the three above are the step-by-step shape, which patched() keeps replaying.
+      'env-rollout-workflow-episode',
+      'rollout-batch-workflow-results-in-store',
+      'agentic-training-workflow-results-in-store',
     ];
     for (const expected of expectedNames) {
       expect(names).toContain(expected);
