@@ -173,6 +173,13 @@ describe('turn pairing as a user sees it', () => {
     }
   }
 
+  /** Waits until the gateways' relays have delivered every recorded turn (the store's outbox is empty). */
+  async function delivered(): Promise<void> {
+    await expect
+      .poll(async () => (await store.outbox.stats()).depth, { timeout: 30_000, interval: 50 })
+      .toBe(0);
+  }
+
   async function sessionStatus(sessionId: string): Promise<SessionStatus | null> {
     return env.client.workflow
       .getHandle(sessionWorkflowId(sessionId))
@@ -320,6 +327,8 @@ describe('turn pairing as a user sees it', () => {
     const opening = [user('What is a good stretch for my back?')];
     const reply = await chat(sessionId, opening);
     const id = await sampleIdOf(sessionId, 1, reply);
+    // Answered once durable; the gateway's relay starts the session workflow right after.
+    await delivered();
     const handle = env.client.workflow.getHandle(sessionWorkflowId(sessionId));
     expect(((await handle.result()) as SessionResult).end).toBe('horizon');
     expect((await settled([id])).exclusions.get(id)?.reason).toBe('no-next-state');
