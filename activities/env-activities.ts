@@ -21,7 +21,7 @@ import type { PolicySettings, StepJudgeSettings } from '../core/rollout-settings
 import { SandboxDiskQuotaError, SandboxImageMissingError } from '../environments/docker-errors.js';
 import type { Environment, EnvironmentRegistry, EnvTask, EpisodeStep } from '../environments/environment.js';
 import type { Sandbox, SandboxProvider, SandboxSpec } from '../environments/sandbox.js';
-import { type EpisodeOutcome, runEpisodeLoop } from './episode-loop.js';
+import { type EpisodeOutcome, type EpisodeProgress, runEpisodeLoop } from './episode-loop.js';
 import type { Judge } from './judge-client.js';
 import { createPolicyActivities, whileAlive } from './policy-step.js';
 import {
@@ -402,7 +402,11 @@ export function createEnvActivities(deps: EnvHostDependencies) {
   }
 
   /** The episode after its reset: the loop, the evaluation and the release (the sandbox is gone after). */
-  async function runLoop(input: EpisodeInput, signal: AbortSignal): Promise<EpisodeOutcome> {
+  async function runLoop(
+    input: EpisodeInput,
+    signal: AbortSignal,
+    onProgress: (progress: EpisodeProgress) => void,
+  ): Promise<EpisodeOutcome> {
     const checkCancelled = () => {
       if (signal.aborted) throw new CancelledFailure('the rollout was cancelled');
     };
@@ -423,6 +427,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
       }),
       deadline: () => deadlineOf(input.rolloutId),
       checkCancelled,
+      onProgress,
     });
     await release(input);
     return { ...outcome, released: true };
@@ -440,7 +445,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
      * host's queue. Cancelled after its container exists, it still answers, so the workflow releases it.
      */
     async startEpisode(input: EpisodeInput): Promise<StartEpisodeResult> {
-      return whileAlive(input.rolloutId, keepAlive, async (signal) => {
+      return whileAlive(input.rolloutId, keepAlive, async (signal, report) => {
         const placement = await acquire(input);
         const environment = environmentOf(input.env);
         const container = environment.sandboxSpec(await taskOf(environment, input.taskId)) !== null;
@@ -450,7 +455,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
         }
         try {
           await reset(input);
-          return { ...placement, outcome: await runLoop(input, signal) };
+          return { ...placement, outcome: await runLoop(input, signal, report) };
         } catch (error) {
           // A cancelled container-free rollout never learns its host: the release is recorded here.
           if (signal.aborted) await release(input);
@@ -465,7 +470,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
 
     /** The rest of an episode whose container this host holds: the loop, the evaluation and the release. */
     async runEpisode(input: EpisodeInput): Promise<EpisodeOutcome> {
-      return whileAlive(input.rolloutId, keepAlive, (signal) => runLoop(input, signal));
+      return whileAlive(input.rolloutId, keepAlive, (signal, report) => runLoop(input, signal, report));
     },
 
     async resetEpisode(ref: EpisodeRef): Promise<HostStepResult & { tools: number }> {

@@ -38,6 +38,14 @@ export interface EpisodeOperations {
   deadline(): Promise<number | null>;
   /** Throws when the activity was cancelled (checked between steps). */
   checkCancelled(): void;
+  /** Told the turns done and what the loop is on now (the activity heartbeats it, `rollout` draws it). */
+  onProgress?: (progress: EpisodeProgress) => void;
+}
+
+/** Where an episode's loop is: read from its activity's heartbeat by the rollout progress bar. */
+export interface EpisodeProgress {
+  turns: number;
+  phase: 'policyStep' | 'envStep' | 'evaluate' | 'judge';
 }
 
 /** Tries of one operation inside an attempt before the attempt fails (the activity's retries come on top). */
@@ -88,6 +96,7 @@ export async function runEpisodeLoop(
       detail = `the agent time limit ended after ${steps} turns`;
       break;
     }
+    ops.onProgress?.({ turns: steps, phase: 'policyStep' });
     const out = await retrying(() => ops.policyStep(step));
     sampleIds.push(out.sampleId);
     steps++;
@@ -105,6 +114,7 @@ export async function runEpisodeLoop(
       }
     } else {
       ops.checkCancelled();
+      ops.onProgress?.({ turns: steps, phase: 'envStep' });
       const stepped = await retrying(() => ops.envStep(step));
       noteContainer(stepped.containerId);
       judge(step);
@@ -121,6 +131,7 @@ export async function runEpisodeLoop(
   let reward: number | null = null;
   if (status !== 'FAILED') {
     ops.checkCancelled();
+    ops.onProgress?.({ turns: steps, phase: 'evaluate' });
     const evaluation = await retrying(() => ops.evaluate(steps, finalAnswer));
     noteContainer(evaluation.containerId);
     reward = evaluation.reward;
@@ -128,6 +139,7 @@ export async function runEpisodeLoop(
   }
   let stepScores: number[] | null = null;
   if (ops.judge) {
+    ops.onProgress?.({ turns: steps, phase: 'judge' });
     stepScores = [];
     for (let step = 0; step < steps; step++) stepScores.push(await (judged[step] ?? Promise.resolve(0)));
   }

@@ -5,8 +5,12 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { type Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+// The client's own converter (its codec included) decodes heartbeat details; the SDK exports it only here.
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { type Command, Option } from 'commander';
+import type { EpisodeProgress } from '../activities/episode-loop.js';
 import { OpenAIJudge } from '../activities/judge-client.js';
+import type { RolloutHeartbeat } from '../activities/policy-step.js';
 import { storeFromConfig } from '../activities/store-from-config.js';
 import { agenticTrainingInputSchema, envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
@@ -108,7 +112,26 @@ export async function rolloutTurns(handle: WorkflowHandle): Promise<{ turns: num
     const completed = event.activityTaskCompletedEventAttributes;
     if (completed && scheduled.get(String(completed.scheduledEventId)) === 'policyStep') turns++;
   }
+  // An episode's loop runs inside one activity (startEpisode or runEpisode): where it is comes from that
+  // activity's last heartbeat.
+  const looping = await loopProgress(handle).catch(() => null);
+  if (looping) return { turns: turns + looping.turns, activity: looping.phase };
   return { turns, activity };
+}
+
+async function loopProgress(handle: WorkflowHandle): Promise<EpisodeProgress | null> {
+  const description = await handle.describe();
+  for (const pending of description.raw.pendingActivities ?? []) {
+    const payloads = pending.heartbeatDetails?.payloads;
+    if (!payloads?.length) continue;
+    const detail = await decodeFromPayloadsAtIndex<RolloutHeartbeat | string>(
+      handle.client.options.loadedDataConverter,
+      0,
+      payloads,
+    );
+    if (typeof detail === 'object' && detail?.progress) return detail.progress;
+  }
+  return null;
 }
 
 /**

@@ -55,6 +55,15 @@ describe('runEpisodeLoop', () => {
     expect(outcome.detail).toBe('the agent time limit ended after 2 turns; half the tests');
   });
 
+  it('reports the turns done and the phase before each operation (the heartbeat the progress bar reads)', async () => {
+    const asked: string[] = [];
+    const reported: string[] = [];
+    const ops = operations(() => null, asked);
+    ops.onProgress = ({ turns, phase }) => reported.push(`${phase} ${turns}`);
+    await runEpisodeLoop({ maxTurns: 2, maxParseErrors: 3 }, ops);
+    expect(reported).toEqual(['policyStep 0', 'envStep 1', 'policyStep 1', 'envStep 2', 'evaluate 2']);
+  });
+
   it('without a limit runs to maxTurns', async () => {
     const asked: string[] = [];
     const outcome = await runEpisodeLoop(
