@@ -1,7 +1,12 @@
-// Environment activities of one env host. `acquireSandbox` runs on the shared `env` queue: whichever host
-// takes it creates the rollout's container (if its kind needs one) and answers with its own queue,
-// `<env>-<hostId>`; every later step of the rollout (reset, tool calls, evaluation, release, the policy
-// steps and the optional step judge) is sent there, so it reaches the same container.
+// Environment activities of one env host. A rollout is two activities (one for container-free kinds):
+// `startEpisode` runs on the shared `env` queue: whichever host takes it creates the rollout's container (if
+// its kind needs one), resets the episode and answers with its own queue, `<env>-<hostId>`; `runEpisode`
+// then runs the whole loop there (policy steps, tool calls, the optional step judge, the evaluation and the
+// release; activities/episode-loop.ts), so every step reaches the same container. A container-free episode
+// needs no particular host: `startEpisode` runs all of it at once. Each step is durable through its record in
+// the sample store, so a retried attempt resumes where the last one stopped. The one-step-per-activity API
+// (acquireSandbox, resetEpisode, policyStep, envStep, evaluateEpisode, releaseSandbox, judgeStep) stays for
+// rollouts started before the episode activities existed.
 //
 // Leases: a container is labelled with an expiry and removed by the host's reaper once expired. Every
 // activity on the host queue heartbeats, and with its heartbeats renews the lease of the rollout it works
@@ -11,30 +16,25 @@
 // and resumes on it. If the container is gone, it creates a new one, resets it, and replays the tool calls
 // recorded in the sample store (their recorded observations stay what the policy saw).
 
-import { ApplicationFailure, Context } from '@temporalio/activity';
-import { buildBinaryJudgeMessages } from '../core/judge-prompts.js';
-import { majorityVote, parseJudgeVote } from '../core/judge-votes.js';
-import type {
-  Environment,
-  EnvironmentRegistry,
-  EnvTask,
-  EpisodeStep,
-  ResetResult,
-} from '../environments/environment.js';
+import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
+import type { PolicySettings, StepJudgeSettings } from '../core/rollout-settings.js';
+import { SandboxDiskQuotaError, SandboxImageMissingError } from '../environments/docker-errors.js';
+import type { Environment, EnvironmentRegistry, EnvTask, EpisodeStep } from '../environments/environment.js';
 import type { Sandbox, SandboxProvider, SandboxSpec } from '../environments/sandbox.js';
+import { type EpisodeOutcome, type EpisodeProgress, runEpisodeLoop } from './episode-loop.js';
 import type { Judge } from './judge-client.js';
 import { createPolicyActivities, whileAlive } from './policy-step.js';
 import {
   type EvaluationRecord,
-  type JudgeRecord,
   type ObservationRecord,
   type PlacementRecord,
+  type ResetRecord,
   type RolloutStepRecord,
-  readObservations,
   readTranscript,
   rolloutKeys,
 } from './rollout-records.js';
 import type { SampleStore } from './sample-store.js';
+import { type JudgeStepInput, judgeRolloutStep } from './step-judge.js';
 
 /** The queue of one env host's own worker. */
 export function envHostTaskQueue(sharedTaskQueue: string, hostId: string): string {
@@ -77,6 +77,20 @@ export interface AcquireResult {
   containerId: string | null;
 }
 
+/** What an episode activity needs: the rollout and how it runs. */
+export interface EpisodeInput extends EpisodeRef {
+  policy: PolicySettings;
+  maxTurns: number;
+  maxParseErrors: number;
+  contextBudgetTokens: number;
+  stepJudge?: StepJudgeSettings;
+}
+
+export interface StartEpisodeResult extends AcquireResult {
+  /** The finished episode of a container-free kind (run right here), or null: `runEpisode` on `hostQueue` next. */
+  outcome: EpisodeOutcome | null;
+}
+
 export interface HostStepResult {
   /** The container the step ran in (null for container-free kinds). */
   containerId: string | null;
@@ -86,6 +100,20 @@ interface Lease {
   sandbox: Sandbox;
   leaseMs: number;
   renewedAt: number;
+}
+
+/**
+ * A sandbox that cannot be had (its image is missing and cannot be pulled, or the rollout outgrew its disk
+ * quota) fails the same way again: no retry.
+ */
+async function acquiring<T>(acquire: () => Promise<T>): Promise<T> {
+  try {
+    return await acquire();
+  } catch (error) {
+    if (error instanceof SandboxImageMissingError || error instanceof SandboxDiskQuotaError)
+      throw ApplicationFailure.nonRetryable(error.message, error.name);
+    throw error;
+  }
 }
 
 function clip(text: string): string {
@@ -157,7 +185,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
   }
 
   async function replay(ref: EpisodeRef, environment: Environment, task: EnvTask, sandbox: Sandbox) {
-    if (!(await store.get<ResetResult>(rolloutKeys.reset(ref.rolloutId)))) return; // reset runs next anyway
+    if (!(await store.get<ResetRecord>(rolloutKeys.reset(ref.rolloutId)))) return; // reset runs next anyway
     await environment.reset({ task, sandbox, history: [] });
     const { history } = await readTranscript(store, ref.rolloutId, Number.MAX_SAFE_INTEGER);
     const replayed: EpisodeStep[] = [];
@@ -196,7 +224,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
         `rollout ${ref.rolloutId} was released; its container is not created again`,
         'RolloutReleased',
       );
-    const { sandbox } = await sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs);
+    const { sandbox } = await acquiring(() => sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs));
     leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
     await replay(ref, environment, task, sandbox);
     const placement: PlacementRecord = {
@@ -237,27 +265,202 @@ export function createEnvActivities(deps: EnvHostDependencies) {
 
   const policy = createPolicyActivities({ store, keepAlive, policyApiKey: deps.policyApiKey });
 
+  async function acquire(ref: EpisodeRef): Promise<AcquireResult> {
+    const environment = environmentOf(ref.env);
+    const task = await taskOf(environment, ref.taskId);
+    const spec = environment.sandboxSpec(task);
+    let containerId: string | null = null;
+    if (spec) {
+      const sandboxes = requireProvider(ref.env);
+      const { sandbox } = await acquiring(() => sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs));
+      leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
+      containerId = sandbox.id;
+    }
+    const placement: PlacementRecord = {
+      rolloutId: ref.rolloutId,
+      hostId,
+      containerId,
+      acquiredAt: new Date().toISOString(),
+    };
+    await store.put(rolloutKeys.placement(ref.rolloutId), placement);
+    return { hostId, hostQueue, containerId };
+  }
+
+  async function reset(ref: EpisodeRef): Promise<HostStepResult & { tools: number }> {
+    const { environment, task, sandbox, containerId } = await episode(ref);
+    const key = rolloutKeys.reset(ref.rolloutId);
+    const recorded = await store.get<ResetRecord>(key);
+    if (recorded) return { containerId, tools: recorded.tools.length };
+    const result = await environment.reset({ task, sandbox, history: [] });
+    const record: ResetRecord = { ...result, resetAt: new Date().toISOString() };
+    await store.putIfAbsent(key, record);
+    return { containerId, tools: result.tools.length };
+  }
+
+  /** When the episode's agent time limit ends (epoch ms), from its reset record; null without one. */
+  async function deadlineOf(rolloutId: string): Promise<number | null> {
+    const recorded = await store.get<ResetRecord>(rolloutKeys.reset(rolloutId));
+    if (recorded?.agentTimeoutMs === undefined || recorded.resetAt === undefined) return null;
+    return Date.parse(recorded.resetAt) + recorded.agentTimeoutMs;
+  }
+
+  /** Runs the tool calls of policy step `step`, each once: a recorded observation is not run again. */
+  async function stepTools(
+    ref: EpisodeRef & { step: number },
+  ): Promise<HostStepResult & { done: boolean; executed: number }> {
+    const record = await store.get<RolloutStepRecord>(rolloutKeys.step(ref.rolloutId, ref.step));
+    if (record?.action.kind !== 'tools')
+      throw ApplicationFailure.nonRetryable(
+        `step ${ref.step} of ${ref.rolloutId} has no tool calls recorded`,
+        'NoToolCalls',
+      );
+    const { environment, task, sandbox, containerId } = await episode(ref);
+    const { history } = await readTranscript(store, ref.rolloutId, ref.step);
+    const deadline = await deadlineOf(ref.rolloutId);
+    let done = false;
+    let executed = 0;
+    for (const [index, call] of record.action.calls.entries()) {
+      const key = rolloutKeys.observation(ref.rolloutId, ref.step, index);
+      let observation = await store.get<ObservationRecord>(key);
+      if (!observation) {
+        const result = await environment.step(
+          { task, sandbox, history, ...(deadline !== null && { deadline }) },
+          call,
+        );
+        const fresh: ObservationRecord = {
+          step: ref.step,
+          call: index,
+          toolCallId: call.id,
+          name: call.name,
+          observation: clip(result.observation),
+          ...(result.images && result.images.length > 0 && { images: result.images }),
+          done: result.done,
+        };
+        if (!(await store.putIfAbsent(key, fresh)))
+          observation = (await store.get<ObservationRecord>(key)) ?? fresh;
+        else observation = fresh;
+      }
+      history.push({ action: call, observation: observation.observation });
+      executed++;
+      if (observation.done) {
+        done = true;
+        break;
+      }
+    }
+    return { containerId, done, executed };
+  }
+
+  async function evaluate(
+    ref: EpisodeRef & { steps: number; finalAnswer: string | null },
+  ): Promise<HostStepResult & { reward: number; detail: string }> {
+    const key = rolloutKeys.evaluation(ref.rolloutId);
+    const recorded = await store.get<EvaluationRecord>(key);
+    const { environment, task, sandbox, containerId } = await episode(ref);
+    if (recorded) return { containerId, reward: recorded.reward, detail: recorded.detail };
+    const { history } = await readTranscript(store, ref.rolloutId, ref.steps);
+    const evaluation = await environment.evaluate(
+      { task, sandbox, history, ...(provider && { freshSandbox: freshSandboxFor(ref, provider) }) },
+      ref.finalAnswer,
+    );
+    const record: EvaluationRecord = { ...evaluation, finalAnswer: ref.finalAnswer };
+    await store.putIfAbsent(key, record);
+    return { containerId, reward: evaluation.reward, detail: evaluation.detail };
+  }
+
+  /** Removes the rollout's container, if any; succeeds when it is already gone. */
+  async function release(ref: EpisodeRef): Promise<void> {
+    const environment = environmentOf(ref.env);
+    const task = await taskOf(environment, ref.taskId);
+    const held = leases.get(ref.rolloutId);
+    // Marked first: a step of this rollout still running (a cancelled rollout does not wait for it) then
+    // finds the mark instead of re-creating the container this removes.
+    await store.put(rolloutKeys.released(ref.rolloutId), {
+      hostId,
+      containerId: held?.sandbox.id ?? null,
+      releasedAt: new Date().toISOString(),
+    });
+    if (held || environment.sandboxSpec(task)) {
+      const sandboxes = requireProvider(ref.env);
+      await sandboxes.release(ref.rolloutId);
+      // An evaluation container left by a worker that died mid-evaluation.
+      await sandboxes.release(evaluationRolloutId(ref.rolloutId));
+    }
+    leases.delete(ref.rolloutId);
+  }
+
+  function judgeInput(input: EpisodeInput, step: number): JudgeStepInput | null {
+    const settings = input.stepJudge;
+    if (!settings) return null;
+    return {
+      rolloutId: input.rolloutId,
+      step,
+      votes: settings.votes,
+      prompt: settings.prompt,
+      aggregate: settings.aggregate,
+      historySteps: settings.historySteps,
+    };
+  }
+
+  /** The episode after its reset: the loop, the evaluation and the release (the sandbox is gone after). */
+  async function runLoop(
+    input: EpisodeInput,
+    signal: AbortSignal,
+    onProgress: (progress: EpisodeProgress) => void,
+  ): Promise<EpisodeOutcome> {
+    const checkCancelled = () => {
+      if (signal.aborted) throw new CancelledFailure('the rollout was cancelled');
+    };
+    const outcome = await runEpisodeLoop(input, {
+      policyStep: (step) =>
+        policy.policyStep({
+          rolloutId: input.rolloutId,
+          step,
+          policy: input.policy,
+          contextBudgetTokens: input.contextBudgetTokens,
+        }),
+      envStep: (step) => stepTools({ ...input, step }),
+      evaluate: (steps, finalAnswer) => evaluate({ ...input, steps, finalAnswer }),
+      ...(input.stepJudge && {
+        judge: async (step: number) =>
+          (await judgeRolloutStep(store, deps.judge, judgeInput(input, step) as JudgeStepInput, hostId))
+            .score,
+      }),
+      deadline: () => deadlineOf(input.rolloutId),
+      checkCancelled,
+      onProgress,
+    });
+    await release(input);
+    return { ...outcome, released: true };
+  }
+
   const shared = {
     /** Creates the rollout's container on this host (if its kind needs one) and names this host's queue. */
     async acquireSandbox(ref: EpisodeRef): Promise<AcquireResult> {
-      return whileAlive(ref.rolloutId, undefined, async () => {
-        const environment = environmentOf(ref.env);
-        const task = await taskOf(environment, ref.taskId);
-        const spec = environment.sandboxSpec(task);
-        let containerId: string | null = null;
-        if (spec) {
-          const { sandbox } = await requireProvider(ref.env).acquire(spec, ref.rolloutId, ref.leaseMs);
-          leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
-          containerId = sandbox.id;
+      return whileAlive(ref.rolloutId, undefined, () => acquire(ref));
+    },
+
+    /**
+     * Acquires and resets the rollout on this host. A container-free episode then runs to its end right here
+     * (any host can resume it from the store); one with a container continues with `runEpisode` on this
+     * host's queue. Cancelled after its container exists, it still answers, so the workflow releases it.
+     */
+    async startEpisode(input: EpisodeInput): Promise<StartEpisodeResult> {
+      return whileAlive(input.rolloutId, keepAlive, async (signal, report) => {
+        const placement = await acquire(input);
+        const environment = environmentOf(input.env);
+        const container = environment.sandboxSpec(await taskOf(environment, input.taskId)) !== null;
+        if (container) {
+          if (!signal.aborted) await reset(input);
+          return { ...placement, outcome: null };
         }
-        const placement: PlacementRecord = {
-          rolloutId: ref.rolloutId,
-          hostId,
-          containerId,
-          acquiredAt: new Date().toISOString(),
-        };
-        await store.put(rolloutKeys.placement(ref.rolloutId), placement);
-        return { hostId, hostQueue, containerId };
+        try {
+          await reset(input);
+          return { ...placement, outcome: await runLoop(input, signal, report) };
+        } catch (error) {
+          // A cancelled container-free rollout never learns its host: the release is recorded here.
+          if (signal.aborted) await release(input);
+          throw error;
+        }
       });
     },
   };
@@ -265,137 +468,39 @@ export function createEnvActivities(deps: EnvHostDependencies) {
   const host = {
     ...policy,
 
+    /** The rest of an episode whose container this host holds: the loop, the evaluation and the release. */
+    async runEpisode(input: EpisodeInput): Promise<EpisodeOutcome> {
+      return whileAlive(input.rolloutId, keepAlive, (signal, report) => runLoop(input, signal, report));
+    },
+
     async resetEpisode(ref: EpisodeRef): Promise<HostStepResult & { tools: number }> {
-      return whileAlive(ref.rolloutId, keepAlive, async () => {
-        const { environment, task, sandbox, containerId } = await episode(ref);
-        const key = rolloutKeys.reset(ref.rolloutId);
-        const recorded = await store.get<ResetResult>(key);
-        if (recorded) return { containerId, tools: recorded.tools.length };
-        const result = await environment.reset({ task, sandbox, history: [] });
-        await store.putIfAbsent(key, result);
-        return { containerId, tools: result.tools.length };
-      });
+      return whileAlive(ref.rolloutId, keepAlive, () => reset(ref));
     },
 
     /** Runs the tool calls of policy step `step`, each once: a recorded observation is not run again. */
     async envStep(
       ref: EpisodeRef & { step: number },
     ): Promise<HostStepResult & { done: boolean; executed: number }> {
-      return whileAlive(ref.rolloutId, keepAlive, async () => {
-        const record = await store.get<RolloutStepRecord>(rolloutKeys.step(ref.rolloutId, ref.step));
-        if (record?.action.kind !== 'tools')
-          throw ApplicationFailure.nonRetryable(
-            `step ${ref.step} of ${ref.rolloutId} has no tool calls recorded`,
-            'NoToolCalls',
-          );
-        const { environment, task, sandbox, containerId } = await episode(ref);
-        const { history } = await readTranscript(store, ref.rolloutId, ref.step);
-        let done = false;
-        let executed = 0;
-        for (const [index, call] of record.action.calls.entries()) {
-          const key = rolloutKeys.observation(ref.rolloutId, ref.step, index);
-          let observation = await store.get<ObservationRecord>(key);
-          if (!observation) {
-            const result = await environment.step({ task, sandbox, history }, call);
-            const fresh: ObservationRecord = {
-              step: ref.step,
-              call: index,
-              toolCallId: call.id,
-              name: call.name,
-              observation: clip(result.observation),
-              ...(result.images && result.images.length > 0 && { images: result.images }),
-              done: result.done,
-            };
-            if (!(await store.putIfAbsent(key, fresh)))
-              observation = (await store.get<ObservationRecord>(key)) ?? fresh;
-            else observation = fresh;
-          }
-          history.push({ action: call, observation: observation.observation });
-          executed++;
-          if (observation.done) {
-            done = true;
-            break;
-          }
-        }
-        return { containerId, done, executed };
-      });
+      return whileAlive(ref.rolloutId, keepAlive, () => stepTools(ref));
     },
 
     async evaluateEpisode(
       ref: EpisodeRef & { steps: number; finalAnswer: string | null },
     ): Promise<HostStepResult & { reward: number; detail: string }> {
-      return whileAlive(ref.rolloutId, keepAlive, async () => {
-        const key = rolloutKeys.evaluation(ref.rolloutId);
-        const recorded = await store.get<EvaluationRecord>(key);
-        const { environment, task, sandbox, containerId } = await episode(ref);
-        if (recorded) return { containerId, reward: recorded.reward, detail: recorded.detail };
-        const { history } = await readTranscript(store, ref.rolloutId, ref.steps);
-        const evaluation = await environment.evaluate(
-          { task, sandbox, history, ...(provider && { freshSandbox: freshSandboxFor(ref, provider) }) },
-          ref.finalAnswer,
-        );
-        const record: EvaluationRecord = { ...evaluation, finalAnswer: ref.finalAnswer };
-        await store.putIfAbsent(key, record);
-        return { containerId, reward: evaluation.reward, detail: evaluation.detail };
-      });
+      return whileAlive(ref.rolloutId, keepAlive, () => evaluate(ref));
     },
 
     /** Removes the rollout's container, if any; succeeds when it is already gone. */
     async releaseSandbox(ref: EpisodeRef): Promise<void> {
-      return whileAlive(ref.rolloutId, undefined, async () => {
-        const environment = environmentOf(ref.env);
-        const task = await taskOf(environment, ref.taskId);
-        const held = leases.get(ref.rolloutId);
-        // Marked first: a step of this rollout still running (a cancelled rollout does not wait for it) then
-        // finds the mark instead of re-creating the container this removes.
-        await store.put(rolloutKeys.released(ref.rolloutId), {
-          hostId,
-          containerId: held?.sandbox.id ?? null,
-          releasedAt: new Date().toISOString(),
-        });
-        if (held || environment.sandboxSpec(task)) {
-          const sandboxes = requireProvider(ref.env);
-          await sandboxes.release(ref.rolloutId);
-          // An evaluation container left by a worker that died mid-evaluation.
-          await sandboxes.release(evaluationRolloutId(ref.rolloutId));
-        }
-        leases.delete(ref.rolloutId);
-      });
+      return whileAlive(ref.rolloutId, undefined, () => release(ref));
     },
 
-    /** m judge votes on one step (its reply and what the environment answered); the majority is its score. */
-    async judgeStep(input: { rolloutId: string; step: number; votes: number }): Promise<{ score: number }> {
-      const key = rolloutKeys.judge(input.rolloutId, input.step);
-      const recorded = await store.get<JudgeRecord>(key);
-      if (recorded) return { score: recorded.score };
-      const judge = deps.judge;
-      if (!judge)
-        throw ApplicationFailure.nonRetryable(`env host ${hostId} has no judge configured`, 'NoJudge');
-      const record = await store.get<RolloutStepRecord>(rolloutKeys.step(input.rolloutId, input.step));
-      if (!record) throw ApplicationFailure.nonRetryable(`step ${input.step} is not recorded`, 'MissingStep');
-      const observations = await readObservations(store, input.rolloutId, record);
-      const calls = record.message.tool_calls ? `\n${JSON.stringify(record.message.tool_calls)}` : '';
-      const next =
-        record.action.kind === 'invalid'
-          ? record.errorMessages.map((m) => String(m.content ?? '')).join('\n')
-          : observations.map((o) => `[${o.name}] ${o.observation}`).join('\n');
-      const messages = buildBinaryJudgeMessages({
-        responseText: `${String(record.message.content ?? '')}${calls}`,
-        nextStateText: next,
-        nextStateRole: 'tool',
-      });
-      const replies = await whileAlive(input.rolloutId, keepAlive, () =>
-        Promise.all(
-          Array.from({ length: input.votes }, (_, i) =>
-            judge.complete(messages, { seed: i }).catch(() => null as string | null),
-          ),
-        ),
+    /** m judge votes on one step (rollouts started before the episode activities). */
+    async judgeStep(input: JudgeStepInput): Promise<{ score: number }> {
+      const record = await whileAlive(input.rolloutId, keepAlive, () =>
+        judgeRolloutStep(store, deps.judge, input, hostId),
       );
-      const votes = replies.map(parseJudgeVote);
-      const majority = majorityVote(votes);
-      const result: JudgeRecord = { score: majority.score, votes: votes.map((v) => v.score) };
-      await store.putIfAbsent(key, result);
-      return { score: result.score };
+      return { score: record.score };
     },
   };
 

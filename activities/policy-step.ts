@@ -32,6 +32,7 @@ import {
 import { createEngineAdapter } from '../engines/engine-adapters.js';
 import { EngineHttp, EngineHttpError } from '../engines/engine-http.js';
 import { exactCompletionOf } from '../engines/sglang-adapter.js';
+import type { EpisodeProgress } from './episode-loop.js';
 import { type RolloutStepRecord, readTranscript, rolloutKeys } from './rollout-records.js';
 import type { SampleStore } from './sample-store.js';
 
@@ -93,22 +94,36 @@ function currentContext(): Context | null {
   }
 }
 
-/** Heartbeats (and keeps the lease) while `work` runs; passes the activity's cancellation signal on. */
+/** What a rollout's activity heartbeats: its rollout, and (inside an episode's loop) where the loop is. */
+export interface RolloutHeartbeat {
+  rolloutId: string;
+  progress?: EpisodeProgress;
+}
+
+/**
+ * Heartbeats (and keeps the lease) while `work` runs; passes the activity's cancellation signal on, and a
+ * `report` whose progress goes out with the next heartbeat (and at once).
+ */
 export async function whileAlive<T>(
   rolloutId: string,
   keepAlive: ((rolloutId: string) => void) | undefined,
-  work: (signal: AbortSignal) => Promise<T>,
+  work: (signal: AbortSignal, report: (progress: EpisodeProgress) => void) => Promise<T>,
 ): Promise<T> {
   const context = currentContext();
+  const detail: RolloutHeartbeat = { rolloutId };
   const beat = () => {
-    context?.heartbeat(rolloutId);
+    context?.heartbeat(detail);
     keepAlive?.(rolloutId);
+  };
+  const report = (progress: EpisodeProgress) => {
+    detail.progress = progress;
+    context?.heartbeat(detail);
   };
   const interval = Math.max(200, Math.floor((context?.info.heartbeatTimeoutMs || 30_000) / 3));
   const timer = setInterval(beat, interval);
   beat();
   try {
-    return await work(context?.cancellationSignal ?? new AbortController().signal);
+    return await work(context?.cancellationSignal ?? new AbortController().signal, report);
   } finally {
     clearInterval(timer);
   }

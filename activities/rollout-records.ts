@@ -28,6 +28,12 @@ export const rolloutKeys = {
   released: (id: string) => storeKey('rollouts', id, 'released'),
 };
 
+/** The reset's result as recorded, with when it happened (the agent time limit counts from there). */
+export interface ResetRecord extends ResetResult {
+  /** Absent in records written before the time limit existed. */
+  resetAt?: string;
+}
+
 export interface PlacementRecord {
   rolloutId: string;
   hostId: string;

@@ -1,60 +1,103 @@
-import { randomUUID } from 'node:crypto';
 import type { Dirent } from 'node:fs';
-import { link, mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { link, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
+import { DurableDirectories, syncDirectory, writeTemporary } from './durable-file.js';
+import { FileOutbox } from './file-outbox.js';
+import type { Outbox, OutboxEntry } from './outbox.js';
 
 /**
  * Where turns, samples, exclusions and lineage live. Workflows carry keys, never token arrays, so Temporal
  * payloads stay small. Keys are `/`-separated; each part is encoded so any session id is a safe file name.
+ * Every write is durable (it survives a power loss) when its promise resolves.
  */
 export interface SampleStore {
   /** Writes `value` at `key`, replacing what was there, atomically (readers see old or new, never half). */
   put(key: string, value: unknown): Promise<void>;
-  /** Writes only if nothing is at `key`; returns false (and changes nothing) if something is. */
-  putIfAbsent(key: string, value: unknown): Promise<boolean>;
+  /**
+   * Writes only if nothing is at `key`; returns false (and changes nothing) if something is. With `outbox`,
+   * the entry is added together with the value when the value is created: once this resolves true, both are
+   * durable; a failure may leave the value without its entry (a retry that finds the value adds it), never the
+   * entry without its value.
+   */
+  putIfAbsent(key: string, value: unknown, options?: { outbox?: OutboxEntry }): Promise<boolean>;
   get<T = unknown>(key: string): Promise<T | undefined>;
   /** Keys directly or indirectly under `prefix`, sorted. */
   list(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;
+  /** What is still to be told to session workflows (activities/outbox.ts). */
+  readonly outbox: Outbox;
+  /** Releases connections; the store is not used afterwards. */
+  close?(): Promise<void>;
 }
 
 export function storeKey(...parts: (string | number)[]): string {
   return parts.map((part) => encodeURIComponent(String(part))).join('/');
 }
 
+/** The filesystem store's outbox folder, under its root (no key's first part may name it). */
+export const FILE_OUTBOX_DIR = '.outbox';
+
+export interface FileSampleStoreOptions {
+  /** fsync files and directories on every write (default). Off only to measure what it costs. */
+  fsync?: boolean;
+}
+
+/**
+ * A directory of JSON files, one per key. A write goes to a temporary file that is fsync'd, then takes its
+ * name (rename, or link for create-if-absent), then the directory is fsync'd: after a crash or a power loss a
+ * key holds its old value or its new one, whole. A turn's record is written before its outbox entry, so a
+ * crash between the two leaves a record nobody was told about (its client saw no answer and retries, which
+ * adds the entry), never an entry whose record is missing.
+ */
 export class FileSampleStore implements SampleStore {
-  constructor(readonly root: string) {}
+  readonly outbox: FileOutbox;
+  private readonly sync: boolean;
+  private readonly dirs: DurableDirectories;
+
+  constructor(
+    readonly root: string,
+    options: FileSampleStoreOptions = {},
+  ) {
+    this.sync = options.fsync ?? true;
+    this.dirs = new DurableDirectories(root, this.sync);
+    this.outbox = new FileOutbox(join(root, FILE_OUTBOX_DIR), this.sync);
+  }
 
   private path(key: string): string {
-    if (key.split('/').some((part) => part === '' || part === '.' || part === '..')) {
+    const parts = key.split('/');
+    if (parts.some((part) => part === '' || part === '.' || part === '..') || parts[0] === FILE_OUTBOX_DIR) {
       throw new Error(`invalid store key: ${key}`);
     }
-    return `${join(this.root, ...key.split('/'))}.json`;
+    return `${join(this.root, ...parts)}.json`;
   }
 
   async put(key: string, value: unknown): Promise<void> {
     const path = this.path(key);
-    await mkdir(dirname(path), { recursive: true });
-    const temp = `${path}.${randomUUID()}.tmp`;
-    await writeFile(temp, JSON.stringify(value));
+    const dir = dirname(path);
+    await this.dirs.ensure(dir);
+    const temp = await writeTemporary(path, JSON.stringify(value), this.sync);
     await rename(temp, path);
+    if (this.sync) await syncDirectory(dir);
   }
 
-  async putIfAbsent(key: string, value: unknown): Promise<boolean> {
+  async putIfAbsent(key: string, value: unknown, options: { outbox?: OutboxEntry } = {}): Promise<boolean> {
     const path = this.path(key);
-    await mkdir(dirname(path), { recursive: true });
-    const temp = `${path}.${randomUUID()}.tmp`;
-    await writeFile(temp, JSON.stringify(value));
+    const dir = dirname(path);
+    await this.dirs.ensure(dir);
+    const temp = await writeTemporary(path, JSON.stringify(value), this.sync);
     try {
       // link() fails if the target exists: an atomic create-if-absent, unlike rename().
       await link(temp, path);
-      return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
       throw error;
     } finally {
       await rm(temp, { force: true });
     }
+    if (this.sync) await syncDirectory(dir);
+    // The value is durable; only now may an entry point at it.
+    if (options.outbox) await this.outbox.enqueue(options.outbox);
+    return true;
   }
 
   async get<T = unknown>(key: string): Promise<T | undefined> {
@@ -79,8 +122,10 @@ export class FileSampleStore implements SampleStore {
       }
       for (const entry of entries) {
         const full = join(dir, entry.name);
-        if (entry.isDirectory()) await walk(full);
-        else if (entry.name.endsWith('.json')) {
+        if (entry.isDirectory()) {
+          if (dir === this.root && entry.name === FILE_OUTBOX_DIR) continue;
+          await walk(full);
+        } else if (entry.name.endsWith('.json')) {
           keys.push(relative(this.root, full).slice(0, -'.json'.length).split(sep).join('/'));
         }
       }
@@ -90,6 +135,12 @@ export class FileSampleStore implements SampleStore {
   }
 
   async delete(key: string): Promise<void> {
-    await rm(this.path(key), { force: true });
+    const path = this.path(key);
+    await rm(path, { force: true });
+    if (this.sync) await syncDirectory(dirname(path)).catch(ignoreMissing);
   }
+}
+
+function ignoreMissing(error: NodeJS.ErrnoException): void {
+  if (error.code !== 'ENOENT') throw error;
 }

@@ -5,7 +5,6 @@ import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-
 import type { JudgeScore } from '../core/judge-votes.js';
 import { logprobTemperature } from '../core/logprob-temperature.js';
 import { assembleSample as assemble, type HintOutcome } from '../core/sample-assembly.js';
-import { parseSampleId } from '../core/sample-id.js';
 import { appendHintToMessages } from '../core/teacher-context.js';
 import { exclusionKey, sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../core/turn-record.js';
 import type {
@@ -54,6 +53,8 @@ export interface AssembleSampleInput {
     evalVotes: (number | null)[] | null;
     hintVotes: (number | null)[] | null;
     hint: string | null;
+    /** A superseded turn trained as a rejection: the sibling the conversation continued instead. */
+    supersededBy?: string;
   };
 }
 
@@ -71,9 +72,10 @@ export function createScoringActivities(deps: ScoringDependencies) {
   const { store } = deps;
 
   async function loadTurn(sampleId: string): Promise<TurnRecord> {
-    const parsed = parseSampleId(sampleId);
-    if (!parsed) throw ApplicationFailure.nonRetryable(`malformed sample id ${sampleId}`, 'InvalidInput');
-    const record = await store.get<TurnRecord>(turnRecordKey(parsed.owner, parsed.index));
+    const key = turnRecordKey(sampleId);
+    if (key === null)
+      throw ApplicationFailure.nonRetryable(`malformed sample id ${sampleId}`, 'InvalidInput');
+    const record = await store.get<TurnRecord>(key);
     // The gateway writes the record before it signals, so a missing one is a lost store, not a race.
     if (!record) throw ApplicationFailure.nonRetryable(`no turn record for ${sampleId}`, 'MissingTurnRecord');
     return record;
@@ -142,6 +144,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
       const assembled = assemble(
         input.method,
         {
+          sampleId: input.sampleId,
           sessionId: turn.sessionId,
           turn: turn.turn,
           promptIds: turn.promptIds,

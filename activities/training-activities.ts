@@ -34,6 +34,11 @@ export interface TrainStepInput {
   runId: string;
   stepId: string;
   sampleIds: string[];
+  /**
+   * Or the store key of a record whose `sampleIds` lists them (a Track 2 step's manifest), so the input
+   * stays small however many samples the step has; `sampleIds` is then empty.
+   */
+  sampleIdsKey?: string;
   method: Method;
   loss: LossSettings;
   optimizer: OptimizerSettings;
@@ -93,6 +98,18 @@ export function isPublishedVersion(path: string): boolean {
 
 interface StoredTeacher {
   topK: TeacherTopK | null;
+}
+
+/** A step's sample ids: inline, or read from the record at `sampleIdsKey`. */
+async function sampleIdsOf(store: SampleStore, input: TrainStepInput): Promise<string[]> {
+  if (input.sampleIdsKey === undefined) return input.sampleIds;
+  const record = await store.get<{ sampleIds?: unknown }>(input.sampleIdsKey);
+  if (!Array.isArray(record?.sampleIds))
+    throw ApplicationFailure.nonRetryable(
+      `no sample ids at ${input.sampleIdsKey} in the store`,
+      'MissingSample',
+    );
+  return record.sampleIds.map(String);
 }
 
 export function createTrainingActivities(deps: TrainingDependencies) {
@@ -185,7 +202,8 @@ export function createTrainingActivities(deps: TrainingDependencies) {
         const topK = input.method === 'opd' ? (input.distillTopK ?? 0) : 0;
         const stale = new Set(input.staleSampleIds ?? []);
         const samples: TrainerSample[] = [];
-        for (const sampleId of input.sampleIds) samples.push(await trainerSample(sampleId, stale, topK));
+        for (const sampleId of await sampleIdsOf(store, input))
+          samples.push(await trainerSample(sampleId, stale, topK));
         let metrics: Awaited<ReturnType<TrainerBackend['trainStep']>>;
         try {
           metrics = await trainer.trainStep(

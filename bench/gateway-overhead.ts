@@ -1,26 +1,29 @@
-// Gateway overhead versus calling the engine directly, measured side by side in one run.
+// Gateway overhead versus calling the engine directly, measured side by side in one run, for both stores.
 //
-//   npx tsx bench/gateway-overhead.ts [--engine reference|vllm] [--rounds1 50] [--rounds32 3] [--perLane 2]
-//                                      [--maxTokens 16] [--settleMs 20] [--settle32Ms 300]
+//   npx tsx bench/gateway-overhead.ts [--engine reference|vllm] [--rounds1 50] [--rounds8 3] [--rounds32 3]
+//                                      [--perLane 2] [--maxTokens 16] [--settleMs 20] [--settle32Ms 300]
 //   npm run bench:gateway
 //
 // Starts a Temporal dev server, the policy engine (the reference engine with --trainer, or vLLM with the
-// reference trainer beside it; tiny random model), the control worker and the gateway, then sends the same
-// chat completion (fixed seed, `ignore_eos`, `max_tokens` tokens) four ways:
+// reference trainer beside it; tiny random model), a PostgreSQL server, a control worker per store and two
+// gateways (one on the filesystem store, fsync'd; one on PostgreSQL), then sends the same chat completion
+// (fixed seed, `ignore_eos`, `max_tokens` tokens) five ways:
 //   direct           to the engine, the client's body as it is;
 //   direct+rl        to the engine, plus what the gateway adds for a main turn (the engine adapter's
 //                    exact-token fields);
 //   gateway side     through the gateway with `X-Turn-Type: side` (proxy only, nothing recorded);
-//   gateway main     through the gateway with a fresh `X-Session-Id` each (recorded: store write and
-//                    signal-with-start of a new session workflow before the response completes).
+//   main file        through the filesystem gateway with a fresh `X-Session-Id` each: answered once the turn
+//                    and its outbox entry are fsync'd; the relay then starts its session workflow;
+//   main postgres    the same through the PostgreSQL gateway (one transaction per turn).
 // Non-streaming latency, streaming time to first token and streaming time to `[DONE]`, at concurrency 1
-// (variants and modes interleaved request by request) and 32 (block by block), in a seeded shuffled order,
-// each request (c1) or block (c32) starting once the control worker is idle, so the session workflows a
-// main turn starts are not charged to the request that happens to follow it. Prints medians, p99s, ratios
-// and differences against direct; never passes or fails on time.
+// (variants and modes interleaved request by request), 8 and 32 (block by block), in a seeded shuffled order,
+// each request (c1) or block starting once the outboxes are empty and the control workers idle, so the session
+// workflows a main turn starts are not charged to the request that happens to follow it. Prints medians,
+// p99s, ratios and differences, the durable write and the delivery lag (entry durable -> session workflow
+// accepted the signal); never passes or fails on time.
 
 import { timedChat } from './support/chat-client.js';
-import { type Stack, startStack, stopOnSignal } from './support/stack.js';
+import { type BenchGateway, type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
   intOptions,
   median,
@@ -39,6 +42,7 @@ const engineKind = stringOption('engine', 'reference');
 const options = intOptions(
   {
     rounds1: 50,
+    rounds8: 3,
     rounds32: 3,
     perLane: 2,
     maxTokens: 16,
@@ -49,7 +53,7 @@ const options = intOptions(
   'npx tsx bench/gateway-overhead.ts [options]',
 );
 
-const VARIANTS = ['direct', 'direct+rl', 'gateway side', 'gateway main'] as const;
+const VARIANTS = ['direct', 'direct+rl', 'gateway side', 'main file', 'main postgres'] as const;
 type Variant = (typeof VARIANTS)[number];
 type Mode = 'json' | 'stream';
 
@@ -72,7 +76,7 @@ function request(
   variant: Variant,
   mode: Mode,
 ): Promise<{ totalMs: number; ttftMs: number; content: string }> {
-  if (!stack?.gateway) throw new Error('stack not started');
+  if (!stack?.file || !stack.postgres) throw new Error('stack not started');
   const stream = mode === 'stream';
   const body: Record<string, unknown> = {
     model: stack.modelName,
@@ -83,6 +87,9 @@ function request(
     ignore_eos: true,
     stream,
   };
+  const chat = (gateway: BenchGateway, headers: Record<string, string>) =>
+    timedChat(`${gateway.gateway.url}/v1/chat/completions`, body, headers);
+  const session = { 'x-session-id': `bench-${process.pid}-${sessionCounter++}` };
   switch (variant) {
     case 'direct':
       return timedChat(`${stack.engine.url}/v1/chat/completions`, body);
@@ -95,11 +102,11 @@ function request(
         ),
       );
     case 'gateway side':
-      return timedChat(`${stack.gateway.url}/v1/chat/completions`, body, { 'x-turn-type': 'side' });
-    case 'gateway main':
-      return timedChat(`${stack.gateway.url}/v1/chat/completions`, body, {
-        'x-session-id': `bench-${process.pid}-${sessionCounter++}`,
-      });
+      return chat(stack.file, { 'x-turn-type': 'side' });
+    case 'main file':
+      return chat(stack.file, session);
+    case 'main postgres':
+      return chat(stack.postgres, session);
   }
 }
 
@@ -157,7 +164,15 @@ async function measureConcurrent(
   return samples;
 }
 
-function report(title: string, samples: Record<Variant, Samples>, handOffMs: number[]): void {
+/** Durable-write and delivery-lag figures gathered since the last call, per store. */
+function takeHandOff(): { store: string; write: number[]; lag: number[] }[] {
+  return (['file', 'postgres'] as const).map((name) => {
+    const lane = stack?.[name];
+    return { store: name, write: lane?.storeTimes.splice(0) ?? [], lag: lane?.lagMs.splice(0) ?? [] };
+  });
+}
+
+function report(title: string, samples: Record<Variant, Samples>): void {
   const count = samples.direct.json.length;
   console.log(`\n### ${title} (${count} requests per variant and mode)\n`);
   const figures: [string, (s: Samples) => number][] = [
@@ -169,16 +184,23 @@ function report(title: string, samples: Record<Variant, Samples>, handOffMs: num
     ['stream to [DONE] p99', (s) => p99(s.streamTotal)],
   ];
   const rows = figures.map(([name, f]) => {
-    const [direct, rl, side, main] = VARIANTS.map((v) => f(samples[v])) as [number, number, number, number];
+    const [direct, rl, side, file, pg] = VARIANTS.map((v) => f(samples[v])) as [
+      number,
+      number,
+      number,
+      number,
+      number,
+    ];
     return [
       name,
       ms(direct),
       ms(rl),
       ms(side),
-      ms(main),
+      ms(file),
+      ms(pg),
       `${ratio(side / direct)} (${signedMs(side - direct)})`,
-      `${ratio(main / direct)} (${signedMs(main - direct)})`,
-      signedMs(main - side),
+      signedMs(file - side),
+      signedMs(pg - side),
     ];
   });
   printTable(
@@ -186,18 +208,21 @@ function report(title: string, samples: Record<Variant, Samples>, handOffMs: num
       'figure',
       'direct',
       'direct+rl',
-      'gateway side',
-      'gateway main',
+      'side',
+      'main file',
+      'main postgres',
       'side vs direct',
-      'main vs direct',
-      'main - side',
+      'main file - side',
+      'main postgres - side',
     ],
     rows,
   );
-  console.log(
-    `\ndurable hand-off inside the gateway (store write + signal-with-start), ${handOffMs.length} main turns: ` +
-      `p50 ${ms(median(handOffMs))}, p99 ${ms(p99(handOffMs))}`,
-  );
+  console.log('');
+  for (const { store, write, lag } of takeHandOff())
+    console.log(
+      `${store}: durable write (turn + outbox entry) p50 ${ms(median(write))}, p99 ${ms(p99(write))} ` +
+        `(${write.length} turns); delivery lag p50 ${ms(median(lag))}, p99 ${ms(p99(lag))} (${lag.length})`,
+    );
 }
 
 async function main(): Promise<void> {
@@ -208,36 +233,44 @@ async function main(): Promise<void> {
   stack = await startStack({
     engineKind: engineKind as 'reference' | 'vllm',
     gateway: true,
+    postgres: true,
     // Each main turn opens its own session, which stays open (no scoring runs during the measurement).
     config: { runId: 'bench-gateway', method: 'rl', session: { idleTimeoutMs: 3_600_000 } },
   });
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   console.log(
     `parameters: max_tokens ${options.maxTokens} (ignore_eos), seed ${options.seed}, temperature 1; ` +
-      `concurrency 1: ${options.rounds1} rounds; concurrency 32: ${options.rounds32} rounds x ` +
-      `${32 * options.perLane} requests per block; settle: control worker idle ${options.settleMs} ms ` +
-      `before each c1 request, ${options.settle32Ms} ms before each c32 block`,
+      `concurrency 1: ${options.rounds1} rounds; concurrency 8: ${options.rounds8} rounds x ` +
+      `${8 * options.perLane} requests per block; concurrency 32: ${options.rounds32} rounds x ` +
+      `${32 * options.perLane} requests per block; settle: outboxes empty and control workers idle ` +
+      `${options.settleMs} ms before each c1 request, ${options.settle32Ms} ms before each block`,
   );
 
   // Same output on every path (same seed), so every path does the same engine work.
   const outputs = await Promise.all(VARIANTS.map((v) => request(v, 'json')));
   const identical = outputs.every((o) => o.content === outputs[0]?.content);
   console.log(
-    `same output on all four paths: ${identical ? 'yes' : 'NO'} (${JSON.stringify(outputs[0]?.content)})`,
+    `same output on all five paths: ${identical ? 'yes' : 'NO'} (${JSON.stringify(outputs[0]?.content)})`,
   );
 
-  // Warm-up: connection pools, the engine's first batches, the worker's first session workflows.
+  // Warm-up: connection pools, the engine's first batches, the workers' first session workflows.
   await measureSequential(3);
   await measureConcurrent(32, 1, 1);
-  stack.recordTimes.length = 0;
+  takeHandOff();
 
   const c1 = await measureSequential(options.rounds1);
-  report('Concurrency 1', c1, stack.recordTimes.splice(0));
-  console.log(`(waiting for the control worker to settle: ${(settledMs / 1000).toFixed(1)} s in all)`);
-  settledMs = 0;
-  const c32 = await measureConcurrent(32, options.rounds32, options.perLane);
-  report('Concurrency 32', c32, stack.recordTimes.splice(0));
-  console.log(`(waiting for the control worker to settle: ${(settledMs / 1000).toFixed(1)} s in all)`);
+  report('Concurrency 1', c1);
+  console.log(`(waiting for the outboxes and workers to settle: ${(settledMs / 1000).toFixed(1)} s in all)`);
+  for (const [c, rounds] of [
+    [8, options.rounds8],
+    [32, options.rounds32],
+  ] as const) {
+    settledMs = 0;
+    report(`Concurrency ${c}`, await measureConcurrent(c, rounds, options.perLane));
+    console.log(
+      `(waiting for the outboxes and workers to settle: ${(settledMs / 1000).toFixed(1)} s in all)`,
+    );
+  }
   console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 

@@ -1,41 +1,73 @@
-// Container-free fan-out at scale: one agentic training step (no training) of the `arith` environment with a
-// scripted policy, at two rollout counts, each against a fresh `temporal server start-dev` (SQLite in a temp
-// folder) and fresh worker processes (the workflow worker and one env host), all children of this process so
-// their memory can be read from /proc. Prints rollouts per second and peak memory per process, and how both
-// grow from the small count to the large one.
-//   npm run bench:fan-out -- [--small 1000] [--large 10000] [--inFlight 200] [--samples 4] [--sqlite 0|1]
+// Container-free fan-out near the orchestrator's own limit: one agentic training step (no training) of the
+// `arith` environment with a scripted policy, at two rollout counts, on two servers (the CLI's dev server and
+// the real Temporal server on PostgreSQL), each count twice in the same run: with the real rollout workflow
+// and with an EMPTY rollout (a child workflow with no activities, same tree, window and retries), the floor
+// a rollout's cost is measured against. Every run gets a fresh server and fresh worker processes (the
+// workflow worker and one env host), children of this process so their memory can be read from /proc.
+// Prints rollouts/s and its ratio to the empty baseline, history events, history bytes and payload bytes
+// per rollout, and server memory per rollout.
+//   npm run bench:fan-out -- [--small 1000] [--large 10000] [--inFlight 200] [--samples 4] [--perBatch 250]
+//                            [--dev 1] [--cluster 1] [--empty 1] [--sample 40] [--sqlite 0|1]
 
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { startScriptedPolicy } from '../test/support/scripted-policy-server.js';
+import { startTemporalCluster } from '../test/support/temporal-cluster.js';
 import {
   type AgenticTrainingInput,
   agenticWorkflowId,
   type StepSummary,
 } from '../workflows/agentic-signals.js';
 import { startDevServerProcess } from './support/dev-server-process.js';
+import { historyTotals, workflowPayloadBytes } from './support/history-figures.js';
 import { answerRight } from './support/numbered-arith.js';
-import { mib, sampleMemory } from './support/process-memory.js';
+import { mib, readMemory, sampleMemory, treePss } from './support/process-memory.js';
 import { intOptions, printTable, ratio } from './support/stats.js';
 
 const options = intOptions(
-  { small: 1000, large: 10_000, inFlight: 200, samples: 4, perBatch: 250, sqlite: 0 },
-  'npx tsx bench/track2-fan-out.ts: arith rollouts through a fresh Temporal dev server and worker processes',
+  {
+    small: 1000,
+    large: 10_000,
+    inFlight: 200,
+    samples: 4,
+    perBatch: 250,
+    dev: 1,
+    cluster: 1,
+    empty: 1,
+    sample: 40,
+    sqlite: 0,
+  },
+  'npx tsx bench/track2-fan-out.ts: arith rollouts (and empty ones) through fresh Temporal servers and worker processes',
 );
 
 const WORKER_SCRIPT = fileURLToPath(new URL('./support/fan-out-worker.ts', import.meta.url));
 
+type ServerKind = 'dev' | 'cluster';
+type Variant = 'empty' | 'rollout';
+
 interface RunFigures {
+  server: ServerKind;
+  variant: Variant;
   rollouts: number;
   seconds: number;
   completed: number;
+  executions: number;
+  eventsPerRollout: number;
+  historyBytesPerRollout: number;
+  payloadBytesPerRollout: number;
   serverErrors: number;
-  memory: Record<string, { sampledRss: number; hwm: number }>;
+  /** The Temporal server's resident set before the run and at its peak, bytes. */
+  serverRssBefore: number;
+  serverRssPeak: number;
+  /** PostgreSQL (cluster only): proportional set size at the end and data folder growth, bytes. */
+  postgresPss: number | null;
+  postgresDiskGrowth: number | null;
+  workers: Record<string, number>;
 }
 
 /** Starts a worker child and resolves once it prints `ready`. */
@@ -63,25 +95,66 @@ async function stopProcess(child: ChildProcess): Promise<void> {
   clearTimeout(timer);
 }
 
-async function runOnce(rollouts: number): Promise<RunFigures> {
+async function folderBytes(path: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(path, { withFileTypes: true, recursive: true }).catch(() => [])) {
+    if (entry.isFile())
+      total += (await stat(join(entry.parentPath, entry.name)).catch(() => null))?.size ?? 0;
+  }
+  return total;
+}
+
+interface ServerHandle {
+  address: string;
+  pid: number;
+  errorLines(): number;
+  postgres: { pid: () => number | null; dataDir: string } | null;
+  stop(): Promise<void>;
+}
+
+async function startServer(kind: ServerKind, dir: string): Promise<ServerHandle> {
+  if (kind === 'dev') {
+    const server = await startDevServerProcess(options.sqlite ? join(dir, 'temporal.db') : null);
+    return {
+      address: server.address,
+      pid: server.process.pid as number,
+      errorLines: server.errorLines,
+      postgres: null,
+      stop: server.stop,
+    };
+  }
+  const cluster = await startTemporalCluster(join(dir, 'cluster'));
+  return {
+    address: cluster.address,
+    pid: cluster.process.pid as number,
+    errorLines: cluster.errorLines,
+    postgres: { pid: cluster.postgresPid, dataDir: join(cluster.dir, 'postgres') },
+    stop: cluster.stop,
+  };
+}
+
+async function runOnce(server: ServerKind, variant: Variant, rollouts: number): Promise<RunFigures> {
   const tasks = Math.ceil(rollouts / options.samples);
   const dir = await mkdtemp(join(tmpdir(), 'openclaw-fan-out-'));
-  const server = await startDevServerProcess(options.sqlite ? join(dir, 'temporal.db') : null);
-  const address = server.address;
+  await chmod(dir, 0o755); // PostgreSQL's user enters it
+  const temporal = await startServer(server, dir);
   const policy = await startScriptedPolicy(answerRight);
   const children: ChildProcess[] = [];
   try {
     const workflowQueue = 'bench-workflows';
     const envQueue = 'bench-env';
     const storeDir = join(dir, 'store');
-    children.push(await startWorkerProcess(['workflows', address, workflowQueue, storeDir]));
-    children.push(await startWorkerProcess(['env', address, envQueue, storeDir]));
+    const role = variant === 'empty' ? 'workflows-empty' : 'workflows';
+    children.push(await startWorkerProcess([role, temporal.address, workflowQueue, storeDir]));
+    children.push(await startWorkerProcess(['env', temporal.address, envQueue, storeDir]));
+    const serverRssBefore = readMemory(temporal.pid)?.rss ?? 0;
+    const diskBefore = temporal.postgres ? await folderBytes(temporal.postgres.dataDir) : 0;
     const sampler = sampleMemory({
-      'temporal dev server': server.process.pid as number,
+      server: temporal.pid,
       'workflow worker': children[0]?.pid as number,
       'env host worker': children[1]?.pid as number,
     });
-    const connection = await Connection.connect({ address });
+    const connection = await Connection.connect({ address: temporal.address });
     const client = new Client({ connection });
     const runId = `fan-out-${rollouts}-${Date.now().toString(36)}`;
     const input: AgenticTrainingInput = {
@@ -105,71 +178,157 @@ async function runOnce(rollouts: number): Promise<RunFigures> {
       args: [input],
     })) as StepSummary[];
     const seconds = (performance.now() - started) / 1000;
-    const memory = sampler.peaks();
+    const peaks = sampler.peaks();
     sampler.stop();
-    await connection.close();
     const summary = summaries[0];
+    const done = summary?.rollouts ?? 0;
+
+    // What the run left in the server: every execution's events and bytes, payloads of the tree and of a sample.
+    const totals = await historyTotals(client, done);
+    const treeIds = totals.ids.filter((id) => id.startsWith(agenticWorkflowId(runId)));
+    const rolloutIds = totals.ids.filter((id) => !id.startsWith(agenticWorkflowId(runId)));
+    let treePayload = 0;
+    for (const id of treeIds) treePayload += await workflowPayloadBytes(client, id);
+    const step = Math.max(1, Math.floor(rolloutIds.length / options.sample));
+    const sampled = rolloutIds.filter((_, i) => i % step === 0).slice(0, options.sample);
+    let sampledPayload = 0;
+    for (const id of sampled) sampledPayload += await workflowPayloadBytes(client, id);
+    const perRolloutExecution = sampled.length > 0 ? sampledPayload / sampled.length : 0;
+    await connection.close();
+
+    const postgresPid = temporal.postgres?.pid() ?? null;
     return {
-      rollouts: summary?.rollouts ?? 0,
+      server,
+      variant,
+      rollouts: done,
       seconds,
       completed: summary?.byStatus.COMPLETED ?? 0,
-      serverErrors: server.errorLines(),
-      memory,
+      executions: totals.executions,
+      eventsPerRollout: totals.events / done,
+      historyBytesPerRollout: totals.bytes / done,
+      payloadBytesPerRollout: (treePayload + perRolloutExecution * rolloutIds.length) / done,
+      serverErrors: temporal.errorLines(),
+      serverRssBefore,
+      serverRssPeak: peaks.server?.sampledRss ?? 0,
+      postgresPss: postgresPid ? treePss(postgresPid) : null,
+      postgresDiskGrowth: temporal.postgres
+        ? (await folderBytes(temporal.postgres.dataDir)) - diskBefore
+        : null,
+      workers: {
+        'workflow worker': peaks['workflow worker']?.hwm ?? 0,
+        'env host worker': peaks['env host worker']?.hwm ?? 0,
+      },
     };
   } finally {
     for (const child of children) await stopProcess(child);
     await policy.close();
-    await server.stop();
+    await temporal.stop();
     await rm(dir, { recursive: true, force: true });
   }
 }
 
-console.log(
-  `fan-out bench: ${cpus().length} cores, load average at start ${loadavg()
+const load = () =>
+  loadavg()
     .map((l) => l.toFixed(2))
-    .join(
-      ' ',
-    )}; in flight ${options.inFlight}, ${options.samples} samples per task, ${options.perBatch} per batch`,
+    .join(' ');
+console.log(
+  `fan-out bench: ${cpus().length} cores, load average at start ${load()}; in flight ${options.inFlight}, ` +
+    `${options.samples} samples per task, ${options.perBatch} per batch`,
 );
+const servers: ServerKind[] = [
+  ...(options.dev ? (['dev'] as const) : []),
+  ...(options.cluster ? (['cluster'] as const) : []),
+];
+const variants: Variant[] = options.empty ? ['empty', 'rollout'] : ['rollout'];
+const counts = [options.small, options.large].filter((count) => count > 0);
 const runs: RunFigures[] = [];
-for (const count of [options.small, options.large]) {
-  const figures = await runOnce(count);
-  runs.push(figures);
+for (const server of servers) {
+  for (const count of counts) {
+    for (const variant of variants) {
+      const figures = await runOnce(server, variant, count);
+      runs.push(figures);
+      console.log(
+        `  ${server} ${variant}: ${figures.rollouts} rollouts (${figures.completed} completed, ${figures.executions} executions; server logged ${figures.serverErrors} errors) in ${figures.seconds.toFixed(1)} s: ` +
+          `${(figures.rollouts / figures.seconds).toFixed(1)} rollouts/s (load ${load()}); per rollout ` +
+          `${figures.eventsPerRollout.toFixed(1)} events, ${(figures.historyBytesPerRollout / 1024).toFixed(2)} KiB of history, ` +
+          `${figures.payloadBytesPerRollout.toFixed(0)} B of payloads, ` +
+          `${((figures.serverRssPeak - figures.serverRssBefore) / figures.rollouts / 1024).toFixed(1)} KiB of server RSS`,
+      );
+    }
+  }
+}
+
+const rate = (run: RunFigures) => run.rollouts / run.seconds;
+const find = (server: ServerKind, variant: Variant, count: number) =>
+  runs.find((r) => r.server === server && r.variant === variant && r.rollouts >= count * 0.99);
+const perRolloutKib = (bytes: number) => `${(bytes / 1024).toFixed(2)} KiB`;
+
+for (const server of servers) {
+  const columns = counts.flatMap((count) =>
+    variants.map((variant) => ({ count, variant, run: find(server, variant, count) })),
+  );
   console.log(
-    `  ${figures.rollouts} rollouts (${figures.completed} completed; dev server logged ${figures.serverErrors} errors) in ${figures.seconds.toFixed(1)} s: ` +
-      `${(figures.rollouts / figures.seconds).toFixed(1)} rollouts/s`,
+    `\n${server === 'dev' ? 'CLI dev server (temporal server start-dev)' : 'Temporal server on PostgreSQL'}:`,
+  );
+  const cell = (f: (run: RunFigures) => string) => columns.map(({ run }) => (run ? f(run) : 'n/a'));
+  printTable(
+    ['figure', ...columns.map(({ count, variant }) => `${count.toLocaleString('en')} ${variant}`)],
+    [
+      ['wall time', ...cell((r) => `${r.seconds.toFixed(1)} s`)],
+      ['rollouts/s', ...cell((r) => rate(r).toFixed(1))],
+      [
+        'ratio to the empty rollout',
+        ...columns.map(({ count, run }) => {
+          const empty = find(server, 'empty', count);
+          return run && empty ? ratio(rate(run) / rate(empty)) : 'n/a';
+        }),
+      ],
+      ['history events per rollout', ...cell((r) => r.eventsPerRollout.toFixed(1))],
+      ['history bytes per rollout', ...cell((r) => perRolloutKib(r.historyBytesPerRollout))],
+      ['payload bytes per rollout', ...cell((r) => `${r.payloadBytesPerRollout.toFixed(0)} B`)],
+      [
+        'server RSS growth per rollout',
+        ...cell((r) => perRolloutKib((r.serverRssPeak - r.serverRssBefore) / r.rollouts)),
+      ],
+      ['server peak RSS', ...cell((r) => mib(r.serverRssPeak))],
+      ...(server === 'cluster'
+        ? [
+            ['PostgreSQL PSS at the end', ...cell((r) => mib(r.postgresPss ?? 0))],
+            [
+              'PostgreSQL data growth per rollout',
+              ...cell((r) => perRolloutKib((r.postgresDiskGrowth ?? 0) / r.rollouts)),
+            ],
+          ]
+        : []),
+      ['workflow worker peak RSS', ...cell((r) => mib(r.workers['workflow worker'] ?? 0))],
+      ['env host worker peak RSS', ...cell((r) => mib(r.workers['env host worker'] ?? 0))],
+    ],
   );
 }
-const [small, large] = runs as [RunFigures, RunFigures];
-const rate = (run: RunFigures) => run.rollouts / run.seconds;
-console.log('');
-printTable(
-  ['figure', `${small.rollouts} rollouts`, `${large.rollouts} rollouts`, 'ratio large/small'],
-  [
-    [
-      'wall time',
-      `${small.seconds.toFixed(1)} s`,
-      `${large.seconds.toFixed(1)} s`,
-      ratio(large.seconds / small.seconds),
-    ],
-    ['rollouts/s', rate(small).toFixed(1), rate(large).toFixed(1), ratio(rate(large) / rate(small))],
-    ...Object.keys(small.memory).flatMap((name) => {
-      const a = small.memory[name] ?? { sampledRss: 0, hwm: 0 };
-      const b = large.memory[name] ?? { sampledRss: 0, hwm: 0 };
-      return [
-        [`${name} peak RSS (VmHWM)`, mib(a.hwm), mib(b.hwm), ratio(b.hwm / a.hwm)],
-        [
-          `${name} peak sampled VmRSS`,
-          mib(a.sampledRss),
-          mib(b.sampledRss),
-          ratio(b.sampledRss / a.sampledRss),
-        ],
-      ];
-    }),
-  ],
-);
-console.log(
-  `load average at end ${loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')}`,
-);
+
+if (servers.length === 2) {
+  console.log('\nSide by side, rollouts/s (ratio to the empty rollout on the same server):');
+  printTable(
+    ['run', 'dev server', 'Temporal server on PostgreSQL', 'PostgreSQL / dev'],
+    counts.flatMap((count) =>
+      variants.map((variant) => {
+        const dev = find('dev', variant, count);
+        const cluster = find('cluster', variant, count);
+        const show = (run: RunFigures | undefined, server: ServerKind) => {
+          if (!run) return 'n/a';
+          const empty = find(server, 'empty', count);
+          return variant === 'rollout' && empty
+            ? `${rate(run).toFixed(1)} (${ratio(rate(run) / rate(empty))})`
+            : rate(run).toFixed(1);
+        };
+        return [
+          `${count.toLocaleString('en')} ${variant}`,
+          show(dev, 'dev'),
+          show(cluster, 'cluster'),
+          dev && cluster ? ratio(rate(cluster) / rate(dev)) : 'n/a',
+        ];
+      }),
+    ),
+  );
+}
+console.log(`load average at end ${load()}`);

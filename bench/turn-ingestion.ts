@@ -1,27 +1,27 @@
-// Durable turn ingestion: turns per second recorded end to end, and what the durable hand-off adds.
+// Durable turn ingestion: turns per second recorded end to end, for both stores, against side turns.
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
 //                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
 //
 //   npm run bench:ingest
 //
-// Starts a Temporal dev server, the reference engine (tiny random model, --trainer), the fake judge, the
-// control worker and the gateway. Clients send non-streaming chat completions with `max_tokens` 1 (so the
-// engine's share is as small as it gets) through the gateway, as main turns (client -> gateway -> engine ->
-// store write + signal-with-start accepted -> response) and, for the same requests, as side turns (proxied
-// only). Two session patterns:
-//   new      every turn opens its own session: signal-with-start starts a session workflow;
-//   follow   each client keeps a session for `sessionTurns` turns (the conversation grows): most hand-offs
+// Starts a Temporal dev server, the reference engine (tiny random model, --trainer), the fake judge, a
+// PostgreSQL server, a control worker per store and two gateways (the filesystem store, fsync'd; PostgreSQL).
+// Clients send non-streaming chat completions with `max_tokens` 1 (so the engine's share is as small as it
+// gets), as main turns through each gateway (client -> gateway -> engine -> turn + outbox entry durable ->
+// response; the relay delivers to the session workflow afterwards) and, for the same requests, as side turns
+// (proxied only). Two session patterns:
+//   new      every turn opens its own session: its delivery starts a session workflow;
+//   follow   each client keeps a session for `sessionTurns` turns (the conversation grows): most deliveries
 //            signal a running workflow, which hands the previous turn to scoring (fake judge, rl, 1 vote; no
 //            training step: batch size 4096), as it would in production.
-// At concurrency 1, 8 and 32, side and main blocks alternate (order swapped each round); each block starts
-// once the control worker has been idle for `settleMs`, and the time that took after a main block is the
-// worker's drain (the session workflows, and for follow the scoring, the block left behind). Afterwards the
-// histories of up to `historySessions` sessions of the last c32 main block show how long the session
-// workflow took to take in each turn after the server accepted its signal. Figures only; never passes or
-// fails.
+// At concurrency 1, 8 and 32, side and main blocks alternate (order rotated each round); each block starts once
+// the outboxes are empty and the control workers idle for `settleMs`, and the time that took after a main block
+// is the drain (deliveries, session workflows, and for follow the scoring, the block left behind). Afterwards
+// the histories of up to `historySessions` sessions of each store's last c32 main block show how long after
+// the client got its response the session workflow had taken the turn in. Figures only; never passes or fails.
 
-import { type ChatTiming, timedChat } from './support/chat-client.js';
+import { type ChatTiming, packingConversation, timedChat } from './support/chat-client.js';
 import { signalDeliveries } from './support/history.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
@@ -51,7 +51,8 @@ const options = intOptions(
 );
 
 type Pattern = 'new' | 'follow';
-type Kind = 'side' | 'main';
+const KINDS = ['side', 'main file', 'main postgres'] as const;
+type Kind = (typeof KINDS)[number];
 
 interface Block {
   latencies: number[];
@@ -60,53 +61,57 @@ interface Block {
 }
 
 interface Cell {
-  side: Block[];
-  main: Block[];
-  recordMs: number[];
-  storeMs: number[];
-  /** After each main block: how long until the control worker had been idle for `settleMs`. */
-  drainMs: number[];
-  /** Session ids and client completion times of the last main block, for the history check. */
-  lastMain: Map<string, number[]>;
+  blocks: Record<Kind, Block[]>;
+  storeMs: Record<'file' | 'postgres', number[]>;
+  lagMs: Record<'file' | 'postgres', number[]>;
+  /** After each main block: how long until the outboxes were empty and the workers idle for `settleMs`. */
+  drainMs: Record<'file' | 'postgres', number[]>;
+  /** Session ids and client completion times of the last main block per store, for the history check. */
+  lastMain: Record<'file' | 'postgres', Map<string, number[]>>;
 }
+
+const emptyCell = (): Cell => ({
+  blocks: { side: [], 'main file': [], 'main postgres': [] },
+  storeMs: { file: [], postgres: [] },
+  lagMs: { file: [], postgres: [] },
+  drainMs: { file: [], postgres: [] },
+  lastMain: { file: new Map(), postgres: new Map() },
+});
 
 let stack = null as Stack | null;
 stopOnSignal(() => stack);
 let blockCounter = 0;
 
-function messagesFor(turn: number): Record<string, string>[] {
-  const messages: Record<string, string>[] = [{ role: 'system', content: 'You are a concise assistant.' }];
-  for (let i = 1; i <= turn; i++) {
-    messages.push({ role: 'user', content: `Question ${i}: what should I pack for a day trip?` });
-    if (i < turn) messages.push({ role: 'assistant', content: 'A water bottle and a map.' });
-  }
-  return messages;
-}
+const storeOf = (kind: Kind): 'file' | 'postgres' | null =>
+  kind === 'main file' ? 'file' : kind === 'main postgres' ? 'postgres' : null;
 
 /** One block: `count` requests over `concurrency` lanes; lane sessions follow `pattern`. */
 async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count: number, cell: Cell) {
-  if (!stack?.gateway) throw new Error('stack not started');
-  const url = `${stack.gateway.url}/v1/chat/completions`;
+  if (!stack?.file || !stack.postgres) throw new Error('stack not started');
+  const store = storeOf(kind);
+  const lane = stack[store ?? 'file'];
+  if (!lane) throw new Error('stack not started');
+  const url = `${lane.gateway.url}/v1/chat/completions`;
   const block = blockCounter++;
   const perLane = Math.ceil(count / concurrency);
   const latencies: number[] = [];
   const completions = new Map<string, number[]>();
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: concurrency }, async (_, lane) => {
-      for (let i = 0; i < perLane && lane * perLane + i < count; i++) {
+    Array.from({ length: concurrency }, async (_, laneIndex) => {
+      for (let i = 0; i < perLane && laneIndex * perLane + i < count; i++) {
         const turn = pattern === 'new' ? 1 : (i % options.sessionTurns) + 1;
         const session =
           pattern === 'new'
-            ? `ingest-${process.pid}-b${block}-l${lane}-${i}`
-            : `ingest-${process.pid}-b${block}-l${lane}-s${Math.floor(i / options.sessionTurns)}`;
+            ? `ingest-${process.pid}-b${block}-l${laneIndex}-${i}`
+            : `ingest-${process.pid}-b${block}-l${laneIndex}-s${Math.floor(i / options.sessionTurns)}`;
         const headers: Record<string, string> = { 'x-session-id': session };
         if (kind === 'side') headers['x-turn-type'] = 'side';
         const timing: ChatTiming = await timedChat(
           url,
           {
             model: 'tiny',
-            messages: messagesFor(turn),
+            messages: packingConversation(turn),
             max_tokens: options.maxTokens,
             temperature: 1,
             seed: i,
@@ -114,7 +119,7 @@ async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count
           headers,
         );
         latencies.push(timing.totalMs);
-        if (kind === 'main') {
+        if (store) {
           const list = completions.get(session) ?? [];
           list.push(timing.completedAt);
           completions.set(session, list);
@@ -122,22 +127,21 @@ async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count
       }
     }),
   );
-  const result: Block = { latencies, wallMs: performance.now() - started, count: latencies.length };
-  if (kind === 'main') {
-    cell.main.push(result);
-    cell.recordMs.push(...stack.recordTimes.splice(0));
-    cell.storeMs.push(...stack.storeTimes.splice(0));
-    cell.lastMain = completions;
-  } else cell.side.push(result);
-  // The next block starts once the control worker has finished what this one started.
+  cell.blocks[kind].push({ latencies, wallMs: performance.now() - started, count: latencies.length });
+  // The next block starts once the outboxes are empty and the workers have finished what this one started.
   const drained = await stack.settle(options.settleMs, options.settleCapMs);
-  if (kind === 'main') cell.drainMs.push(drained);
+  if (store) {
+    cell.storeMs[store].push(...lane.storeTimes.splice(0));
+    cell.lagMs[store].push(...lane.lagMs.splice(0));
+    cell.drainMs[store].push(drained);
+    cell.lastMain[store] = completions;
+  }
 }
 
 async function measure(pattern: Pattern, concurrency: number, count: number): Promise<Cell> {
-  const cell: Cell = { side: [], main: [], recordMs: [], storeMs: [], drainMs: [], lastMain: new Map() };
+  const cell = emptyCell();
   for (let round = 0; round < options.rounds; round++) {
-    const order: Kind[] = round % 2 === 0 ? ['side', 'main'] : ['main', 'side'];
+    const order = KINDS.map((_, i) => KINDS[(i + round) % KINDS.length] as Kind);
     for (const kind of order) await runBlock(pattern, kind, concurrency, count, cell);
   }
   return cell;
@@ -147,21 +151,19 @@ const all = (blocks: Block[]) => blocks.flatMap((b) => b.latencies);
 const throughput = (blocks: Block[]) =>
   blocks.reduce((n, b) => n + b.count, 0) / (blocks.reduce((t, b) => t + b.wallMs, 0) / 1000);
 
-/** How long after the server accepted each turn's signal the session workflow had taken it in. */
-async function historyCheck(cell: Cell): Promise<{ handled: number[]; afterClient: number[] }> {
+/** How long after the client got its response each session workflow had taken the turn in. */
+async function historyCheck(sessions: Map<string, number[]>): Promise<number[]> {
   if (!stack) throw new Error('stack not started');
-  const sessions = [...cell.lastMain.entries()].slice(0, options.historySessions);
-  const handled: number[] = [];
+  const picked = [...sessions.entries()].slice(0, options.historySessions);
   const afterClient: number[] = [];
-  await runConcurrently(sessions.length, 4, async (index) => {
-    const [session, completedAt] = sessions[index] as [string, number[]];
+  await runConcurrently(picked.length, 4, async (index) => {
+    const [session, completedAt] = picked[index] as [string, number[]];
     const deadline = Date.now() + 30_000;
     for (;;) {
       const history = await stack?.client.workflow.getHandle(`session-${session}`).fetchHistory();
       const deliveries = signalDeliveries(history?.events ?? []);
       if (deliveries.length >= completedAt.length || Date.now() > deadline) {
         deliveries.forEach((d, i) => {
-          handled.push(d.handledMs - d.signaledMs);
           const client = completedAt[i];
           if (client !== undefined) afterClient.push(d.handledMs - client);
         });
@@ -170,17 +172,19 @@ async function historyCheck(cell: Cell): Promise<{ handled: number[]; afterClien
       await new Promise((r) => setTimeout(r, 200));
     }
   });
-  return { handled, afterClient };
+  return afterClient;
 }
 
 async function main(): Promise<void> {
   const started = Date.now();
   console.log(
-    'starting: temporal dev server, reference engine (tiny model, --trainer), fake judge, control worker, gateway',
+    'starting: temporal dev server, reference engine (tiny model, --trainer), fake judge, PostgreSQL, ' +
+      'a control worker and a gateway per store',
   );
   stack = await startStack({
     gateway: true,
     judge: true,
+    postgres: true,
     config: {
       runId: 'bench-ingest',
       method: 'rl',
@@ -197,16 +201,18 @@ async function main(): Promise<void> {
   ];
   console.log(
     `parameters: non-streaming, max_tokens ${options.maxTokens}; turns per block ` +
-      `${levels.map(([c, n]) => `c${c}: ${n}`).join(', ')}; ${options.rounds} rounds of (side, main) blocks; ` +
-      `follow pattern: ${options.sessionTurns} turns per session; each block starts once the control worker ` +
-      `has been idle ${options.settleMs} ms (waiting at most ${options.settleCapMs} ms)`,
+      `${levels.map(([c, n]) => `c${c}: ${n}`).join(', ')}; ${options.rounds} rounds of (side, main file, ` +
+      `main postgres) blocks; follow pattern: ${options.sessionTurns} turns per session; each block starts ` +
+      `once the outboxes are empty and the workers idle ${options.settleMs} ms (waiting at most ` +
+      `${options.settleCapMs} ms)`,
   );
 
-  // Warm-up: pools, the engine, the worker's first session and scoring workflows.
-  const warm: Cell = { side: [], main: [], recordMs: [], storeMs: [], drainMs: [], lastMain: new Map() };
-  await runBlock('follow', 'main', 4, 40, warm);
-  await runBlock('new', 'main', 4, 20, warm);
-  await runBlock('new', 'side', 4, 20, warm);
+  // Warm-up: pools, the engine, the workers' first session and scoring workflows.
+  const warm = emptyCell();
+  for (const kind of KINDS) {
+    await runBlock('follow', kind, 4, 40, warm);
+    await runBlock('new', kind, 4, 20, warm);
+  }
 
   for (const pattern of ['new', 'follow'] as const) {
     console.log(`\n### Pattern "${pattern}"\n`);
@@ -216,58 +222,63 @@ async function main(): Promise<void> {
     for (const [concurrency, count] of levels) {
       const cell = await measure(pattern, concurrency, count);
       last = cell;
-      const side = all(cell.side);
-      const mainTurns = all(cell.main);
-      rows.push([
-        String(concurrency),
-        `${throughput(cell.side).toFixed(1)}`,
-        `${throughput(cell.main).toFixed(1)}`,
-        ratio(throughput(cell.main) / throughput(cell.side)),
-        `${ms(median(side))} / ${ms(p99(side))}`,
-        `${ms(median(mainTurns))} / ${ms(p99(mainTurns))}`,
-        `${signedMs(median(mainTurns) - median(side))} / ${signedMs(p99(mainTurns) - p99(side))}`,
-      ]);
-      const signalMs = cell.recordMs.map((r, i) => r - (cell.storeMs[i] ?? 0));
-      handoff.push([
-        String(concurrency),
-        `${ms(median(cell.recordMs))} / ${ms(p99(cell.recordMs))}`,
-        `${ms(median(cell.storeMs))} / ${ms(p99(cell.storeMs))}`,
-        `${ms(median(signalMs))} / ${ms(p99(signalMs))}`,
-        cell.drainMs.map((d) => (d >= options.settleCapMs ? `>${ms(d)}` : ms(d))).join(', '),
-      ]);
+      const side = all(cell.blocks.side);
+      const sideRate = throughput(cell.blocks.side);
+      const row = [String(concurrency), sideRate.toFixed(1), `${ms(median(side))} / ${ms(p99(side))}`];
+      for (const kind of ['main file', 'main postgres'] as const) {
+        const turns = all(cell.blocks[kind]);
+        const rate = throughput(cell.blocks[kind]);
+        row.push(
+          `${rate.toFixed(1)} (${ratio(rate / sideRate)})`,
+          `${ms(median(turns))} / ${ms(p99(turns))}`,
+          signedMs(median(turns) - median(side)),
+        );
+      }
+      rows.push(row);
+      for (const store of ['file', 'postgres'] as const)
+        handoff.push([
+          String(concurrency),
+          store,
+          `${ms(median(cell.storeMs[store]))} / ${ms(p99(cell.storeMs[store]))}`,
+          `${ms(median(cell.lagMs[store]))} / ${ms(p99(cell.lagMs[store]))}`,
+          cell.drainMs[store].map((d) => (d >= options.settleCapMs ? `>${ms(d)}` : ms(d))).join(', '),
+        ]);
     }
     printTable(
       [
         'concurrency',
         'side turns/s',
-        'main turns/s',
-        'main/side',
         'side p50 / p99',
-        'main p50 / p99',
-        'main - side p50 / p99',
+        'main file turns/s (vs side)',
+        'file p50 / p99',
+        'file - side p50',
+        'main postgres turns/s (vs side)',
+        'postgres p50 / p99',
+        'postgres - side p50',
       ],
       rows,
     );
-    console.log('\nthe hand-off inside the gateway, per main turn (store write + signal-with-start):\n');
+    console.log("\nper main turn: the durable write, then the relay's delivery to the session workflow:\n");
     printTable(
       [
         'concurrency',
-        'hand-off p50 / p99',
-        'store write p50 / p99',
-        'signal-with-start p50 / p99',
-        'worker drain after each main block',
+        'store',
+        'durable write p50 / p99',
+        'delivery lag p50 / p99',
+        'drain after each main block',
       ],
       handoff,
     );
-    if (last) {
-      const { handled, afterClient } = await historyCheck(last);
-      console.log(
-        `\nsession histories (${Math.min(last.lastMain.size, options.historySessions)} sessions of the last c32 ` +
-          `main block, ${handled.length} turns): signal accepted -> session workflow task completed ` +
-          `p50 ${ms(median(handled))}, p99 ${ms(p99(handled))}; client got its response -> workflow had the ` +
-          `turn p50 ${signedMs(median(afterClient))}, p99 ${signedMs(p99(afterClient))}`,
-      );
-    }
+    if (last)
+      for (const store of ['file', 'postgres'] as const) {
+        const afterClient = await historyCheck(last.lastMain[store]);
+        console.log(
+          `\n${store}: session histories (${Math.min(last.lastMain[store].size, options.historySessions)} sessions ` +
+            `of the last c32 main block, ${afterClient.length} turns): client got its response -> session ` +
+            `workflow task that took the turn in completed p50 ${signedMs(median(afterClient))}, ` +
+            `p99 ${signedMs(p99(afterClient))}`,
+        );
+      }
   }
   console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }

@@ -1,3 +1,4 @@
+import { storeFromConfig } from '../activities/store-from-config.js';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { parsePolicyVersion } from '../core/policy-version.js';
@@ -86,9 +87,12 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       }
     }
 
+    // One store for the worker and the gateway; the gateway's relay delivers the outbox.
+    const store = storeFromConfig(config);
+    cleanups.push(async () => store.close?.());
     const connection = await connectWorker(config);
     cleanups.push(() => connection.close());
-    const worker = await createControlWorker(config, connection, client);
+    const worker = await createControlWorker(config, connection, client, { store });
     const running = worker.run();
     cleanups.push(async () => {
       worker.shutdown();
@@ -101,6 +105,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
     );
 
     const gateway = await startGateway(config, {
+      store,
       temporal: client,
       taskQueue: config.temporal.taskQueue,
       logger: { level: 'warn' },

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { FileSampleStore } from '../activities/sample-store.js';
+import { storeFromConfig } from '../activities/store-from-config.js';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { RunRecord } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
@@ -33,16 +33,20 @@ export async function resolveModel(config: OpenClawConfig): Promise<string> {
  * versions are never returned: a run id started again must not serve the weights of the one before.
  */
 export async function latestPublished(config: OpenClawConfig): Promise<LineageEntry | null> {
-  const store = new FileSampleStore(join(config.dataDir, 'store'));
-  const run = await store.get<RunRecord>(runRecordKey(config.runId));
-  const keys = await store.list(`lineage/${encodeURIComponent(config.runId)}`);
-  let latest: LineageEntry | null = null;
-  for (const key of keys) {
-    const entry = await store.get<LineageEntry>(key);
-    if (!entry || entry.incarnation !== run?.incarnation) continue;
-    if (latest === null || entry.version > latest.version) latest = entry;
+  const store = storeFromConfig(config);
+  try {
+    const run = await store.get<RunRecord>(runRecordKey(config.runId));
+    const keys = await store.list(`lineage/${encodeURIComponent(config.runId)}`);
+    let latest: LineageEntry | null = null;
+    for (const key of keys) {
+      const entry = await store.get<LineageEntry>(key);
+      if (!entry || entry.incarnation !== run?.incarnation) continue;
+      if (latest === null || entry.version > latest.version) latest = entry;
+    }
+    return latest;
+  } finally {
+    await store.close?.();
   }
-  return latest;
 }
 
 export interface LaunchOptions {

@@ -2,8 +2,11 @@
 // machine, and `train` to look at and steer a training run. Every flag has an environment variable.
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Command, Option } from 'commander';
+import { storeFromConfig } from '../activities/store-from-config.js';
 import { DockerSandboxProvider } from '../environments/docker-sandbox.js';
 import { startGateway } from '../gateway/main.js';
+import { sessionDelivery } from '../gateway/outbox-delivery.js';
+import { OutboxRelay } from '../gateway/outbox-relay.js';
 import { createControlWorker } from '../workers/control-worker.js';
 import type { EngineProcess } from '../workers/reference-engine-process.js';
 import { pauseUpdate, resumeUpdate, trainingWorkflowId } from '../workflows/training-signals.js';
@@ -16,7 +19,13 @@ import { registerGpuCommands } from './gpu-commands.js';
 import { registerImageCommands } from './images-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { registerTrack2Commands } from './track2-commands.js';
-import { followTrainingRun, formatTrainingStatus, readTrainingStatus } from './train-status.js';
+import {
+  followTrainingRun,
+  formatOutboxStatus,
+  formatTrainingStatus,
+  readOutboxStatus,
+  readTrainingStatus,
+} from './train-status.js';
 import { runTrainerWorker } from './trainer-worker-command.js';
 
 // Worker lifecycle and bundling chatter at INFO drowns what a person needs to read; warnings still show.
@@ -174,14 +183,24 @@ program
       return;
     }
     const { client, close } = await connectClient(config);
-    const worker = await createControlWorker(config, connection, client);
+    const store = storeFromConfig(config);
+    const worker = await createControlWorker(config, connection, client, { store });
+    // It also delivers what gateways left in the outbox: a gateway that died before its relay did.
+    const relay = new OutboxRelay({
+      outbox: store.outbox,
+      deliver: sessionDelivery(client),
+      leaseMs: config.store.outboxLeaseMs,
+    });
+    relay.start();
     console.log(`control worker on task queue ${config.temporal.taskQueue} at ${config.temporal.address}`);
     const running = worker.run();
     await Promise.race([untilStopped(), running]);
     worker.shutdown();
     await running.catch(() => undefined);
+    await relay.stop();
     await close();
     await connection.close();
+    await store.close?.();
   });
 
 program
@@ -230,23 +249,43 @@ train
   )
   .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
   .addOption(common.temporal())
+  .addOption(common.dataDir())
   .option('--json', 'print JSON')
   .option('--watch', 'follow the run with a progress bar until Ctrl-C, then print its state')
-  .action(async (flags: { run?: string; temporalAddress?: string; json?: boolean; watch?: boolean }) => {
-    const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });
-    const { client, close } = await connectClient(config);
-    try {
-      const status = flags.watch
-        ? await followTrainingRun(client, config.runId, {
-            stop: untilStopped(),
-            progress: { enabled: !flags.json },
-          })
-        : await readTrainingStatus(client, config.runId);
-      console.log(flags.json ? JSON.stringify(status, null, 2) : formatTrainingStatus(status));
-    } finally {
-      await close();
-    }
-  });
+  .action(
+    async (flags: {
+      run?: string;
+      temporalAddress?: string;
+      dataDir?: string;
+      json?: boolean;
+      watch?: boolean;
+    }) => {
+      const config = configFromFlags({
+        runId: flags.run,
+        temporalAddress: flags.temporalAddress,
+        dataDir: flags.dataDir,
+      });
+      // The outbox first: it is read from the store, so it shows even while Temporal is down.
+      const outbox = await readOutboxStatus(config);
+      if (!flags.json && !flags.watch) console.log(formatOutboxStatus(outbox));
+      const { client, close } = await connectClient(config);
+      try {
+        const status = flags.watch
+          ? await followTrainingRun(client, config.runId, {
+              stop: untilStopped(),
+              progress: { enabled: !flags.json },
+            })
+          : await readTrainingStatus(client, config.runId);
+        if (flags.json) console.log(JSON.stringify({ ...status, outbox }, null, 2));
+        else {
+          if (flags.watch) console.log(formatOutboxStatus(await readOutboxStatus(config)));
+          console.log(formatTrainingStatus(status));
+        }
+      } finally {
+        await close();
+      }
+    },
+  );
 
 for (const [name, update] of [
   ['pause', pauseUpdate],

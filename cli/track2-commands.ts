@@ -5,9 +5,13 @@ import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
 import { type Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+// The client's own converter (its codec included) decodes heartbeat details; the SDK exports it only here.
+import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { type Command, Option } from 'commander';
+import type { EpisodeProgress } from '../activities/episode-loop.js';
 import { OpenAIJudge } from '../activities/judge-client.js';
-import { FileSampleStore } from '../activities/sample-store.js';
+import type { RolloutHeartbeat } from '../activities/policy-step.js';
+import { storeFromConfig } from '../activities/store-from-config.js';
 import { agenticTrainingInputSchema, envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
 import { createEnvironmentRegistry } from '../environments/registry.js';
@@ -108,7 +112,26 @@ export async function rolloutTurns(handle: WorkflowHandle): Promise<{ turns: num
     const completed = event.activityTaskCompletedEventAttributes;
     if (completed && scheduled.get(String(completed.scheduledEventId)) === 'policyStep') turns++;
   }
+  // An episode's loop runs inside one activity (startEpisode or runEpisode): where it is comes from that
+  // activity's last heartbeat.
+  const looping = await loopProgress(handle).catch(() => null);
+  if (looping) return { turns: turns + looping.turns, activity: looping.phase };
   return { turns, activity };
+}
+
+async function loopProgress(handle: WorkflowHandle): Promise<EpisodeProgress | null> {
+  const description = await handle.describe();
+  for (const pending of description.raw.pendingActivities ?? []) {
+    const payloads = pending.heartbeatDetails?.payloads;
+    if (!payloads?.length) continue;
+    const detail = await decodeFromPayloadsAtIndex<RolloutHeartbeat | string>(
+      handle.client.options.loadedDataConverter,
+      0,
+      payloads,
+    );
+    if (typeof detail === 'object' && detail?.progress) return detail.progress;
+  }
+  return null;
 }
 
 /**
@@ -362,6 +385,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
     throw new Error(`--reap-interval-ms must be 0 (off) or more, got ${reapIntervalMs}`);
   const judgeUrl = flags.judgeUrl ?? process.env.OPENCLAW_JUDGE_URL;
   const connection = await connectWorker(config);
+  const store = storeFromConfig(config);
   const workers = await createEnvWorkers({
     connection,
     namespace: config.temporal.namespace,
@@ -370,7 +394,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
     registry: createEnvironmentRegistry(
       parseEnvOptions(flags.envOptions ?? process.env.OPENCLAW_ENV_OPTIONS),
     ),
-    store: new FileSampleStore(`${config.dataDir}/store`),
+    store,
     sharedTaskQueue: flags.envQueue ?? 'env',
     policyApiKey: flags.policyApiKey ?? process.env.OPENCLAW_POLICY_API_KEY,
     ...(judgeUrl && {
@@ -396,6 +420,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
   await running.catch(() => undefined);
   await provider?.close?.();
   await connection.close();
+  await store.close?.();
 }
 
 // ------------------------------------------------------------------------------------------- commands

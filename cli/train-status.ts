@@ -1,4 +1,6 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
+import { storeFromConfig } from '../activities/store-from-config.js';
+import type { OpenClawConfig } from '../core/config.js';
 import {
   type TrainingRunStatus,
   trainingStatusQuery,
@@ -8,6 +10,35 @@ import { type ProgressStream, progressBar } from './progress.js';
 
 export async function readTrainingStatus(client: Client, runId: string): Promise<TrainingRunStatus> {
   return client.workflow.getHandle(trainingWorkflowId(runId)).query(trainingStatusQuery);
+}
+
+/** What the gateways still have to hand to session workflows (read from the store, so Temporal may be down). */
+export interface OutboxStatus {
+  depth: number;
+  oldestAgeSeconds: number | null;
+}
+
+/** The outbox of the configured store, or null with the reason when the store cannot be read. */
+export async function readOutboxStatus(config: OpenClawConfig): Promise<OutboxStatus | { error: string }> {
+  const store = storeFromConfig(config);
+  try {
+    const stats = await store.outbox.stats();
+    return {
+      depth: stats.depth,
+      oldestAgeSeconds: stats.oldestCreatedAt === null ? null : (Date.now() - stats.oldestCreatedAt) / 1000,
+    };
+  } catch (error) {
+    return { error: (error as Error).message };
+  } finally {
+    await store.close?.();
+  }
+}
+
+export function formatOutboxStatus(outbox: OutboxStatus | { error: string }): string {
+  if ('error' in outbox) return `outbox           unreadable: ${outbox.error}`;
+  if (outbox.depth === 0) return 'outbox           empty (every recorded turn delivered)';
+  const age = outbox.oldestAgeSeconds === null ? '' : `, oldest ${outbox.oldestAgeSeconds.toFixed(1)} s`;
+  return `outbox           ${outbox.depth} entr${outbox.depth === 1 ? 'y' : 'ies'} waiting for delivery${age}`;
 }
 
 /** The status as a person reads it. */

@@ -31,7 +31,7 @@ export async function runTrainerWorker(
     throw new Error(
       'in a container the slime trainer needs OPENCLAW_TRAINER_SHARED_DIR (compose: TRAINER_DIR), a host folder mounted at the same path',
     );
-  const { worker, taskQueue } = await createTrainerWorker(config, connection);
+  const { worker, taskQueue, store } = await createTrainerWorker(config, connection);
   console.log(
     `trainer worker on task queue ${taskQueue} at ${config.temporal.address}: ${describeTrainer(config)}`,
   );
@@ -43,4 +43,5 @@ export async function runTrainerWorker(
   await Promise.race([stopped, running]);
   if (worker.getState() === 'RUNNING') worker.shutdown();
   await running;
+  await store.close?.();
 }

@@ -4,13 +4,16 @@
 
 import { z } from 'zod';
 import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
+import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
 export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
 export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
+export const SUPERSEDED_POLICIES = ['exclude', 'negative'] as const satisfies readonly SupersededPolicy[];
 export { ENGINE_KINDS, type EngineKind };
+export const STORE_BACKENDS = ['file', 'postgres'] as const;
 
 /** Judge defaults that follow the method, as the original launch scripts set them (PRM_M, PRM_MAX_NEW_TOKENS). */
 export const JUDGE_DEFAULTS_BY_METHOD = {
@@ -35,6 +38,15 @@ const configObject = z.strictObject({
       host: z.string().min(1).default('127.0.0.1'),
       port: port.default(8000),
       apiKeys: z.array(z.string().min(1)).default([]),
+      idempotencyTtlMs: z.number().int().min(1000).default(86_400_000),
+    })
+    .prefault({}),
+  sampling: z
+    .strictObject({
+      temperature: z.number().min(0).max(2).optional(),
+      topP: z.number().gt(0).max(1).optional(),
+      topK: z.number().int().min(-1).optional(),
+      minP: z.number().min(0).max(1).optional(),
     })
     .prefault({}),
   engine: z
@@ -131,9 +143,23 @@ const configObject = z.strictObject({
       url: z.union([z.literal(''), httpUrl]).default(''),
     })
     .prefault({}),
+  store: z
+    .strictObject({
+      backend: z.enum(STORE_BACKENDS).default('file'),
+      url: z
+        .union([
+          z.literal(''),
+          z.string().regex(/^postgres(ql)?:\/\/\S+$/, 'expected a postgres:// or postgresql:// URL'),
+        ])
+        .default(''),
+      outboxLeaseMs: z.number().int().min(1000).default(10_000),
+    })
+    .prefault({}),
   session: z
     .strictObject({
       idleTimeoutMs: z.number().int().min(1000).default(1_800_000),
+      reopenHorizonMs: z.number().int().min(0).default(86_400_000),
+      superseded: z.enum(SUPERSEDED_POLICIES).default('exclude'),
       continueAsNewAfterTurns: z.number().int().min(1).default(200),
     })
     .prefault({}),
@@ -164,6 +190,16 @@ export function judgeEngineUrl(config: {
   return url.toString().replace(/\/+$/, '');
 }
 
+/** A PostgreSQL store needs its server's URL. */
+function checkStore(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (config.store.backend === 'postgres' && !config.store.url)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['store', 'url'],
+      message: 'the postgres store needs a URL, e.g. postgres://openclaw@db-host:5432/openclaw',
+    });
+}
+
 /** What a slime trainer cannot start without, checked with the config rather than at the first step. */
 function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
   if (config.trainer.backend !== 'slime') return;
@@ -188,6 +224,7 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
 export const configSchema = configObject
   .superRefine(checkTrainer)
   .superRefine(checkTopK)
+  .superRefine(checkStore)
   .transform((config) => {
     const frozen = judgeEngineUrl(config);
     return {
@@ -266,6 +303,42 @@ export const CONFIG_OPTIONS = [
     kind: 'string-list',
     description:
       'Comma-separated bearer keys clients must send; none means no authentication (original: `SGLANG_API_KEY`).',
+  },
+  {
+    key: 'gateway.idempotencyTtlMs',
+    env: 'OPENCLAW_IDEMPOTENCY_TTL_MS',
+    kind: 'integer',
+    description:
+      'How long a response sent under an `Idempotency-Key` is kept for replay (per API key); after it the key may be reused.',
+  },
+  {
+    key: 'sampling.temperature',
+    env: 'OPENCLAW_SAMPLING_TEMPERATURE',
+    kind: 'number',
+    defaultNote: "the model's `generation_config.json`, else `1`",
+    description:
+      'Temperature the gateway sends when a client leaves it out (it always sends one, so every turn records the temperature the engine used).',
+  },
+  {
+    key: 'sampling.topP',
+    env: 'OPENCLAW_SAMPLING_TOP_P',
+    kind: 'number',
+    defaultNote: "the model's `generation_config.json`, else `1`",
+    description: '`top_p` the gateway sends when a client leaves it out.',
+  },
+  {
+    key: 'sampling.topK',
+    env: 'OPENCLAW_SAMPLING_TOP_K',
+    kind: 'integer',
+    defaultNote: "the model's `generation_config.json`, else `-1` (off)",
+    description: '`top_k` the gateway sends when a client leaves it out.',
+  },
+  {
+    key: 'sampling.minP',
+    env: 'OPENCLAW_SAMPLING_MIN_P',
+    kind: 'number',
+    defaultNote: "the model's `generation_config.json`, else `0`",
+    description: '`min_p` the gateway sends when a client leaves it out.',
   },
   {
     key: 'engine.kind',
@@ -609,10 +682,46 @@ export const CONFIG_OPTIONS = [
       'reference: base URL of the reference engine that trains (`openclaw-rl engine --trainer-only`); by default the policy engine itself, which is the reference engine unless `engine.kind` says otherwise.',
   },
   {
+    key: 'store.backend',
+    env: 'OPENCLAW_STORE',
+    kind: 'enum',
+    description:
+      "Where turns, samples, exclusions, lineage and the outbox live: `file` (a folder under `dataDir`, fsync'd; one machine) or `postgres` (several gateways and workers on several machines share it).",
+  },
+  {
+    key: 'store.url',
+    env: 'OPENCLAW_STORE_URL',
+    kind: 'string',
+    defaultNote: 'empty (needed for `postgres`)',
+    description: "The PostgreSQL store's server, `postgres://user:password@host:port/database`.",
+  },
+  {
+    key: 'store.outboxLeaseMs',
+    env: 'OPENCLAW_OUTBOX_LEASE_MS',
+    kind: 'integer',
+    description:
+      "How long a relay keeps the outbox entries it claimed without renewing: a dead gateway's undelivered turns are delivered by another gateway or the control worker after this long.",
+  },
+  {
     key: 'session.idleTimeoutMs',
     env: 'OPENCLAW_SESSION_IDLE_TIMEOUT_MS',
     kind: 'integer',
-    description: 'A session with no new turn for this long closes and settles its last turn.',
+    description:
+      'A session with no new turn for this long closes; its open turns wait for `session.reopenHorizonMs` before they are settled.',
+  },
+  {
+    key: 'session.reopenHorizonMs',
+    env: 'OPENCLAW_SESSION_REOPEN_HORIZON_MS',
+    kind: 'integer',
+    description:
+      "How long after a turn a reply still pairs with it, reopening a closed session; then the session's open turns settle as `no-next-state`. At most `idleTimeoutMs`: settle at the idle close.",
+  },
+  {
+    key: 'session.superseded',
+    env: 'OPENCLAW_SESSION_SUPERSEDED',
+    kind: 'enum',
+    description:
+      'A response the conversation did not continue while another response to the same request was: `exclude` (settled as `superseded`) or `negative` (trained with reward -1: the user asked for another answer; rl and combine).',
   },
   {
     key: 'session.continueAsNewAfterTurns',

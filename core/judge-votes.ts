@@ -106,3 +106,13 @@ export function selectHint(votes: readonly HintVote[]): HintSelection {
   if (best !== undefined) return { accepted: true, hint: best.hint, voteIndex: best.index, votes: copy };
   return { accepted: false, reason: positives === 0 ? 'no-positive-vote' : 'hint-too-short', votes: copy };
 }
+
+/**
+ * A Track 2 step's score from its votes (spec 10.2-10.4): the mean of the valid ±1 votes, 0 when there is
+ * none (a 0, a missing score or a failed call is no vote). [1, 1, -1] → 1/3, [1, null] → 1, [0] → 0.
+ */
+export function meanStepVote(votes: readonly JudgeVote[]): number {
+  const valid = votes.filter((vote) => vote.score === 1 || vote.score === -1);
+  if (valid.length === 0) return 0;
+  return valid.reduce((sum, vote) => sum + (vote.score as number), 0) / valid.length;
+}

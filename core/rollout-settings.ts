@@ -35,10 +35,19 @@ export const policySchema = z.strictObject({
 });
 
 export const stepJudgeSchema = z.strictObject({
-  /** Judge calls per step (m); their majority is the step's score (+1, 0, -1). */
+  /** Judge calls per step (m). */
   votes: z.number().int().min(1).max(16).default(1),
   /** Weight of the step score next to the outcome reward. */
   coef: z.number().min(0).default(1),
+  /**
+   * step: the Track 2 step judge (the task, the earlier steps and the step with its tool results; spec 10);
+   * turn: Track 1's binary judge (the step's reply and what answered it only).
+   */
+  prompt: z.enum(['step', 'turn']).default('step'),
+  /** mean: the mean of the valid ±1 votes, 0 without one (spec 10); majority: +1/0/-1 as in Track 1. */
+  aggregate: z.enum(['mean', 'majority']).default('mean'),
+  /** Earlier steps the step prompt shows (the most recent ones). */
+  historySteps: z.number().int().min(0).max(64).default(8),
 });
 
 /** How one rollout runs; shared by a single rollout and by every rollout of a training step. */

@@ -3,7 +3,6 @@
 // never takes a batch slot (spec 13, item 13).
 
 import type { JudgeScore } from './judge-votes.js';
-import { turnSampleId } from './sample-id.js';
 import type {
   Method,
   SampleExclusion,
@@ -15,6 +14,8 @@ import type {
 
 /** A main turn as the gateway captured it: exact prompt and sampled response tokens. */
 export interface CapturedTurn {
+  /** The id the turn was recorded under; its sample keeps it. */
+  sampleId: string;
   sessionId: string;
   turn: number;
   promptIds: readonly number[];
@@ -51,7 +52,7 @@ export type SampleAssembly = { ok: true; sample: TrainingSample } | { ok: false;
  *   when π_old is exactly the sampling distribution); neither → excluded.
  */
 export function assembleSample(method: Method, turn: CapturedTurn, scoring: TurnScoring): SampleAssembly {
-  const sampleId = turnSampleId(turn.sessionId, turn.turn);
+  const { sampleId } = turn;
   const exclude = (reason: SampleExclusionReason, detail: string): SampleAssembly => ({
     ok: false,
     exclusion: { sampleId, reason, detail },

@@ -25,11 +25,37 @@ export class SandboxGoneError extends Error {
   }
 }
 
-/** The image a sandbox needs is not on this host (no registry is assumed: build it with `images build`). */
+/**
+ * The image a sandbox needs is not on this host and could not be pulled: the message says how to provide it
+ * (this project's own images are built with `images build`; others are pulled or loaded where they can be).
+ */
 export class SandboxImageMissingError extends Error {
-  constructor(readonly image: string) {
-    super(`image ${image} is not on this Docker host; build it with \`openclaw-rl images build\``);
+  constructor(
+    readonly image: string,
+    readonly pullError?: string,
+  ) {
+    const own = image.startsWith('openclaw/');
+    const how = own
+      ? 'build it with `openclaw-rl images build`'
+      : `provide it: \`docker pull ${image}\` on this host where its registry is reachable, or pull it on a machine that can and load it here (\`docker save ${image} | docker load\` on this host), or build it (SWE-bench images: SWE-bench's harness, \`python -m swebench.harness.prepare_images\`)`;
+    super(
+      `image ${image} is not on this Docker host${pullError ? ` and pulling it failed (${pullError})` : ''}; ${how}`,
+    );
     this.name = 'SandboxImageMissingError';
+  }
+}
+
+/** A sandbox wrote more than its disk quota: its container was removed and the rollout cannot go on. */
+export class SandboxDiskQuotaError extends Error {
+  constructor(
+    readonly rolloutId: string,
+    readonly usedBytes: number,
+    readonly quotaBytes: number,
+  ) {
+    super(
+      `the sandbox of rollout ${rolloutId} wrote ${(usedBytes / 1024 ** 2).toFixed(0)} MiB, over its disk quota of ${(quotaBytes / 1024 ** 2).toFixed(0)} MiB; its container was removed`,
+    );
+    this.name = 'SandboxDiskQuotaError';
   }
 }
 

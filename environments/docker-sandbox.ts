@@ -2,7 +2,10 @@
 // locked down (no network unless the spec asks, all capabilities dropped, no-new-privileges, memory without
 // swap, CPU quota, pids limit, file-size limit), named after its rollout so `acquire` is idempotent, and
 // leased: it disappears on its own once the lease ends (sandbox-lease.ts), and `reapExpired` removes what is
-// left. With a warm pool (warm-pool.ts), `acquire` claims a started idle container of the same spec instead
+// left. Commands run as a non-root user where the spec asks and the image allows (`runAs: 'non-root'`), and
+// each container has a disk quota: the storage driver's own (`--storage-opt size`) where it has one (overlay2
+// on xfs with pquota, btrfs, zfs), else a watcher that removes a container whose writable layer outgrows it.
+// With a warm pool (warm-pool.ts), `acquire` claims a started idle container of the same spec instead
 // of creating one: it renames it to the rollout's name and writes the rollout id into it. See
 // docs/containers.md.
 
@@ -10,8 +13,10 @@ import { randomBytes } from 'node:crypto';
 import Docker from 'dockerode';
 import { fnv1a64Hex } from '../core/fnv1a64.js';
 import {
+  dockerStatusCode,
   isDockerConflict,
   isDockerNotFound,
+  SandboxDiskQuotaError,
   SandboxFileNotFoundError,
   SandboxGoneError,
   SandboxImageMissingError,
@@ -55,6 +60,26 @@ export interface DockerSandboxProviderOptions {
   warmPool?: WarmPoolSettingsInput;
   /** Told when refilling or renewing the warm pool failed (it tries again later). */
   onWarmPoolError?: (error: unknown) => void;
+  /** Bytes a container may write (its writable layer); default 10 GiB, 0 for none. */
+  diskQuotaBytes?: number;
+  /** How often the watcher checks the containers' disk use where the driver has no quota; default 10 s. */
+  diskCheckIntervalMs?: number;
+  /** Pull an image that is not on the host before giving up on it (where a registry is reachable); default true. */
+  pullMissingImages?: boolean;
+  /** An OCI runtime registered with the Docker daemon, e.g. `runsc` for gVisor; default the daemon's (runc). */
+  runtime?: string;
+}
+
+/** The user commands run as where the image's own is root (`runAs: 'non-root'`). */
+export const NON_ROOT_USER = '1000:1000';
+/** Its home, made at the hand-over. */
+const NON_ROOT_HOME = '/home/sandbox';
+/** Root may change ownership and write anywhere to hand the working directory over; the sandbox user cannot. */
+const HAND_OVER_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER'];
+
+function isRootUser(user: string): boolean {
+  const name = user.split(':')[0] ?? '';
+  return name === '' || name === 'root' || name === '0';
 }
 
 const ROOT_READABLE = { uid: 0, gid: 0, mode: 0o644 } as const;
@@ -84,6 +109,7 @@ export function specHash(spec: SandboxSpec): string {
       spec.limits.pids,
       spec.network,
       spec.user ?? null,
+      spec.runAs ?? 'image',
       spec.workdir ?? null,
       env,
     ]),
@@ -98,6 +124,15 @@ export class DockerSandboxProvider implements SandboxProvider {
   private readonly pool: WarmPool | null;
   /** Claimed warm-pool containers: container id → rollout id (a claim never changes, so it can be cached). */
   private readonly claims = new Map<string, string>();
+  private readonly diskQuotaBytes: number;
+  private readonly diskCheckIntervalMs: number;
+  private readonly pullMissingImages: boolean;
+  private readonly runtime: string | undefined;
+  /** Whether the storage driver takes `--storage-opt size` (learnt from the first container). */
+  private storageQuota: boolean | null = null;
+  private quotaWatch: NodeJS.Timeout | null = null;
+  /** Rollouts whose container was removed for its disk use: they are not given another one. */
+  private readonly overQuota = new Map<string, number>();
 
   constructor(options: DockerSandboxProviderOptions = {}) {
     this.docker = options.docker ?? new Docker();
@@ -111,6 +146,10 @@ export class DockerSandboxProvider implements SandboxProvider {
     this.pool = options.warmPool
       ? new WarmPool(this.warmPoolBackend(), parseWarmPoolSettings(options.warmPool), options.onWarmPoolError)
       : null;
+    this.diskQuotaBytes = options.diskQuotaBytes ?? 10 * 1024 ** 3;
+    this.diskCheckIntervalMs = options.diskCheckIntervalMs ?? 10_000;
+    this.pullMissingImages = options.pullMissingImages ?? true;
+    this.runtime = options.runtime;
   }
 
   async acquire(
@@ -118,6 +157,8 @@ export class DockerSandboxProvider implements SandboxProvider {
     rolloutId: string,
     leaseMs: number,
   ): Promise<{ sandbox: Sandbox; lease: SandboxLease }> {
+    const used = this.overQuota.get(rolloutId);
+    if (used !== undefined) throw new SandboxDiskQuotaError(rolloutId, used, this.diskQuotaBytes);
     const name = sandboxContainerName(rolloutId);
     const hash = specHash(spec);
     // A concurrent acquire of the same rollout (a timed-out attempt still running) may win the name: then
@@ -208,7 +249,16 @@ export class DockerSandboxProvider implements SandboxProvider {
     hash: string,
     expiresAt: number,
   ): Promise<{ id: string; labels: Record<string, string> }> {
-    const execUser = spec.user ?? (await this.imageUser(spec.image));
+    const image = await this.imageConfig(spec.image);
+    let execUser = spec.user ?? image.user;
+    let handOver: string | null = null;
+    if (spec.user === undefined && spec.runAs === 'non-root' && isRootUser(image.user)) {
+      const workdir = spec.workdir ?? image.workingDir;
+      if (workdir !== '' && workdir !== '/') {
+        execUser = NON_ROOT_USER;
+        handOver = workdir;
+      }
+    }
     const labels = {
       [LABELS.managed]: 'true',
       ...owner,
@@ -216,16 +266,18 @@ export class DockerSandboxProvider implements SandboxProvider {
       [LABELS.specHash]: hash,
       [LABELS.execUser]: execUser,
     };
-    const container = await this.docker.createContainer({
+    const env = Object.entries(spec.env ?? {}).map(([key, value]) => `${key}=${value}`);
+    if (handOver !== null && spec.env?.HOME === undefined) env.push(`HOME=${NON_ROOT_HOME}`);
+    const options = (quota: boolean): Docker.ContainerCreateOptions => ({
       name,
       Image: spec.image,
-      // The keeper runs as root (without capabilities) so the sandbox user's code cannot kill it; commands
-      // run as `execUser`.
+      // The keeper runs as root (without capabilities but those of a hand-over) so the sandbox user's code
+      // cannot kill it; commands run as `execUser`.
       User: '0:0',
       Entrypoint: ['/bin/sh', '-c'],
       Cmd: leaseKeeperCommand(expiresAt, this.keeperIntervalSeconds),
       ...(spec.workdir !== undefined ? { WorkingDir: spec.workdir } : {}),
-      Env: Object.entries(spec.env ?? {}).map(([key, value]) => `${key}=${value}`),
+      Env: env,
       Labels: labels,
       HostConfig: {
         Init: true,
@@ -236,17 +288,111 @@ export class DockerSandboxProvider implements SandboxProvider {
         NanoCpus: Math.round(spec.limits.cpus * 1e9),
         PidsLimit: spec.limits.pids,
         CapDrop: ['ALL'],
+        // Only root holds these, and only the host's own commands run as root once the user is non-root.
+        ...(handOver !== null && { CapAdd: HAND_OVER_CAPABILITIES }),
         SecurityOpt: ['no-new-privileges'],
         Ulimits: [{ Name: 'fsize', Soft: this.maxFileBytes, Hard: this.maxFileBytes }],
+        ...(quota && { StorageOpt: { size: String(this.diskQuotaBytes) } }),
+        ...(this.runtime !== undefined && { Runtime: this.runtime }),
       },
     });
+    const container = await this.createWithQuota(options);
     try {
       await container.start();
+      if (handOver !== null) await this.handOver(container.id, handOver);
     } catch (error) {
       await this.removeContainer(container.id);
       throw error;
     }
     return { id: container.id, labels };
+  }
+
+  /**
+   * Creates the container with the storage driver's disk quota where the driver has one; without, once, and
+   * from then on the watcher enforces the quota.
+   */
+  private async createWithQuota(
+    options: (quota: boolean) => Docker.ContainerCreateOptions,
+  ): Promise<Docker.Container> {
+    if (this.diskQuotaBytes <= 0) return this.docker.createContainer(options(false));
+    if (this.storageQuota !== false) {
+      try {
+        const container = await this.docker.createContainer(options(true));
+        this.storageQuota = true;
+        return container;
+      } catch (error) {
+        const message = (error as Error).message ?? '';
+        if (dockerStatusCode(error) !== 500 || !/storage-?opt|quota|not supported/i.test(message))
+          throw error;
+        this.storageQuota = false;
+      }
+    }
+    this.watchDiskQuota();
+    return this.docker.createContainer(options(false));
+  }
+
+  /** Gives the working directory (and a home) to the sandbox user, as root, before the policy runs. */
+  private async handOver(containerId: string, workdir: string): Promise<void> {
+    const root = new DockerSandbox(this.docker, containerId, '', '0:0', this.limits);
+    const result = await root.exec(
+      [
+        'sh',
+        '-c',
+        'mkdir -p "$1" "$2" && chown -R "$3" "$1" "$2"',
+        'sh',
+        workdir,
+        NON_ROOT_HOME,
+        NON_ROOT_USER,
+      ],
+      { timeoutMs: 120_000 },
+    );
+    if (result.exitCode !== 0)
+      throw new Error(
+        `handing ${workdir} over to ${NON_ROOT_USER} failed: ${result.stderr || result.stdout}`,
+      );
+  }
+
+  /** Every few seconds, removes containers whose writable layer is over the quota (drivers without one). */
+  private watchDiskQuota(): void {
+    if (this.quotaWatch !== null) return;
+    let running = false;
+    this.quotaWatch = setInterval(() => {
+      if (running) return;
+      running = true;
+      this.enforceDiskQuota()
+        .catch(() => undefined) // the next round tries again
+        .finally(() => {
+          running = false;
+        });
+    }, this.diskCheckIntervalMs);
+    this.quotaWatch.unref();
+  }
+
+  /** Removes every managed container over the disk quota; returns the rollout ids it removed. */
+  async enforceDiskQuota(): Promise<string[]> {
+    if (this.diskQuotaBytes <= 0) return [];
+    const containers = await this.docker.listContainers({
+      all: true,
+      size: true,
+      filters: { label: [`${LABELS.managed}=true`] },
+    });
+    const removed: string[] = [];
+    for (const summary of containers) {
+      const used = (summary as { SizeRw?: number }).SizeRw ?? 0;
+      if (used <= this.diskQuotaBytes) continue;
+      const rolloutId = summary.Labels[LABELS.rolloutId] ?? this.claims.get(summary.Id) ?? null;
+      if (rolloutId !== null) this.overQuota.set(rolloutId, used);
+      await this.removeContainer(summary.Id);
+      this.claims.delete(summary.Id);
+      removed.push(rolloutId ?? summary.Id);
+    }
+    return removed;
+  }
+
+  /** Whether containers get the storage driver's quota (null until the first container was made). */
+  diskQuotaMode(): 'storage-driver' | 'watcher' | 'none' | null {
+    if (this.diskQuotaBytes <= 0) return 'none';
+    return this.storageQuota === null ? null : this.storageQuota ? 'storage-driver' : 'watcher';
   }
 
   /**
@@ -368,8 +514,10 @@ export class DockerSandboxProvider implements SandboxProvider {
     return this.pool ? { ...this.pool.stats(), instance: this.pool.instance } : null;
   }
 
-  /** Stops the warm pool and removes its idle containers (claimed ones stay with their rollouts). */
+  /** Stops the warm pool (removing its idle containers; claimed ones stay with their rollouts) and the watcher. */
   async close(): Promise<void> {
+    if (this.quotaWatch !== null) clearInterval(this.quotaWatch);
+    this.quotaWatch = null;
     await this.pool?.close();
   }
 
@@ -474,14 +622,33 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
   }
 
-  /** The user the image runs as (its USER), checking on the way that the image exists here. */
-  private async imageUser(image: string): Promise<string> {
-    try {
+  /**
+   * The image's USER and WORKDIR, checking on the way that the image is here: one that is not is pulled once
+   * where allowed, and otherwise refused with how to provide it.
+   */
+  private async imageConfig(image: string): Promise<{ user: string; workingDir: string }> {
+    const inspect = async () => {
       const info = await this.docker.getImage(image).inspect();
-      return info.Config.User ?? '';
+      return { user: info.Config.User ?? '', workingDir: info.Config.WorkingDir ?? '' };
+    };
+    try {
+      return await inspect();
     } catch (error) {
-      if (isDockerNotFound(error)) throw new SandboxImageMissingError(image);
-      throw error;
+      if (!isDockerNotFound(error)) throw error;
     }
+    if (!this.pullMissingImages || image.startsWith('openclaw/')) throw new SandboxImageMissingError(image);
+    try {
+      await this.pull(image);
+      return await inspect();
+    } catch (error) {
+      throw new SandboxImageMissingError(image, (error as Error).message.split('\n')[0]);
+    }
+  }
+
+  private async pull(image: string): Promise<void> {
+    const stream = await this.docker.pull(image);
+    await new Promise<void>((resolve, reject) =>
+      this.docker.modem.followProgress(stream, (error: Error | null) => (error ? reject(error) : resolve())),
+    );
   }
 }

@@ -35,6 +35,12 @@ export interface ResetResult {
    * more is a parse error. Unset: no limit.
    */
   maxCallsPerTurn?: number;
+  /**
+   * How long the policy's part of the episode may last, from the reset on (terminal-bench's
+   * `max_agent_timeout_sec`). Past it no further policy step is asked for, a tool call in flight is cut at
+   * the limit, and the episode is evaluated as TRUNCATED. Unset: only maxTurns bounds the episode.
+   */
+  agentTimeoutMs?: number;
 }
 
 export interface StepResult {
@@ -72,6 +78,11 @@ export interface EpisodeContext<Data = unknown> {
    * kinds with a container may ignore it.
    */
   history?: readonly EpisodeStep[];
+  /**
+   * When the episode's agent time limit ends (epoch milliseconds; see `ResetResult.agentTimeoutMs`): a tool
+   * call should not run past it. Unset: no limit.
+   */
+  deadline?: number;
   /**
    * Runs `use` in a new container of `spec` and removes it afterwards (the swe kind evaluates a patch in a
    * fresh container). Given by env hosts with a sandbox provider; the container carries a lease like any

@@ -146,6 +146,7 @@ interface FolderBuildOptions {
   force?: boolean;
   log: (line: string) => void;
   verbose?: boolean;
+  dockerfile?: string;
 }
 
 /** Builds `image` from `folder` unless its label says it is up to date; null when skipped. */
@@ -156,7 +157,17 @@ async function buildFolderIfChanged(
   options: FolderBuildOptions,
 ): Promise<BuiltImage | null> {
   const { base, log } = options;
-  const files = [...(await readContext(folder)), ...options.certificates];
+  const context = await readContext(folder);
+  const dockerfile = options.dockerfile;
+  const files = [
+    ...(dockerfile === undefined
+      ? context
+      : [
+          ...context.filter((file) => file.path !== 'Dockerfile'),
+          { path: 'Dockerfile', content: Buffer.from(dockerfile) },
+        ]),
+    ...options.certificates,
+  ];
   const hash = contextHash(files, base, options.baseId);
   if (!options.force && (await imageLabel(docker, image, CONTEXT_HASH_LABEL)) === hash) {
     log(`skipped ${image} (up to date)`);
@@ -181,6 +192,8 @@ async function buildFolderIfChanged(
 
 export interface FolderImageOptions {
   docker?: Docker;
+  /** The Dockerfile to build with instead of the folder's (the folder itself is not changed). */
+  dockerfile?: string;
   /** Passed as the build argument BASE_IMAGE (default: the local Debian base). */
   base?: string;
   force?: boolean;
@@ -208,7 +221,13 @@ export async function buildImageFromFolder(
     certificates,
     force: options.force,
     log: options.log ?? (() => {}),
+    dockerfile: options.dockerfile,
   });
+}
+
+/** Whether an image is on the Docker host. */
+export async function imageExists(image: string, docker: Docker = new Docker()): Promise<boolean> {
+  return (await imageId(docker, image)) !== null;
 }
 
 function selectImages(all: string[], only: string[] | undefined): string[] {

@@ -16,8 +16,15 @@ export interface SandboxSpec {
   limits: SandboxLimits;
   /** Network off unless the task needs it. */
   network: boolean;
-  /** Run as this user (non-root) where the task allows; undefined keeps the image's user. */
+  /** Run commands as this user; undefined: as `runAs` says. */
   user?: string;
+  /**
+   * Without `user`: `image` (the default) runs commands as the image's USER; `non-root` as the image's USER
+   * when it is not root, else as uid:gid 1000:1000, to whom the working directory (`workdir`, else the image's
+   * WORKDIR) is handed over when the container starts. An image that runs as root and has no working directory
+   * but `/` keeps root (without capabilities).
+   */
+  runAs?: 'image' | 'non-root';
   workdir?: string;
   env?: Record<string, string>;
 }

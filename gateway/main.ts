@@ -1,21 +1,29 @@
-// Starts the gateway from the project configuration: a filesystem sample store under the data directory, a
-// Temporal client, the durable turn recorder, and the HTTP server listening on gateway.host:gateway.port.
+// Starts the gateway from the project configuration: the configured sample store (the filesystem under the
+// data directory, or PostgreSQL), the durable turn recorder writing turns and their outbox entries, the outbox
+// relay delivering them through a Temporal client, and the HTTP server on gateway.host:gateway.port. The
+// Temporal connection is lazy: the gateway starts and serves while Temporal is down, and the relay delivers
+// once it is up.
 
 import type { AddressInfo } from 'node:net';
-import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type { LoggerOptions } from 'pino';
-import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
+import type { SampleStore } from '../activities/sample-store.js';
+import { fileStoreRoot, storeFromConfig } from '../activities/store-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
+import { IdempotencyKeys } from './idempotency.js';
+import { GatewayMetrics } from './metrics.js';
+import { sessionDelivery, TEMPORAL_RECONNECT_ARGS } from './outbox-delivery.js';
+import { OutboxRelay } from './outbox-relay.js';
+import { loadSamplingDefaults } from './sampling.js';
 import { createGateway } from './server.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
 export interface GatewayDeps {
-  /** Default: a FileSampleStore at `<dataDir>/store`. */
+  /** Default: the store the config names (`store.backend`), closed with the gateway. */
   store?: SampleStore;
-  /** Default: a client connected to `temporalAddress`, closed with the gateway. */
+  /** Default: a lazy client of `temporalAddress`, closed with the gateway. */
   temporal?: Client;
   /** Default: the config's `temporal.address`. */
   temporalAddress?: string;
@@ -23,8 +31,11 @@ export interface GatewayDeps {
   temporalNamespace?: string;
   /** Task queue session workflows are started on (default: the config's `temporal.taskQueue`). */
   taskQueue?: string;
-  /** Replaces the durable recorder altogether (store and Temporal options are then unused). */
+  /** Replaces the durable recorder altogether (no relay runs then; the store still keeps Idempotency-Key
+   *  responses). */
   recorder?: TurnRecorder;
+  /** Relay settings (tests shorten the lease and the poll; benchmarks time deliveries). */
+  relay?: { leaseMs?: number; pollMs?: number; onDelivered?: (lagMs: number) => void };
   bodyLimitBytes?: number;
   upstreamTimeoutMs?: number;
   /** Default: info-level JSON logs. */
@@ -35,33 +46,70 @@ export interface RunningGateway {
   /** Base URL clients use (`<url>/v1` for OpenAI SDKs). */
   url: string;
   app: FastifyInstance;
+  /** The relay delivering this gateway's outbox (null with a replaced recorder). */
+  relay: OutboxRelay | null;
   close(): Promise<void>;
 }
 
 /** Where the gateway's filesystem sample store lives under the data directory. */
-export function sampleStoreRoot(config: OpenClawConfig): string {
-  return join(config.dataDir, 'store');
-}
+export const sampleStoreRoot = fileStoreRoot;
+
+/** How often expired `Idempotency-Key` entries are removed from the store. */
+const IDEMPOTENCY_SWEEP_MS = 60 * 60 * 1000;
 
 export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {}): Promise<RunningGateway> {
-  let connection: Connection | null = null;
+  const cleanups: (() => Promise<void>)[] = [];
+  const cleanUp = async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
+  };
+  const sampling = await loadSamplingDefaults(config);
+  let store = deps.store;
+  if (!store) {
+    const owned = storeFromConfig(config);
+    cleanups.push(async () => owned.close?.());
+    store = owned;
+  }
+  const idempotency = new IdempotencyKeys({ store, ttlMs: config.gateway.idempotencyTtlMs });
   let recorder = deps.recorder;
-  if (!recorder) {
+  let relay: OutboxRelay | null = null;
+  let metrics: GatewayMetrics;
+  if (recorder) metrics = new GatewayMetrics({ processMetrics: true });
+  else {
     let temporal = deps.temporal;
     if (!temporal) {
-      connection = await Connection.connect({
+      // Lazy: connects on the first delivery, so neither starting nor serving needs Temporal up.
+      const connection = Connection.lazy({
         address: deps.temporalAddress ?? config.temporal.address,
+        channelArgs: TEMPORAL_RECONNECT_ARGS,
       });
-      temporal = new Client({
-        connection,
-        namespace: deps.temporalNamespace ?? config.temporal.namespace,
-      });
+      cleanups.push(() => connection.close());
+      temporal = new Client({ connection, namespace: deps.temporalNamespace ?? config.temporal.namespace });
     }
+    metrics = new GatewayMetrics({ processMetrics: true, outbox: store.outbox });
+    const counted = metrics.relayEvents();
+    const onDelivered = deps.relay?.onDelivered;
+    const started = new OutboxRelay({
+      outbox: store.outbox,
+      deliver: sessionDelivery(temporal),
+      leaseMs: deps.relay?.leaseMs ?? config.store.outboxLeaseMs,
+      ...(deps.relay?.pollMs !== undefined && { pollMs: deps.relay.pollMs }),
+      events: onDelivered
+        ? {
+            ...counted,
+            delivered: (entry, lagMs) => {
+              counted.delivered?.(entry, lagMs);
+              onDelivered(lagMs);
+            },
+          }
+        : counted,
+    });
+    relay = started;
+    cleanups.push(() => started.stop());
     recorder = new DurableTurnRecorder({
-      store: deps.store ?? new FileSampleStore(sampleStoreRoot(config)),
-      client: temporal,
+      store,
       session: sessionSettingsFromConfig(config),
       taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
+      onQueued: () => started.notify(),
     });
   }
 
@@ -69,27 +117,42 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     engineUrl: config.engine.url,
     engineKind: config.engine.kind,
     recorder,
+    idempotency,
+    sampling: sampling.defaults,
     apiKeys: config.gateway.apiKeys,
     ...(deps.bodyLimitBytes !== undefined ? { bodyLimitBytes: deps.bodyLimitBytes } : {}),
     ...(deps.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: deps.upstreamTimeoutMs } : {}),
     logger: deps.logger ?? { level: 'info' },
-    processMetrics: true,
+    metrics,
   });
   try {
     await app.listen({ host: config.gateway.host, port: config.gateway.port });
   } catch (error) {
-    await connection?.close();
+    await cleanUp();
     throw error;
   }
+  relay?.start();
   const address = app.server.address() as AddressInfo;
   const url = `http://${clientHost(address)}:${address.port}`;
-  app.log.info({ url, engine: config.engine.url }, 'gateway listening');
+  app.log.info({ url, engine: config.engine.url, store: config.store.backend }, 'gateway listening');
+  app.log.info(
+    { sampling: sampling.defaults, from: sampling.source },
+    'sampling defaults for requests without them',
+  );
+  const sweep = setInterval(() => {
+    idempotency
+      .sweepExpired()
+      .catch((error: unknown) => app.log.warn({ err: error }, 'expired Idempotency-Key entries not removed'));
+  }, IDEMPOTENCY_SWEEP_MS);
+  sweep.unref();
   return {
     url,
     app,
+    relay,
     async close() {
+      clearInterval(sweep);
       await app.close();
-      await connection?.close();
+      await cleanUp();
     },
   };
 }

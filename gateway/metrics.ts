@@ -2,7 +2,10 @@
 // one process, as in tests, keep separate counts).
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { Outbox } from '../activities/outbox.js';
 import type { UpstreamErrorKind } from './engine-upstream.js';
+import type { RelayEvents } from './outbox-relay.js';
+import type { Pairing } from './turn-recorder.js';
 
 export type RecordOutcome = 'recorded' | 'duplicate';
 
@@ -40,8 +43,21 @@ export class GatewayMetrics {
 
   readonly turnsRecorded = new Counter({
     name: 'openclaw_gateway_turns_recorded_total',
-    help: 'Main turns written to the sample store and handed to their session workflow, by outcome.',
+    help: 'Main turns made durable in the sample store with their outbox entry, by outcome.',
     labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly turnPairings = new Counter({
+    name: 'openclaw_gateway_turn_pairings_total',
+    help: 'New main turns by how the turn they continue was found: continuation (reply and exact prefix), reply (reply only: a compacted conversation), unmatched (a kept reply the gateway never recorded), none (nothing to continue).',
+    labelNames: ['pairing'] as const,
+    registers: [this.registry],
+  });
+
+  readonly idempotentReplays = new Counter({
+    name: 'openclaw_gateway_idempotent_replays_total',
+    help: 'Requests answered with the stored response of their Idempotency-Key, without asking the engine.',
     registers: [this.registry],
   });
 
@@ -53,7 +69,7 @@ export class GatewayMetrics {
 
   readonly sessionEndFailures = new Counter({
     name: 'openclaw_gateway_session_end_failures_total',
-    help: 'X-Session-Done signals that could not be delivered (the idle timer closes those sessions).',
+    help: 'X-Session-Done that could not be queued for delivery (the idle timer closes those sessions).',
     registers: [this.registry],
   });
 
@@ -76,8 +92,63 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
-  constructor(options: { processMetrics?: boolean } = {}) {
+  readonly outboxDelivered = new Counter({
+    name: 'openclaw_outbox_delivered_total',
+    help: 'Outbox entries this process delivered to their session workflow.',
+    registers: [this.registry],
+  });
+
+  readonly outboxDeliveryFailures = new Counter({
+    name: 'openclaw_outbox_delivery_failures_total',
+    help: 'Delivery attempts that failed (Temporal unreachable or refusing); each entry is retried until delivered.',
+    registers: [this.registry],
+  });
+
+  readonly outboxClaimFailures = new Counter({
+    name: 'openclaw_outbox_claim_failures_total',
+    help: "The relay's reads of the outbox that failed (the store unreachable).",
+    registers: [this.registry],
+  });
+
+  readonly outboxDeliveryLag = new Histogram({
+    name: 'openclaw_outbox_delivery_lag_seconds',
+    help: 'From an entry being durable to its session workflow accepting it.',
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300],
+    registers: [this.registry],
+  });
+
+  constructor(options: { processMetrics?: boolean; outbox?: Outbox } = {}) {
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
+    const outbox = options.outbox;
+    if (outbox) {
+      // Read from the store at each scrape: the outbox is shared, so this is every gateway's backlog.
+      let stats: Promise<{ depth: number; oldestCreatedAt: number | null } | null> | null = null;
+      const read = () => {
+        stats ??= outbox
+          .stats()
+          .catch(() => null)
+          .finally(() => setImmediate(() => (stats = null)));
+        return stats;
+      };
+      new Gauge({
+        name: 'openclaw_outbox_depth',
+        help: 'Outbox entries not yet delivered to their session workflow (all gateways sharing the store).',
+        registers: [this.registry],
+        async collect() {
+          const now = await read();
+          if (now) this.set(now.depth);
+        },
+      });
+      new Gauge({
+        name: 'openclaw_outbox_oldest_age_seconds',
+        help: 'Age of the oldest undelivered outbox entry (0 when the outbox is empty).',
+        registers: [this.registry],
+        async collect() {
+          const now = await read();
+          if (now) this.set(now.oldestCreatedAt === null ? 0 : (Date.now() - now.oldestCreatedAt) / 1000);
+        },
+      });
+    }
     for (const kind of [
       'unreachable',
       'timeout',
@@ -88,13 +159,28 @@ export class GatewayMetrics {
     ] as const)
       this.upstreamErrors.inc({ kind }, 0);
     for (const outcome of ['recorded', 'duplicate'] as const) this.turnsRecorded.inc({ outcome }, 0);
+    for (const pairing of ['continuation', 'reply', 'unmatched', 'none'] as const)
+      this.turnPairings.inc({ pairing }, 0);
   }
 
   upstreamError(kind: UpstreamErrorKind | 'stream'): void {
     this.upstreamErrors.inc({ kind });
   }
 
-  turnRecorded(outcome: RecordOutcome): void {
+  /** What the relay reports, counted here. */
+  relayEvents(): RelayEvents {
+    return {
+      delivered: (_entry, lagMs) => {
+        this.outboxDelivered.inc();
+        this.outboxDeliveryLag.observe(lagMs / 1000);
+      },
+      deliveryFailed: () => this.outboxDeliveryFailures.inc(),
+      claimFailed: () => this.outboxClaimFailures.inc(),
+    };
+  }
+
+  turnRecorded(outcome: RecordOutcome, pairing: Pairing): void {
     this.turnsRecorded.inc({ outcome });
+    if (outcome === 'recorded') this.turnPairings.inc({ pairing });
   }
 }

@@ -1,5 +1,5 @@
 // The gateway's HTTP server: an OpenAI-compatible proxy in front of the policy engine that records every main
-// turn durably before its response completes. `createGateway` builds one instance from its dependencies and
+// turn durably (its record and outbox entry in the sample store) before its response completes. `createGateway` builds one instance from its dependencies and
 // keeps no global state, so tests run several side by side.
 
 import Fastify, {
@@ -16,8 +16,10 @@ import { type ApiKeyCheck, createApiKeyCheck } from './auth.js';
 import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
 import { clientSignalOf } from './client-signal.js';
 import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
+import type { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics } from './metrics.js';
 import { internalError, invalidRequest, notFound, OpenAIError, payloadTooLarge } from './openai-errors.js';
+import { NEUTRAL_SAMPLING, type SamplingDefaults } from './sampling.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
 export interface GatewayOptions {
@@ -28,6 +30,10 @@ export interface GatewayOptions {
   /** Replaces the adapter built from `engineUrl` and `engineKind`. */
   engine?: EngineAdapter;
   recorder: TurnRecorder;
+  /** Where `Idempotency-Key` responses are kept (the sample store, shared by every gateway). */
+  idempotency: IdempotencyKeys;
+  /** Sampling values sent when a client leaves them out (default: the engines' neutral ones). */
+  sampling?: SamplingDefaults;
   /** Bearer keys clients must send; empty means an open gateway (a warning is logged). */
   apiKeys?: readonly string[];
   /** Largest request body accepted; larger ones get 413. */
@@ -38,6 +44,8 @@ export interface GatewayOptions {
   logger?: boolean | LoggerOptions;
   /** Also export Node process metrics (CPU, memory, event loop) on /metrics. */
   processMetrics?: boolean;
+  /** The metrics to export (default: new ones); startGateway shares them with its outbox relay. */
+  metrics?: GatewayMetrics;
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -49,7 +57,7 @@ const PUBLIC_ROUTES = new Set(['/healthz', '/metrics']);
 export function createGateway(options: GatewayOptions): FastifyInstance {
   const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const app = Fastify({ logger: options.logger ?? false, bodyLimit });
-  const metrics = new GatewayMetrics({ processMetrics: options.processMetrics ?? false });
+  const metrics = options.metrics ?? new GatewayMetrics({ processMetrics: options.processMetrics ?? false });
   const timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
   const engine =
     options.engine ??
@@ -111,7 +119,16 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
 
   app.post(
     '/v1/chat/completions',
-    chatCompletionsHandler({ upstream, recorder: options.recorder, metrics }, contextOf),
+    chatCompletionsHandler(
+      {
+        upstream,
+        recorder: options.recorder,
+        metrics,
+        sampling: options.sampling ?? NEUTRAL_SAMPLING,
+        idempotency: options.idempotency,
+      },
+      contextOf,
+    ),
   );
 
   return app;

@@ -2,8 +2,9 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type Judge, OpenAIJudge } from '../activities/judge-client.js';
-import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
+import type { SampleStore } from '../activities/sample-store.js';
 import { createScoringActivities } from '../activities/scoring-activities.js';
+import { storeFromConfig } from '../activities/store-from-config.js';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
 import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
@@ -60,7 +61,7 @@ export async function createControlWorker(
   deps: ControlWorkerDependencies = {},
   options: Partial<WorkerOptions> = {},
 ): Promise<Worker> {
-  const store = deps.store ?? new FileSampleStore(`${config.dataDir}/store`);
+  const store = deps.store ?? storeFromConfig(config);
   const engine = policyEngineFromConfig(config);
   const judge =
     deps.judge ??

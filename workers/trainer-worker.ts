@@ -4,7 +4,8 @@
 // folder as the control worker, and loads each new version into the serving engine at `engine.url`.
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
-import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
+import type { SampleStore } from '../activities/sample-store.js';
+import { storeFromConfig } from '../activities/store-from-config.js';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
 import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
@@ -28,10 +29,11 @@ export async function createTrainerWorker(
   connection: NativeConnection,
   deps: TrainerWorkerDependencies = {},
   options: Partial<WorkerOptions> = {},
-): Promise<{ worker: Worker; trainer: TrainerBackend; taskQueue: string }> {
+): Promise<{ worker: Worker; trainer: TrainerBackend; taskQueue: string; store: SampleStore }> {
   const trainer = deps.trainer ?? trainerFromConfig(config);
+  const store = deps.store ?? storeFromConfig(config);
   const { trainStep, publishWeights } = createTrainingActivities({
-    store: deps.store ?? new FileSampleStore(`${config.dataDir}/store`),
+    store,
     trainer,
     serving: policyEngineFromConfig(config),
     checkpointDir: `${config.dataDir}/checkpoints`,
@@ -46,5 +48,5 @@ export async function createTrainerWorker(
     activities: { trainStep, publishWeights },
     ...options,
   });
-  return { worker, trainer, taskQueue };
+  return { worker, trainer, taskQueue, store };
 }

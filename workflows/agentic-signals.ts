@@ -62,6 +62,11 @@ export interface RolloutBatchInput {
   template: RolloutTemplate;
   /** Workflow to send progress signals to (the training run), if any. */
   reportTo?: string;
+  /**
+   * Where the batch stores its slot results (an activity on the env queue), returning only a summary, so no
+   * payload grows with the batch. Absent (batches started before): the results come back in the result.
+   */
+  resultsKey?: string;
 }
 
 export interface SlotResult {
@@ -78,9 +83,45 @@ export interface SlotResult {
   containerIds: string[];
 }
 
+/** Counts over a batch's slots (or a step's): what the training run's status and summary need. */
+export interface RolloutCounts {
+  rollouts: number;
+  byStatus: Record<RolloutStatus, number>;
+  /** Rollouts run again after a failure. */
+  retried: number;
+  rewardSum: number;
+  rewardCount: number;
+}
+
 export interface RolloutBatchResult {
   batchIndex: number;
+  /** Every slot's result: batches started without a `resultsKey`. */
+  results?: SlotResult[];
+  /** With a `resultsKey`: the results are in the store there, and these are their counts. */
+  resultsKey?: string;
+  counts?: RolloutCounts;
+}
+
+/** The record a batch leaves at its `resultsKey`. */
+export interface BatchResultsRecord {
+  batchIndex: number;
   results: SlotResult[];
+}
+
+export function countSlotResults(results: readonly SlotResult[]): RolloutCounts {
+  const byStatus: Record<RolloutStatus, number> = { COMPLETED: 0, TRUNCATED: 0, FAILED: 0, ABORTED: 0 };
+  let retried = 0;
+  let rewardSum = 0;
+  let rewardCount = 0;
+  for (const r of results) {
+    byStatus[r.status]++;
+    retried += r.attempts - 1;
+    if (r.reward !== null) {
+      rewardSum += r.reward;
+      rewardCount++;
+    }
+  }
+  return { rollouts: results.length, byStatus, retried, rewardSum, rewardCount };
 }
 
 export interface BatchProgress {
@@ -111,8 +152,13 @@ export interface StepSummary {
   groups: number;
   /** Groups whose rewards were all equal (GRPO gives them nothing to learn). */
   groupsConstant: number;
-  /** Groups with a rollout that still failed after its retries. */
+  /** Groups none of whose rollouts could be trained (each failed or was aborted). */
   groupsFailed: number;
+  /**
+   * Rollouts left out of their group because they failed or were aborted (their group trains on the others).
+   * Absent in summaries of steps run before failed rollouts were dropped one by one.
+   */
+  rolloutsDropped?: number;
   samplesTrained: number;
   meanReward: number | null;
   /** The version published after this step; unchanged when nothing was trained. */
@@ -165,4 +211,19 @@ export const resumeAgenticUpdate = defineUpdate<AgenticStatus, []>('resume');
 
 export function agenticWorkflowId(runId: string): string {
   return `agentic-${runId}`;
+}
+
+/** A sample-store key from its parts (each encoded, as activities/sample-store.ts `storeKey` does). */
+function trainingRunKey(...parts: (string | number)[]): string {
+  return ['agentic', ...parts].map((part) => encodeURIComponent(String(part))).join('/');
+}
+
+/** The manifest of a training step: its groups, advantages and trained sample ids. */
+export function agenticStepKey(runId: string, step: number): string {
+  return trainingRunKey(runId, 'steps', step);
+}
+
+/** Where batch `batchIndex` of a training step keeps its slot results. */
+export function batchResultsKey(runId: string, step: number, batchIndex: number): string {
+  return trainingRunKey(runId, 'batches', step, batchIndex);
 }

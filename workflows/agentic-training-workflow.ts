@@ -10,11 +10,12 @@ import {
   continueAsNew,
   executeChild,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { AgenticActivities, StepGroup } from '../activities/agentic-activities.js';
+import type { AgenticActivities } from '../activities/agentic-activities.js';
 import type { TrainingActivities } from '../activities/training-activities.js';
 import { agenticTrainingInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
@@ -26,7 +27,10 @@ import {
   agenticStatusQuery,
   agenticWorkflowId,
   type BatchProgress,
+  batchResultsKey,
+  countSlotResults,
   pauseAgenticUpdate,
+  type RolloutCounts,
   type RolloutSlot,
   type RolloutStatus,
   type RolloutTemplate,
@@ -36,9 +40,12 @@ import {
   type StepSummary,
 } from './agentic-signals.js';
 import { rolloutBatchWorkflow } from './rollout-batch-workflow.js';
+import { groupsOfSlots } from './step-groups.js';
 import { trainAndPublish } from './train-and-publish.js';
 
 const RECENT_STEPS_KEPT = 20;
+/** Marks runs whose batches keep their slot results in the store (older histories carry them inline). */
+export const STEP_RESULTS_PATCH = 'step-results-in-store';
 const MAX_CHILDREN = 1000;
 
 /** The step's tasks: `perStep` of the pool, taken in turn (step k starts where step k−1 stopped). */
@@ -68,6 +75,15 @@ export function batchSlots(slots: readonly RolloutSlot[], perBatch: number): Rol
   if (group.length > 0) flushGroup();
   if (current.length > 0) batches.push(current);
   return batches;
+}
+
+function addCounts(total: RolloutCounts, counts: RolloutCounts): void {
+  total.rollouts += counts.rollouts;
+  for (const status of Object.keys(counts.byStatus) as RolloutStatus[])
+    total.byStatus[status] += counts.byStatus[status];
+  total.retried += counts.retried;
+  total.rewardSum += counts.rewardSum;
+  total.rewardCount += counts.rewardCount;
 }
 
 /** Sliding windows of the batches that run at once: rolloutsInFlight split as evenly as it goes. */
@@ -200,8 +216,12 @@ export async function agenticTrainingWorkflow(rawInput: AgenticTrainingInput): P
   // Child ids come from the run id (replay-stable); progress goes to whatever id this run was started with.
   const self = workflowInfo().workflowId;
   const childPrefix = agenticWorkflowId(input.runId);
+  // Batches keep their slot results in the store and answer with counts (histories recorded before carried
+  // every slot result through this workflow).
+  const resultsInStore = patched(STEP_RESULTS_PATCH);
   phase = 'rollouts';
-  const results: SlotResult[] = [];
+  const inlineResults: SlotResult[] = [];
+  const stepCounts = countSlotResults([]);
   let nextBatch = 0;
   const lane = async (window: number): Promise<void> => {
     while (nextBatch < batches.length) {
@@ -220,55 +240,46 @@ export async function agenticTrainingWorkflow(rawInput: AgenticTrainingInput): P
             rolloutTimeoutMs: input.rolloutTimeoutMs,
             template,
             reportTo: self,
+            ...(resultsInStore && { resultsKey: batchResultsKey(input.runId, step, batchIndex) }),
           },
         ],
       });
-      results.push(...batch.results);
-      const finished = batch.results;
+      if (batch.results) inlineResults.push(...batch.results);
+      const counts = batch.counts ?? countSlotResults(batch.results ?? []);
+      addCounts(stepCounts, counts);
       progress.set(batchIndex, {
         step,
         batchIndex,
-        total: finished.length,
-        done: finished.length,
-        failed: finished.filter((r) => r.status === 'FAILED' || r.status === 'ABORTED').length,
+        total: counts.rollouts,
+        done: counts.rollouts,
+        failed: counts.byStatus.FAILED + counts.byStatus.ABORTED,
         inFlight: 0,
-        retried: finished.reduce((n, r) => n + r.attempts - 1, 0),
-        rewardSum: finished.reduce((s, r) => s + (r.reward ?? 0), 0),
-        rewardCount: finished.filter((r) => r.reward !== null).length,
+        retried: counts.retried,
+        rewardSum: counts.rewardSum,
+        rewardCount: counts.rewardCount,
       });
     }
   };
   await Promise.all(laneWindows(input.rolloutsInFlight, batches.length).map(lane));
 
   phase = 'grouping';
-  const groups: StepGroup[] = tasks.map((taskId, group) => {
-    const rollouts = results.filter((r) => r.group === group).sort((a, b) => a.sample - b.sample);
-    return {
-      groupId: `${group}:${taskId}`,
-      taskId,
-      complete:
-        rollouts.length === input.samplesPerTask &&
-        rollouts.every((r) => (r.status === 'COMPLETED' || r.status === 'TRUNCATED') && r.reward !== null),
-      rollouts: rollouts.map((r) => ({
-        rolloutId: r.rolloutId,
-        status: r.status,
-        reward: r.reward,
-        steps: r.steps,
-        stepScores: r.stepScores,
-      })),
-    };
-  });
-  const assembled = await bookkeeping.assembleStepSamples({
+  const common = {
     runId: input.runId,
     stepId,
     step,
     advantage: input.advantage,
     judgeCoef: input.stepJudge?.coef ?? null,
-    groups,
-  });
+  };
+  const assembled = await bookkeeping.assembleStepSamples(
+    resultsInStore
+      ? { ...common, batches: batches.length }
+      : { ...common, groups: groupsOfSlots(inlineResults) },
+  );
 
+  // Results recorded by older workers name their sample ids only.
+  const sampleCount = assembled.sampleIds?.length ?? assembled.sampleCount;
   let metrics: Record<string, number> | null = null;
-  if (input.training.train && assembled.sampleIds.length > 0) {
+  if (input.training.train && sampleCount > 0) {
     const version = state.policyVersion + 1;
     phase = 'training';
     const published = await trainAndPublish(
@@ -276,7 +287,9 @@ export async function agenticTrainingWorkflow(rawInput: AgenticTrainingInput): P
       {
         runId: input.runId,
         stepId,
-        sampleIds: assembled.sampleIds,
+        // The ids stay in the step manifest; only older runs pass them inline.
+        sampleIds: assembled.sampleIds ?? [],
+        ...(assembled.sampleIds === undefined && { sampleIdsKey: assembled.manifestKey }),
         method: 'rl',
         loss: input.training.loss,
         optimizer: input.training.optimizer,
@@ -292,18 +305,17 @@ export async function agenticTrainingWorkflow(rawInput: AgenticTrainingInput): P
     state.lastMetrics = metrics;
   }
 
-  const byStatus: Record<RolloutStatus, number> = { COMPLETED: 0, TRUNCATED: 0, FAILED: 0, ABORTED: 0 };
-  for (const r of results) byStatus[r.status]++;
   const summary: StepSummary = {
     step,
     stepId,
-    rollouts: results.length,
-    byStatus,
-    retried: results.reduce((n, r) => n + r.attempts - 1, 0),
-    groups: groups.length,
+    rollouts: stepCounts.rollouts,
+    byStatus: stepCounts.byStatus,
+    retried: stepCounts.retried,
+    groups: tasks.length,
     groupsConstant: assembled.groupsConstant,
     groupsFailed: assembled.groupsFailed,
-    samplesTrained: metrics === null ? 0 : assembled.sampleIds.length,
+    rolloutsDropped: assembled.rolloutsDropped,
+    samplesTrained: metrics === null ? 0 : sampleCount,
     meanReward: assembled.meanReward,
     policyVersion: state.policyVersion,
     metrics,

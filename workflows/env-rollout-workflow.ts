@@ -1,28 +1,42 @@
-// One rollout of one task (`rollout-<rolloutId>`): acquire a sandbox on the shared env queue, which answers
-// with the host's own queue; then, on that queue, reset, and loop policy step → env step up to maxTurns;
-// evaluate; and ALWAYS release the sandbox, cancelled or not. The transcript and the exact tokens of every
-// step live in the sample store (`rollouts/<rolloutId>/...`); this workflow carries only small summaries.
+// One rollout of one task (`rollout-<rolloutId>`) in at most two activities: `startEpisode` on the shared env
+// queue acquires a sandbox on whichever host takes it and resets the episode there (a container-free episode
+// runs to its end in the same activity); `runEpisode` on that host's own queue runs the loop (policy step →
+// env step up to maxTurns, the optional step judge), the evaluation and the release. The sandbox is ALWAYS
+// released, cancelled or not. Each step is durable through its record in the sample store
+// (`rollouts/<rolloutId>/...`, activities/rollout-records.ts), so a retried episode activity resumes where it
+// stopped and this workflow carries only small summaries: a handful of history events per rollout instead of
+// a few per step. Rollouts started before this shape replay through env-rollout-steps.ts.
 import {
   ActivityCancellationType,
   ApplicationFailure,
   CancellationScope,
+  CancelledFailure,
   isCancellation,
+  patched,
   proxyActivities,
 } from '@temporalio/workflow';
-import type { EnvHostActivities, EnvSharedActivities, EpisodeRef } from '../activities/env-activities.js';
-import { envRolloutInputSchema } from '../core/rollout-settings.js';
+import type {
+  EnvHostActivities,
+  EnvSharedActivities,
+  EpisodeInput,
+  EpisodeRef,
+} from '../activities/env-activities.js';
+import type { EpisodeOutcome } from '../activities/episode-loop.js';
+import { type EnvRolloutSettings, envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
-import type { EnvRolloutInput, EnvRolloutResult, RolloutStatus } from './agentic-signals.js';
+import type { EnvRolloutInput, EnvRolloutResult } from './agentic-signals.js';
+import { rolloutStepByStep } from './env-rollout-steps.js';
+import { describeFailure, failedRolloutResult } from './rollout-results.js';
 
-/** The messages of a failure and its causes, outermost first ("Activity task failed: ..."). */
-export function describeFailure(error: unknown): string {
-  const parts: string[] = [];
-  let current: unknown = error;
-  while (current instanceof Error && parts.length < 5) {
-    if (current.message && !parts.includes(current.message)) parts.push(current.message);
-    current = (current as { cause?: unknown }).cause;
-  }
-  return parts.join(': ') || String(error);
+/** Marks rollouts that run as episode activities (histories without it replay step by step). */
+export const EPISODE_ACTIVITIES_PATCH = 'episode-activities';
+
+/**
+ * The longest one attempt of an episode may take: every turn's policy call and host step at their limits,
+ * plus the reset and the evaluation (the same bounds the step-by-step rollout had per activity).
+ */
+export function episodeBudgetMs(input: EnvRolloutSettings): number {
+  return input.maxTurns * (input.policy.timeoutMs + input.hostTimeoutMs) + 2 * input.hostTimeoutMs;
 }
 
 export async function envRolloutWorkflow(rawInput: EnvRolloutInput): Promise<EnvRolloutResult> {
@@ -32,12 +46,21 @@ export async function envRolloutWorkflow(rawInput: EnvRolloutInput): Promise<Env
       `invalid rollout input: ${describeZodError(parsed.error)}`,
       'InvalidInput',
     );
-  const input = parsed.data;
-  const ref: EpisodeRef = {
+  if (!patched(EPISODE_ACTIVITIES_PATCH)) return rolloutStepByStep(parsed.data);
+  return rolloutByEpisode(parsed.data);
+}
+
+async function rolloutByEpisode(input: EnvRolloutSettings): Promise<EnvRolloutResult> {
+  const episode: EpisodeInput = {
     rolloutId: input.rolloutId,
     env: input.env,
     taskId: input.taskId,
     leaseMs: input.leaseMs,
+    policy: input.policy,
+    maxTurns: input.maxTurns,
+    maxParseErrors: input.maxParseErrors,
+    contextBudgetTokens: input.contextBudgetTokens,
+    ...(input.stepJudge && { stepJudge: input.stepJudge }),
   };
   const retry = {
     initialInterval: '1 second',
@@ -45,116 +68,53 @@ export async function envRolloutWorkflow(rawInput: EnvRolloutInput): Promise<Env
     maximumInterval: '30 seconds',
     maximumAttempts: 5,
   };
-  const acquire = proxyActivities<EnvSharedActivities>({
-    taskQueue: input.envTaskQueue,
-    scheduleToCloseTimeout: input.hostTimeoutMs,
-    startToCloseTimeout: '15 minutes',
+  // A host that does not take an attempt within hostTimeoutMs (gone for good) fails the rollout; a dead
+  // attempt is noticed by its missing heartbeats and retried.
+  const episodeTimeouts = {
+    scheduleToStartTimeout: input.hostTimeoutMs,
+    startToCloseTimeout: episodeBudgetMs(input),
     heartbeatTimeout: input.heartbeatTimeoutMs,
     retry,
-    // A cancelled rollout waits for the acquire it started: one that made its container anyway answers with
-    // the host, and the release below removes the container (TRY_CANCEL, the default on the wire, would drop
-    // that answer and leave the container to its lease). An acquire no host has taken yet ends at once.
+  };
+  const shared = proxyActivities<EnvSharedActivities>({
+    taskQueue: input.envTaskQueue,
+    ...episodeTimeouts,
+    // A cancelled rollout waits for the start it asked for: one that made its container anyway answers with
+    // the host, and the release below removes the container (TRY_CANCEL would drop that answer and leave the
+    // container to its lease). A start no host has taken yet ends at once.
     cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
   });
 
-  const result: EnvRolloutResult = {
-    rolloutId: input.rolloutId,
-    status: 'FAILED',
-    reward: null,
-    steps: 0,
-    sampleIds: [],
-    containerIds: [],
-    hostIds: [],
-    parseErrors: 0,
-    detail: '',
-    stepScores: null,
-  };
+  const result = failedRolloutResult(input.rolloutId);
   const noteContainer = (id: string | null) => {
     if (id !== null && !result.containerIds.includes(id)) result.containerIds.push(id);
   };
-  let host: ReturnType<typeof proxyActivities<EnvHostActivities>> | null = null;
-  const judged: Promise<number>[] = [];
+  let hostQueue: string | null = null;
+  let released = false;
 
   try {
-    const placement = await acquire.acquireSandbox(ref);
-    result.hostIds.push(placement.hostId);
-    noteContainer(placement.containerId);
-    // Everything else runs on the host that holds the sandbox; a host that restarts picks its queue up again.
-    host = proxyActivities<EnvHostActivities>({
-      taskQueue: placement.hostQueue,
-      scheduleToCloseTimeout: input.hostTimeoutMs,
-      heartbeatTimeout: input.heartbeatTimeoutMs,
-      retry,
-    });
-    const policy = proxyActivities<EnvHostActivities>({
-      taskQueue: placement.hostQueue,
-      startToCloseTimeout: input.policy.timeoutMs,
-      scheduleToCloseTimeout: input.hostTimeoutMs + input.policy.timeoutMs,
-      heartbeatTimeout: input.heartbeatTimeoutMs,
-      retry,
-    });
-    const hostCalls = host;
-    const judge = (step: number) => {
-      if (!input.stepJudge) return;
-      // Votes run beside the next steps (spec 10.1: dispatched right after the tool results); a failed
-      // judge counts as no signal.
-      judged[step] = hostCalls
-        .judgeStep({ rolloutId: input.rolloutId, step, votes: input.stepJudge.votes })
-        .then((r) => r.score)
-        .catch(() => 0);
-    };
-
-    noteContainer((await host.resetEpisode(ref)).containerId);
-    let status: RolloutStatus | null = null;
-    let finalAnswer: string | null = null;
-    for (let step = 0; step < input.maxTurns && status === null; step++) {
-      const out = await policy.policyStep({
-        rolloutId: input.rolloutId,
-        step,
-        policy: input.policy,
-        contextBudgetTokens: input.contextBudgetTokens,
-      });
-      result.sampleIds.push(out.sampleId);
-      result.steps++;
-      if (out.kind === 'final') {
-        finalAnswer = out.finalAnswer;
-        // An answer cut off at the token limit is still evaluated, but reported as truncated.
-        status = out.finishReason === 'length' ? 'TRUNCATED' : 'COMPLETED';
-        result.detail =
-          status === 'COMPLETED' ? 'final answer' : 'the final answer was cut off at the token limit';
-      } else if (out.kind === 'invalid') {
-        result.parseErrors++;
-        judge(step);
-        if (result.parseErrors >= input.maxParseErrors) {
-          status = 'FAILED';
-          result.detail = `${result.parseErrors} parse errors; the last: ${out.error}`;
-        }
-      } else {
-        const stepped = await host.envStep({ ...ref, step });
-        noteContainer(stepped.containerId);
-        judge(step);
-        if (stepped.done) {
-          status = 'COMPLETED';
-          result.detail = 'the environment ended the episode';
-        }
-      }
+    const started = await shared.startEpisode(episode);
+    result.hostIds.push(started.hostId);
+    noteContainer(started.containerId);
+    hostQueue = started.hostQueue;
+    // Cancelled while the start ran (it answers anyway, see above): the rollout is ABORTED, whatever it did.
+    if (CancellationScope.current().consideredCancelled)
+      throw new CancelledFailure('the rollout was cancelled while it started');
+    let outcome: EpisodeOutcome | null = started.outcome;
+    if (outcome === null) {
+      // The rest runs on the host that holds the container; a host that restarts picks its queue up again.
+      const host = proxyActivities<EnvHostActivities>({ taskQueue: hostQueue, ...episodeTimeouts });
+      outcome = await host.runEpisode(episode);
     }
-    if (status === null) {
-      status = 'TRUNCATED';
-      result.detail = `stopped after ${input.maxTurns} turns`;
-    }
-    result.status = status;
-    if (status !== 'FAILED') {
-      const evaluation = await host.evaluateEpisode({ ...ref, steps: result.steps, finalAnswer });
-      noteContainer(evaluation.containerId);
-      result.reward = evaluation.reward;
-      result.detail = `${result.detail}; ${evaluation.detail}`;
-    }
-    if (input.stepJudge) {
-      const scores: number[] = [];
-      for (let step = 0; step < result.steps; step++) scores.push(await (judged[step] ?? Promise.resolve(0)));
-      result.stepScores = scores;
-    }
+    released = outcome.released;
+    for (const id of outcome.containerIds) noteContainer(id);
+    result.status = outcome.status;
+    result.reward = outcome.reward;
+    result.steps = outcome.steps;
+    result.sampleIds = outcome.sampleIds;
+    result.parseErrors = outcome.parseErrors;
+    result.detail = outcome.detail;
+    result.stepScores = outcome.stepScores;
   } catch (error) {
     result.reward = null;
     if (isCancellation(error)) {
@@ -165,11 +125,23 @@ export async function envRolloutWorkflow(rawInput: EnvRolloutInput): Promise<Env
       result.detail = describeFailure(error);
     }
   } finally {
-    // Release even when cancelled: this scope ignores the cancellation. Before the acquire answered, no
-    // host is known; a container it may have created expires with its lease.
-    const releaser = host;
-    if (releaser !== null) {
+    // Release even when cancelled: this scope ignores the cancellation. Before the start answered, no host
+    // is known; a container it may have created expires with its lease.
+    const queue = hostQueue;
+    if (queue !== null && !released) {
       await CancellationScope.nonCancellable(async () => {
+        const releaser = proxyActivities<EnvHostActivities>({
+          taskQueue: queue,
+          scheduleToCloseTimeout: input.hostTimeoutMs,
+          heartbeatTimeout: input.heartbeatTimeoutMs,
+          retry,
+        });
+        const ref: EpisodeRef = {
+          rolloutId: input.rolloutId,
+          env: input.env,
+          taskId: input.taskId,
+          leaseMs: input.leaseMs,
+        };
         try {
           await releaser.releaseSandbox(ref);
         } catch (error) {

@@ -2,17 +2,22 @@
 // a time, runs a FAILED rollout again (a new rollout id, so a fresh sandbox) up to `maxRetriesPerRollout`
 // times, and returns one small result per slot. A rollout that overruns `rolloutTimeoutMs` counts as
 // failed, so the step never waits on it. Progress goes to the training run by signal, a few times per batch.
+// Given a `resultsKey`, the batch keeps its slot results in the store (an activity on the env queue) and
+// returns only their counts, so the training run's history does not grow with its rollouts.
 import {
   CancellationScope,
   executeChild,
   getExternalWorkflowHandle,
   isCancellation,
   ParentClosePolicy,
+  proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
+import type { AgenticActivities } from '../activities/agentic-activities.js';
 import {
   type BatchProgress,
   batchStatusQuery,
+  countSlotResults,
   type EnvRolloutResult,
   envRolloutWorkflowId,
   type RolloutBatchInput,
@@ -20,7 +25,8 @@ import {
   rolloutProgressSignal,
   type SlotResult,
 } from './agentic-signals.js';
-import { describeFailure, envRolloutWorkflow } from './env-rollout-workflow.js';
+import { envRolloutWorkflow } from './env-rollout-workflow.js';
+import { describeFailure, failedRolloutResult } from './rollout-results.js';
 
 /** Progress signals per batch: few enough that a parent with 1,000 batches stays under 10,000 signals. */
 const REPORTS_PER_BATCH = 8;
@@ -73,18 +79,7 @@ export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<Ro
       } catch (error) {
         if (isCancellation(error)) throw error;
         // The child failed, timed out or was terminated: the same as a FAILED rollout.
-        outcome = {
-          rolloutId,
-          status: 'FAILED',
-          reward: null,
-          steps: 0,
-          sampleIds: [],
-          containerIds: [],
-          hostIds: [],
-          parseErrors: 0,
-          detail: describeFailure(error),
-          stepScores: null,
-        };
+        outcome = failedRolloutResult(rolloutId, describeFailure(error));
       }
       if (outcome.status === 'FAILED' && attempt < input.maxRetriesPerRollout) {
         attempt++;
@@ -130,5 +125,16 @@ export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<Ro
   const lanes = Math.max(1, Math.min(input.window, slots.length));
   await Promise.all(Array.from({ length: lanes }, lane));
   await report();
-  return { batchIndex: input.batchIndex, results: results.filter((r): r is SlotResult => r !== undefined) };
+  const finished = results.filter((r): r is SlotResult => r !== undefined);
+  if (input.resultsKey === undefined) return { batchIndex: input.batchIndex, results: finished };
+  const bookkeeping = proxyActivities<AgenticActivities>({
+    taskQueue: input.template.envTaskQueue ?? 'env',
+    startToCloseTimeout: '5 minutes',
+    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
+  });
+  await bookkeeping.recordBatchResults({
+    key: input.resultsKey,
+    record: { batchIndex: input.batchIndex, results: finished },
+  });
+  return { batchIndex: input.batchIndex, resultsKey: input.resultsKey, counts: countSlotResults(finished) };
 }

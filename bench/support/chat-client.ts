@@ -83,3 +83,13 @@ export async function timedChat(
   if (!done) throw new Error(`${url}: stream ended without [DONE]`);
   return { totalMs: now() - started, ttftMs, content, completedAt: Date.now() };
 }
+
+/** A conversation of `turn` user messages (the assistant answered all but the last), as a client resends it. */
+export function packingConversation(turn: number): Record<string, string>[] {
+  const messages: Record<string, string>[] = [{ role: 'system', content: 'You are a concise assistant.' }];
+  for (let i = 1; i <= turn; i++) {
+    messages.push({ role: 'user', content: `Question ${i}: what should I pack for a day trip?` });
+    if (i < turn) messages.push({ role: 'assistant', content: 'A water bottle and a map.' });
+  }
+  return messages;
+}

@@ -1,8 +1,10 @@
 // A worker process the fan-out benchmark starts as a child, so its memory can be read from /proc: either the
-// workflow worker (the control worker's role: agentic and batch workflows, no activities) or an env host
-// serving the container-free `arith` kind. Prints `ready` once polling; stops on SIGTERM.
-//   node --import tsx bench/support/fan-out-worker.ts <workflows|env> <address> <queue> <storeDir>
+// workflow worker (the control worker's role: agentic and batch workflows, no activities), the same with the
+// empty rollout of the baseline (`workflows-empty`), or an env host serving the container-free `arith` kind.
+// Prints `ready` once polling; stops on SIGTERM.
+//   node --import tsx bench/support/fan-out-worker.ts <workflows|workflows-empty|env> <address> <queue> <storeDir>
 
+import { fileURLToPath } from 'node:url';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { workflowsPath } from '../../workers/control-worker.js';
@@ -10,8 +12,9 @@ import { createEnvWorkers } from '../../workers/env-worker.js';
 import { NumberedArith } from './numbered-arith.js';
 
 const [role, address, queue, storeDir] = process.argv.slice(2);
-if ((role !== 'workflows' && role !== 'env') || !address || !queue || !storeDir) {
-  console.error('usage: fan-out-worker.ts <workflows|env> <address> <queue> <storeDir>');
+const EMPTY_ROLLOUT_WORKFLOWS = fileURLToPath(new URL('./empty-rollout-workflows.ts', import.meta.url));
+if (!['workflows', 'workflows-empty', 'env'].includes(role ?? '') || !address || !queue || !storeDir) {
+  console.error('usage: fan-out-worker.ts <workflows|workflows-empty|env> <address> <queue> <storeDir>');
   process.exit(2);
 }
 
@@ -19,11 +22,11 @@ Runtime.install({ logger: new DefaultLogger('ERROR') });
 const connection = await NativeConnection.connect({ address });
 let run: Promise<unknown>;
 let shutdown: () => void;
-if (role === 'workflows') {
+if (role !== 'env') {
   const worker = await Worker.create({
     connection,
     taskQueue: queue,
-    workflowsPath,
+    workflowsPath: role === 'workflows-empty' ? EMPTY_ROLLOUT_WORKFLOWS : workflowsPath,
     maxConcurrentWorkflowTaskExecutions: 100,
     maxCachedWorkflows: 1000,
   });

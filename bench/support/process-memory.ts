@@ -1,7 +1,7 @@
 // Memory of other processes, read from /proc/<pid>/status (Linux): the kernel's own peak (VmHWM) and a
 // sampled peak of the resident set (VmRSS), which also covers a process whose VmHWM was reset or unread.
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export interface MemoryReading {
   /** Resident set now, bytes. */
@@ -56,3 +56,45 @@ export function sampleMemory(pids: Record<string, number>, everyMs = 250): Memor
 }
 
 export const mib = (bytes: number): string => `${(bytes / 1024 / 1024).toFixed(0)} MiB`;
+
+/** The pids of a process and all its descendants (Linux /proc). */
+export function processTree(pid: number): number[] {
+  const out: number[] = [];
+  const visit = (current: number) => {
+    out.push(current);
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${current}/task`);
+    } catch {
+      return;
+    }
+    for (const task of tasks) {
+      let children = '';
+      try {
+        children = readFileSync(`/proc/${current}/task/${task}/children`, 'utf8');
+      } catch {
+        continue;
+      }
+      for (const child of children.split(/\s+/).filter(Boolean)) visit(Number(child));
+    }
+  };
+  visit(pid);
+  return out;
+}
+
+/**
+ * Proportional set size of a process tree, bytes: shared pages counted once across the processes that share
+ * them (PostgreSQL's backends share its buffers, which a sum of RSS would count once per backend).
+ */
+export function treePss(pid: number): number {
+  let total = 0;
+  for (const member of processTree(pid)) {
+    try {
+      const rollup = readFileSync(`/proc/${member}/smaps_rollup`, 'utf8');
+      total += Number(/^Pss:\s+(\d+) kB/m.exec(rollup)?.[1] ?? 0) * 1024;
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return total;
+}

@@ -1,7 +1,9 @@
 // The real Track 1 parts a benchmark runs against, each started fresh and stopped at the end: a Temporal dev
-// server on a free port (its database in a temporary folder), the policy engine (the reference engine with
-// `--trainer`, or vLLM with the reference trainer beside it; a tiny random model), the fake judge where
-// scoring runs, the control worker in this process, and the gateway.
+// server on a free port (its database in a temporary folder, so it can be killed and restarted), the policy
+// engine (the reference engine with `--trainer`, or vLLM with the reference trainer beside it; a tiny random
+// model), the fake judge where scoring runs, the control worker in this process, and the gateway on the
+// filesystem store (fsync'd). With `postgres`, also a PostgreSQL server (Debian's package,
+// test/support/postgres-server.ts) with a second gateway and control worker on it.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
@@ -9,7 +11,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
-import { FileSampleStore } from '../../activities/sample-store.js';
+import { PostgresSampleStore } from '../../activities/postgres-store.js';
+import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import {
   type EngineKind,
@@ -19,10 +22,10 @@ import {
 } from '../../core/config.js';
 import type { EngineAdapter } from '../../engines/engine-adapter.js';
 import { createEngineAdapter } from '../../engines/engine-adapters.js';
-import { DurableTurnRecorder, sessionSettingsFromConfig } from '../../gateway/durable-turn-recorder.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import type { RecordedTurn, TurnDraft, TurnRecorder } from '../../gateway/turn-recorder.js';
+import { TEMPORAL_RECONNECT_ARGS } from '../../gateway/outbox-delivery.js';
 import { type FakeJudge, startFakeJudge } from '../../test/support/fake-judge-server.js';
+import { startPostgres } from '../../test/support/postgres-server.js';
 import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
@@ -42,6 +45,18 @@ export interface StackOptions {
   startWorker?: boolean;
   /** Which engine serves (default the reference engine); vLLM gets the reference trainer beside it. */
   engineKind?: EngineKind;
+  /** Also a PostgreSQL server, a gateway on a PostgreSQL store and a control worker on it (queue `control-pg`). */
+  postgres?: boolean;
+}
+
+/** A gateway of the stack with its store, its durable-write times and its relay's delivery lags. */
+export interface BenchGateway {
+  gateway: RunningGateway;
+  store: SampleStore;
+  /** Milliseconds each durable write of a turn with its outbox entry took. */
+  storeTimes: number[];
+  /** Milliseconds from an entry being durable to its session workflow accepting it. */
+  lagMs: number[];
 }
 
 export interface Stack {
@@ -56,20 +71,28 @@ export interface Stack {
   client: Client;
   store: FileSampleStore;
   gateway: RunningGateway | null;
-  /** Milliseconds each `record()` of the gateway's durable recorder took (store write + signal-with-start). */
-  recordTimes: number[];
-  /** Milliseconds each of the recorder's create-if-absent store writes took (its share of `recordTimes`). */
+  /** The filesystem gateway (as `gateway`), and the PostgreSQL one with `postgres`. */
+  file: BenchGateway | null;
+  postgres: BenchGateway | null;
+  /** Milliseconds each durable write (turn + outbox entry) of the filesystem gateway took. */
   storeTimes: number[];
+  /** SIGKILL to the Temporal dev server; `startTemporal` brings it back on its address and database. */
+  killTemporal(): Promise<void>;
+  startTemporal(): Promise<void>;
   startWorker(): Promise<void>;
   /**
-   * Waits until the control worker has had no workflow activation or activity in flight for `quietMs`
-   * (at most `capMs`), so work a block left behind does not land on the next one. Returns the ms waited.
+   * Waits until the outboxes are empty and the control workers have had no workflow activation or activity in
+   * flight for `quietMs` (at most `capMs`), so work a block left behind does not land on the next one. Returns
+   * the ms waited.
    */
   settle(quietMs: number, capMs?: number): Promise<number>;
   close(): Promise<void>;
 }
 
 let runtimeInstalled = false;
+
+/** Task queue of the control worker that serves the PostgreSQL gateway's sessions. */
+const POSTGRES_QUEUE = 'control-pg';
 
 /** A TCP port free on 127.0.0.1 whose +1000 neighbour (the dev server's UI) is free too. */
 async function freePortPair(): Promise<number> {
@@ -90,37 +113,17 @@ async function freePortPair(): Promise<number> {
   throw new Error('no free port pair found');
 }
 
-/** The sample store with its create-if-absent writes (the recorder's claim of a turn) timed. */
-class TimedStore extends FileSampleStore {
-  constructor(
-    root: string,
-    private readonly times: number[],
-  ) {
-    super(root);
-  }
-  override async putIfAbsent(key: string, value: unknown): Promise<boolean> {
-    const started = performance.now();
-    const result = await super.putIfAbsent(key, value);
-    this.times.push(performance.now() - started);
-    return result;
-  }
-}
-
-/** Wraps the gateway's durable recorder to time each hand-off; behaviour is unchanged. */
-class TimedRecorder implements TurnRecorder {
-  constructor(
-    private readonly inner: TurnRecorder,
-    private readonly times: number[],
-  ) {}
-  async record(draft: TurnDraft): Promise<RecordedTurn> {
-    const started = performance.now();
-    const result = await this.inner.record(draft);
-    this.times.push(performance.now() - started);
-    return result;
-  }
-  endSession(sessionId: string): Promise<void> {
-    return this.inner.endSession(sessionId);
-  }
+/** Times a store's create-if-absent writes (the recorder's durable write of a turn and its entry). */
+function timed(store: SampleStore, times: number[]): SampleStore {
+  const putIfAbsent = store.putIfAbsent.bind(store);
+  return Object.assign(Object.create(store) as SampleStore, {
+    async putIfAbsent(key: string, value: unknown, options?: Parameters<SampleStore['putIfAbsent']>[2]) {
+      const started = performance.now();
+      const result = await putIfAbsent(key, value, options);
+      times.push(performance.now() - started);
+      return result;
+    },
+  });
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -137,8 +140,19 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     cleanups.push(() => rm(dir, { recursive: true, force: true }));
 
     const address = `127.0.0.1:${await freePortPair()}`;
-    const server: DevServer = await startTemporalDevServer(address, join(dir, 'temporal'));
+    let server: DevServer = await startTemporalDevServer(address, join(dir, 'temporal'));
     cleanups.push(() => server.stop());
+    const killTemporal = async () => {
+      const exited = new Promise<void>((resolve) => server.process.once('exit', () => resolve()));
+      server.process.kill('SIGKILL');
+      await exited;
+    };
+    const startTemporal = async () => {
+      server = await startTemporalDevServer(address, join(dir, 'temporal'));
+    };
+
+    const postgresServer = options.postgres ? await startPostgres() : null;
+    if (postgresServer) cleanups.push(() => postgresServer.destroy());
 
     const kind = options.engineKind ?? 'reference';
     const model = await makeTinyModel(join(dir, 'model'), 0, kind === 'vllm' ? 64 : 16);
@@ -169,34 +183,51 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     if (!loaded.ok) throw new Error(loaded.error);
     const config = loaded.config;
 
-    const connection = await Connection.connect({ address });
+    // As the gateway and the control worker connect: quick reconnects after a Temporal restart.
+    const connection = await Connection.connect({ address, channelArgs: TEMPORAL_RECONNECT_ARGS });
     cleanups.push(() => connection.close());
     const client = new Client({ connection, namespace: config.temporal.namespace });
     const store = new FileSampleStore(join(dir, 'store'));
 
-    let worker: Worker | null = null;
+    const postgresStore = postgresServer ? new PostgresSampleStore({ url: postgresServer.url }) : null;
+    if (postgresStore) cleanups.push(() => postgresStore.close());
+
+    const workers: Worker[] = [];
     const startWorker = async () => {
-      if (worker) return;
-      const native = await NativeConnection.connect({ address });
-      const created = await createControlWorker(config, native, client, { store });
-      worker = created;
-      const running = created.run();
-      cleanups.push(async () => {
-        created.shutdown();
-        await running.catch(() => undefined);
-        await native.close();
-      });
+      if (workers.length > 0) return;
+      const lanes: [SampleStore, string][] = [[store, config.temporal.taskQueue]];
+      if (postgresStore) lanes.push([postgresStore, POSTGRES_QUEUE]);
+      for (const [laneStore, taskQueue] of lanes) {
+        const native = await NativeConnection.connect({ address });
+        const created = await createControlWorker(
+          config,
+          native,
+          client,
+          { store: laneStore },
+          { taskQueue },
+        );
+        workers.push(created);
+        const running = created.run();
+        cleanups.push(async () => {
+          created.shutdown();
+          await running.catch(() => undefined);
+          await native.close();
+        });
+      }
     };
     if (options.startWorker !== false) await startWorker();
 
+    const outboxes = [store, ...(postgresStore ? [postgresStore] : [])].map((s) => s.outbox);
     const settle = async (quietMs: number, capMs = 30_000): Promise<number> => {
       const started = performance.now();
       let quietSince = started;
       for (;;) {
         const now = performance.now();
-        const status = worker?.getStatus();
         const busy =
-          status !== undefined && status.numInFlightWorkflowActivations + status.numInFlightActivities > 0;
+          workers.some((worker) => {
+            const status = worker.getStatus();
+            return status.numInFlightWorkflowActivations + status.numInFlightActivities > 0;
+          }) || (await Promise.all(outboxes.map((o) => o.stats()))).some((stats) => stats.depth > 0);
         if (busy) quietSince = now;
         else if (now - quietSince >= quietMs) return now - started;
         if (now - started >= capMs) return now - started;
@@ -204,25 +235,26 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       }
     };
 
-    const recordTimes: number[] = [];
-    const storeTimes: number[] = [];
-    let gateway: RunningGateway | null = null;
-    if (options.gateway) {
-      // What startGateway builds by default, with the same store, client and session settings, plus a timer.
-      const recorder = new DurableTurnRecorder({
-        store: new TimedStore(store.root, storeTimes),
-        client,
-        session: sessionSettingsFromConfig(config),
-        taskQueue: config.temporal.taskQueue,
-      });
-      const config0 = { ...config, gateway: { ...config.gateway, port: 0 } };
-      gateway = await startGateway(config0, {
-        recorder: new TimedRecorder(recorder, recordTimes),
-        logger: false,
-      });
-      const running = gateway;
-      cleanups.push(() => running.close());
-    }
+    const startBenchGateway = async (laneStore: SampleStore, taskQueue: string): Promise<BenchGateway> => {
+      const storeTimes: number[] = [];
+      const lagMs: number[] = [];
+      // What startGateway builds by default, with the stack's store (timed) and client.
+      const gateway = await startGateway(
+        { ...config, gateway: { ...config.gateway, port: 0 } },
+        {
+          store: timed(laneStore, storeTimes),
+          temporal: client,
+          taskQueue,
+          logger: false,
+          relay: { onDelivered: (lag) => lagMs.push(lag) },
+        },
+      );
+      cleanups.push(() => gateway.close());
+      return { gateway, store: laneStore, storeTimes, lagMs };
+    };
+    const file = options.gateway ? await startBenchGateway(store, config.temporal.taskQueue) : null;
+    const postgres =
+      options.gateway && postgresStore ? await startBenchGateway(postgresStore, POSTGRES_QUEUE) : null;
 
     return {
       dir,
@@ -233,9 +265,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       judge,
       client,
       store,
-      gateway,
-      recordTimes,
-      storeTimes,
+      gateway: file?.gateway ?? null,
+      file,
+      postgres,
+      storeTimes: file?.storeTimes ?? [],
+      killTemporal,
+      startTemporal,
       startWorker,
       settle,
       close,

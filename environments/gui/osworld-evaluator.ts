@@ -73,7 +73,7 @@ export async function readGetter(
       return getter.rules;
     case 'cloud_file':
     case 'local_file':
-      return readFile(localPath(getter.path, baseDir), 'utf8');
+      return readFile(await localPath(getter.path, baseDir, 'evaluator getter path'), 'utf8');
   }
 }
 

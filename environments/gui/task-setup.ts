@@ -1,12 +1,12 @@
 // Runs an OSWorld task's config steps (and an evaluator's postconfig) in the episode's container: `launch`
 // starts an application detached and waits for its window, `execute`/`command` run a command to its end,
-// `sleep` waits, `download` copies the task's local files in, `open` hands a file to the desktop's opener,
+// `sleep` waits, `download` copies the task's local files in (from the task file's folder only), `open` hands a file to the desktop's opener,
 // `activate_window` raises a window. Commands run as the sandbox user on the desktop (DISPLAY :0).
 
 import { readFile } from 'node:fs/promises';
-import { basename, isAbsolute, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { basename } from 'node:path';
 import type { Sandbox } from '../sandbox.js';
+import { confinedTaskPath } from '../task-files.js';
 import { launchDetached, outputOf, runOnDesktop, runScript, waitForWindow } from './desktop.js';
 import type { ConfigStep } from './osworld-task.js';
 
@@ -35,10 +35,14 @@ export function launchWindowPattern(parameters: {
   return `^${basename(program).replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`;
 }
 
-/** A local file the task names (absolute, file:// or relative to the task file's folder) as a path here. */
-export function localPath(url: string, baseDir: string): string {
-  const path = url.startsWith('file://') ? fileURLToPath(url) : url;
-  return isAbsolute(path) ? path : resolve(baseDir, path);
+/**
+ * A local file the task names (absolute, file:// or relative to the task file's folder) as a path here; it
+ * must lie inside the task file's folder (`field` names the task field in a refusal).
+ */
+export async function localPath(url: string, baseDir: string, field: string): Promise<string> {
+  const path = await confinedTaskPath(baseDir, url, field);
+  if (path === null) throw new Error(`${field}: the task's file ${url} does not exist`);
+  return path;
 }
 
 export async function runConfigSteps(
@@ -83,8 +87,9 @@ async function runConfigStep(sandbox: Sandbox, step: ConfigStep, baseDir: string
       await new Promise((done) => setTimeout(done, step.parameters.seconds * 1000));
       return;
     case 'download':
-      for (const file of step.parameters.files) {
-        await copyIn(sandbox, localPath(file.url, baseDir), file.path, limits.commandTimeoutMs);
+      for (const [i, file] of step.parameters.files.entries()) {
+        const source = await localPath(file.url, baseDir, `parameters.files[${i}].url`);
+        await copyIn(sandbox, source, file.path, limits.commandTimeoutMs);
       }
       return;
     case 'open': {

@@ -17,8 +17,19 @@ export const sweConfigSchema = z.strictObject({
     minMemoryBytes: 64 * 1024 ** 2,
     minPids: 16,
   }),
-  /** Commands run as this user; unset: the image's own user (`agent` in the bundled images, root in SWE-bench's). */
+  /** Commands run as this user; unset: as `runAs` says. */
   user: z.string().min(1).optional(),
+  /**
+   * non-root: the policy's commands run as the image's user when it is not root (the bundled images' `agent`),
+   * else as uid 1000 owning `workdir` (SWE-bench's images run as root); image: as the image's user. The
+   * evaluation container always runs the row's script as the image's user.
+   */
+  runAs: z.enum(['non-root', 'image']).default('non-root'),
+  /**
+   * Folders a task id naming a row file (`rows.jsonl#<id>`, `row.json`) must lie in; unset: any file the env
+   * host can read (trusted workflow starters only).
+   */
+  taskFileRoots: z.array(z.string().min(1)).min(1).optional(),
   workdir: z.string().startsWith('/').default('/testbed'),
   /** Per bash command (the original's exec timeout). */
   commandTimeoutMs: z.number().int().min(100).default(180_000),

@@ -14,6 +14,7 @@ import type {
   ToolCallAction,
 } from '../environment.js';
 import type { Sandbox, SandboxSpec } from '../sandbox.js';
+import { confinedTaskPath, TaskFileOutsideFolderError } from '../task-files.js';
 import { BASH_TOOL, runBash } from './bash-tool.js';
 import { parseSweConfig, type SweConfig, type SweConfigInput } from './swe-config.js';
 import {
@@ -84,6 +85,7 @@ export class SweEnvironment implements Environment<SweInstance> {
 
   async loadTask(id: string): Promise<EnvTask<SweInstance>> {
     const reference = taskFileReference(id);
+    if (reference !== null) await this.checkTaskFile(reference.path);
     const instance =
       reference !== null
         ? await loadInstanceFromFile(reference, this.config.imageNaming)
@@ -95,12 +97,28 @@ export class SweEnvironment implements Environment<SweInstance> {
     return { kind: SWE_KIND, id, data: instance };
   }
 
+  /** A task id that names a file must name one inside `taskFileRoots`, when those are configured. */
+  private async checkTaskFile(path: string): Promise<void> {
+    const roots = this.config.taskFileRoots;
+    if (roots === undefined) return;
+    for (const root of roots) {
+      try {
+        if ((await confinedTaskPath(root, path, 'task id')) !== null) return;
+      } catch (error) {
+        if (!(error instanceof TaskFileOutsideFolderError)) throw error;
+      }
+    }
+    throw new Error(`task id: ${path} is not inside swe.taskFileRoots (${roots.join(', ')}); refused`);
+  }
+
   sandboxSpec(task: EnvTask<SweInstance>): SandboxSpec {
     return {
       image: task.data.image,
       limits: { ...this.config.limits },
       network: false,
       ...(this.config.user !== undefined && { user: this.config.user }),
+      // SWE-bench's images run as root: the policy's commands run as a non-root user owning /testbed.
+      runAs: this.config.runAs,
       workdir: this.config.workdir,
     };
   }
@@ -170,7 +188,10 @@ export class SweEnvironment implements Environment<SweInstance> {
     if (problem !== null) return { reward: unresolved, detail: `${source}: ${problem}` };
     if (context.freshSandbox === undefined)
       throw new Error('the swe environment evaluates in a fresh container, and this host offers none');
-    const verdict = await context.freshSandbox(this.sandboxSpec(context.task), (fresh) =>
+    // The row's eval script may reinstall the package into the image's environment: it runs as the image's
+    // user (root without capabilities in SWE-bench's images), not the policy's.
+    const evaluationSpec: SandboxSpec = { ...this.sandboxSpec(context.task), runAs: 'image' };
+    const verdict = await context.freshSandbox(evaluationSpec, (fresh) =>
       evaluatePatch(fresh, instance, patch, {
         workdir: this.config.workdir,
         timeoutMs: this.config.evalTimeoutMs,

@@ -6,6 +6,15 @@ import { z } from 'zod';
 import { describeZodError } from '../../core/training-settings.js';
 import { sandboxLimitsSchema } from '../sandbox-limits-schema.js';
 
+/**
+ * terminal-bench's base images, mapped to the local equivalent built from environments/terminal/images/tbench-base
+ * when the host does not have them (their registry is unreachable from many env hosts).
+ */
+export const DEFAULT_BASE_IMAGES: Record<string, string> = {
+  'ghcr.io/laude-institute/t-bench/python-3-13:*': 'openclaw/tbench-base',
+  'ghcr.io/laude-institute/t-bench/ubuntu-24-04:*': 'openclaw/tbench-base',
+};
+
 export const terminalConfigSchema = z.strictObject({
   /** Image for tasks that bring neither a Dockerfile nor an image name (environments/terminal/images/sandbox-terminal). */
   image: z.string().min(1).default('openclaw/sandbox-terminal'),
@@ -20,6 +29,18 @@ export const terminalConfigSchema = z.strictObject({
   tasksDir: z.string().min(1).optional(),
   /** Build the image of a task that brings a Dockerfile when the task is loaded (skipped when up to date). */
   buildTaskImages: z.boolean().default(true),
+  /**
+   * Images a task's Dockerfile starts FROM that this host does not have, and the local image built instead
+   * (`*` at the end of a key matches any tag). An image the host has is used as it is.
+   */
+  baseImages: z.record(z.string().min(1), z.string().min(1)).default(DEFAULT_BASE_IMAGES),
+  /**
+   * non-root: commands and tests run as the image's user when it is not root, else as uid 1000 owning the
+   * image's working directory; image: as the image's user, whoever that is (root without capabilities).
+   */
+  runAs: z.enum(['non-root', 'image']).default('non-root'),
+  /** Stop asking the policy once the task's max_agent_timeout_sec has passed since the reset. */
+  enforceAgentTimeout: z.boolean().default(true),
   /** `shell_exec`'s timeout when the call names none. */
   commandTimeoutMs: z.number().int().min(100).default(20_000),
   /** The longest timeout a `shell_exec` call may ask for. */

@@ -3,8 +3,6 @@
 // 2 · passed/total − 1. Steps keep their state in the container (terminal-episode-state.ts), so any worker can
 // take the next one.
 
-import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import type {
   Environment,
   EnvTask,
@@ -25,7 +23,7 @@ import {
 } from './terminal-episode-state.js';
 import { evaluateTerminalTask } from './terminal-evaluation.js';
 import { terminalOpeningMessages } from './terminal-prompts.js';
-import { TerminalTaskCatalog, type TerminalTaskData } from './terminal-tasks.js';
+import { readTaskFile, TerminalTaskCatalog, type TerminalTaskData } from './terminal-tasks.js';
 import { runTerminalTool, TERMINAL_TOOLS } from './terminal-tools.js';
 
 export const TERMINAL_KIND = 'terminal';
@@ -62,16 +60,18 @@ export class TerminalEnvironment implements Environment<TerminalTaskData> {
   /** Reads the task folder (a name or an absolute path) and builds its image if it brings a Dockerfile. */
   async loadTask(id: string): Promise<EnvTask<TerminalTaskData>> {
     const data = await this.catalog.load(id);
-    if (this.config.buildTaskImages) await ensureTaskImage(data, this.config.image);
+    if (this.config.buildTaskImages) await ensureTaskImage(data, this.config.image, this.config.baseImages);
     return { kind: TERMINAL_KIND, id, data };
   }
 
   sandboxSpec(task: EnvTask<TerminalTaskData>): SandboxSpec {
-    // The image's own user and working directory (the default image: `agent` in /home/agent).
+    // The image's working directory (terminal-bench's WORKDIR /app; the default image's /home/agent), and its
+    // user where that is not root (the default image's `agent`), else a non-root user owning that directory.
     return {
       image: taskImageName(task.data, this.config.image),
       limits: { ...this.config.limits },
       network: false,
+      runAs: this.config.runAs,
     };
   }
 
@@ -80,11 +80,16 @@ export class TerminalEnvironment implements Environment<TerminalTaskData> {
     const task = context.task.data;
     if (task.hasSetup) await this.runSetup(sandbox, task);
     await writeTerminalEpisode(sandbox, freshTerminalEpisode(task.folder));
-    return { messages: terminalOpeningMessages(task.name, task.instruction), tools: TERMINAL_TOOLS };
+    return {
+      messages: terminalOpeningMessages(task.name, task.instruction),
+      tools: TERMINAL_TOOLS,
+      // terminal-bench's max_agent_timeout_sec: the policy's part of the episode ends then.
+      ...(this.config.enforceAgentTimeout && { agentTimeoutMs: task.maxAgentTimeoutSec * 1000 }),
+    };
   }
 
   private async runSetup(sandbox: Sandbox, task: TerminalTaskData): Promise<void> {
-    await sandbox.writeFile(SETUP_SCRIPT, await readFile(join(task.folder, 'setup.sh')));
+    await sandbox.writeFile(SETUP_SCRIPT, await readTaskFile(task, 'setup.sh'));
     const result = await sandbox.exec(['bash', SETUP_SCRIPT], {
       timeoutMs: this.config.setupTimeoutMs,
       ...(task.setupUser === 'root' && { user: 'root' }),
@@ -106,6 +111,7 @@ export class TerminalEnvironment implements Environment<TerminalTaskData> {
       defaultTimeoutMs: this.config.commandTimeoutMs,
       maxTimeoutMs: this.config.maxCommandTimeoutMs,
       maxOutputChars: this.config.maxOutputChars,
+      ...(context.deadline !== undefined && { deadline: context.deadline }),
     });
     state.toolCalls += 1;
     state.finished[key] = observation;

@@ -1,16 +1,23 @@
 // Evaluates a terminal episode as terminal-bench does: the task's run-tests.sh and tests/ are copied into the
 // container at /tests only now (the policy never saw them; root owns them, so it cannot change them), run with
-// TEST_DIR=/tests for at most min(600, 4 · max_test_timeout_sec) seconds, and the pytest summary of the output
-// gives the score. The tests run as the image's user, like the policy's commands: the sandbox drops every
-// capability, so root could not touch the files the policy made, and terminal-bench's own images run as root.
+// TEST_DIR=/tests in the image's working directory for at most min(600, 4 · max_test_timeout_sec) seconds,
+// and the pytest summary of the output gives the score. A task without run-tests.sh gets terminal-bench's
+// default one, and /tests gets the offline equivalents of the uv/pytest runner scripts terminal-bench's
+// harness supplies (test-runner/), unless the task's tests/ brings its own. The tests run as the sandbox's
+// user, like the policy's commands.
 
-import { readdir, readFile } from 'node:fs/promises';
-import { join, relative } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { Evaluation } from '../environment.js';
 import type { Sandbox } from '../sandbox.js';
 import { type PytestResult, parsePytestSummary } from './pytest-summary.js';
 import { terminalReward } from './terminal-reward.js';
-import type { TerminalTaskData } from './terminal-tasks.js';
+import { readTaskFile, type TerminalTaskData, taskFilesUnder } from './terminal-tasks.js';
+
+/** terminal-bench's default run-tests.sh and the offline equivalents of its runner scripts. */
+export const TEST_RUNNER_DIR = fileURLToPath(new URL('./test-runner', import.meta.url));
+const RUNNER_SCRIPTS = ['setup-uv-pytest.sh', 'run-uv-pytest.sh'];
 
 export const CONTAINER_TESTS_DIR = '/tests';
 const TEST_LOG = '/run/openclaw/terminal-tests.log';
@@ -78,16 +85,15 @@ interface TestFile {
 
 /** run-tests.sh and everything under tests/, as terminal-bench lays them out in /tests. */
 async function testFiles(task: TerminalTaskData): Promise<TestFile[]> {
-  const files: TestFile[] = [
-    { path: 'run-tests.sh', content: await readFile(join(task.folder, 'run-tests.sh')) },
-  ];
-  if (!task.hasTestsDir) return files;
-  const testsDir = join(task.folder, 'tests');
-  const entries = await readdir(testsDir, { recursive: true, withFileTypes: true });
-  for (const entry of entries) {
-    if (!entry.isFile()) continue;
-    const full = join(entry.parentPath, entry.name);
-    files.push({ path: relative(testsDir, full), content: await readFile(full) });
-  }
+  const runTests = task.hasRunTests
+    ? await readTaskFile(task, 'run-tests.sh')
+    : await readFile(join(TEST_RUNNER_DIR, 'run-tests.sh'));
+  const files: TestFile[] = [{ path: 'run-tests.sh', content: runTests }];
+  const names = task.hasTestsDir ? await taskFilesUnder(task, 'tests') : [];
+  for (const name of names)
+    files.push({ path: name, content: await readTaskFile(task, join('tests', name)) });
+  for (const script of RUNNER_SCRIPTS)
+    if (!names.includes(script))
+      files.push({ path: script, content: await readFile(join(TEST_RUNNER_DIR, script)) });
   return files;
 }

@@ -1,11 +1,14 @@
-// Terminal tasks are terminal-bench task folders: task.yaml, run-tests.sh, tests/ (pytest files), and
-// optionally a Dockerfile, setup.sh (run at reset) and solution.sh (the reference solution). A task id is
-// either a task's name, looked up in the configured tasks folder and then among the tasks bundled with this
-// project (environments/terminal/tasks/), or the absolute path of any task folder.
+// Terminal tasks are terminal-bench task folders: task.yaml, tests/ (pytest files), and optionally
+// run-tests.sh (terminal-bench's default one when absent), a Dockerfile, setup.sh (run at reset) and
+// solution.sh (the reference solution). A task id is either a task's name, looked up in the configured tasks
+// folder and then among the tasks bundled with this project (environments/terminal/tasks/), or the absolute
+// path of any task folder. Every file of a task is read from inside its folder: a link that leads out of it
+// is refused, naming the file, so a task cannot copy the env host's own files (~/.ssh, .env) into a sandbox.
 
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { basename, isAbsolute, join, resolve } from 'node:path';
+import { basename, isAbsolute, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { confinedTaskPath } from '../task-files.js';
 import { parseTaskYaml, type TaskYaml } from './task-yaml.js';
 
 export const BUNDLED_TASKS_DIR = fileURLToPath(new URL('./tasks', import.meta.url));
@@ -22,6 +25,8 @@ export interface TerminalTaskData extends TaskYaml {
   hasSetup: boolean;
   hasSolution: boolean;
   hasTestsDir: boolean;
+  /** false: terminal-bench's default run-tests.sh runs the tests (environments/terminal/test-runner/). */
+  hasRunTests: boolean;
 }
 
 async function kindOf(path: string): Promise<'file' | 'dir' | null> {
@@ -33,24 +38,53 @@ async function kindOf(path: string): Promise<'file' | 'dir' | null> {
   }
 }
 
+/** The real path of a file of the task folder, refused when it resolves outside it; null when absent. */
+function confinedPath(folder: string, name: string): Promise<string | null> {
+  return confinedTaskPath(folder, name, name);
+}
+
+/** Reads a file of the task folder (refused when it resolves outside the folder). */
+export async function readTaskFile(task: TerminalTaskData, name: string): Promise<Buffer> {
+  const path = await confinedPath(task.folder, name);
+  if (path === null) throw new Error(`terminal task ${task.folder} has no ${name}`);
+  return readFile(path);
+}
+
+/** Every file under `dir` of the task folder, as paths relative to `dir`, each checked to stay inside. */
+export async function taskFilesUnder(task: TerminalTaskData, dir: string): Promise<string[]> {
+  const base = await confinedPath(task.folder, dir);
+  if (base === null) return [];
+  const out: string[] = [];
+  for (const entry of await readdir(base, { recursive: true, withFileTypes: true })) {
+    if (entry.isDirectory()) continue;
+    const name = relative(base, join(entry.parentPath, entry.name));
+    const real = await confinedPath(task.folder, join(dir, name));
+    if (real !== null && (await kindOf(real)) === 'file') out.push(name);
+  }
+  return out.sort();
+}
+
 /** Reads and checks one task folder; errors say what is missing or wrong, and where. */
 export async function readTerminalTaskFolder(folder: string): Promise<TerminalTaskData> {
   const path = resolve(folder);
   if ((await kindOf(path)) !== 'dir') throw new Error(`terminal task folder ${path} does not exist`);
+  const kind = async (name: string) => {
+    const real = await confinedPath(path, name);
+    return real === null ? null : kindOf(real);
+  };
   const yamlPath = join(path, 'task.yaml');
-  if ((await kindOf(yamlPath)) !== 'file')
+  if ((await kind('task.yaml')) !== 'file')
     throw new Error(`${path} has no task.yaml: not a terminal-bench task folder`);
   const yaml = parseTaskYaml(await readFile(yamlPath, 'utf8'), yamlPath);
-  if ((await kindOf(join(path, 'run-tests.sh'))) !== 'file')
-    throw new Error(`${path} has no run-tests.sh (the script that runs the task's tests)`);
   return {
     ...yaml,
     name: basename(path),
     folder: path,
-    hasDockerfile: (await kindOf(join(path, 'Dockerfile'))) === 'file',
-    hasSetup: (await kindOf(join(path, 'setup.sh'))) === 'file',
-    hasSolution: (await kindOf(join(path, 'solution.sh'))) === 'file',
-    hasTestsDir: (await kindOf(join(path, 'tests'))) === 'dir',
+    hasDockerfile: (await kind('Dockerfile')) === 'file',
+    hasSetup: (await kind('setup.sh')) === 'file',
+    hasSolution: (await kind('solution.sh')) === 'file',
+    hasTestsDir: (await kind('tests')) === 'dir',
+    hasRunTests: (await kind('run-tests.sh')) === 'file',
   };
 }
 

@@ -8,6 +8,7 @@
 // A tool that does not exist answers `[TOOL_ERROR] unknown tool: <name>`; a call that fails (bad arguments,
 // a container error) answers `[TOOL_ERROR] <name>: <Type>: <message>`, as the original's worker did.
 
+import { clipMiddle } from '../../core/clip-middle.js';
 import type { ToolCallAction, ToolSchema } from '../environment.js';
 import type { Sandbox } from '../sandbox.js';
 import { checkSessionId, startProcess, viewProcess, writeToProcess } from './terminal-processes.js';
@@ -101,6 +102,8 @@ export interface TerminalToolLimits {
   defaultTimeoutMs: number;
   maxTimeoutMs: number;
   maxOutputChars: number;
+  /** When the agent time limit ends (epoch ms): no blocking command runs past it. */
+  deadline?: number;
 }
 
 /** A call's arguments were not what the tool needs (reported as `ValueError`, as CAMEL's Python would). */
@@ -163,11 +166,13 @@ function requireCommand(command: unknown): string {
 }
 
 function commandTimeoutMs(timeout: unknown, limits: TerminalToolLimits): number {
-  if (timeout === undefined || timeout === null) return limits.defaultTimeoutMs;
+  const left = limits.deadline === undefined ? Number.POSITIVE_INFINITY : limits.deadline - Date.now();
+  if (left <= 0) throw new ToolArgumentError('the agent time limit has ended');
+  if (timeout === undefined || timeout === null) return Math.min(limits.defaultTimeoutMs, Math.ceil(left));
   const seconds = typeof timeout === 'string' ? Number(timeout) : timeout;
   if (typeof seconds !== 'number' || !Number.isFinite(seconds) || seconds <= 0)
     throw new ToolArgumentError('"timeout" must be a positive number of seconds');
-  return Math.min(Math.round(seconds * 1000), limits.maxTimeoutMs);
+  return Math.min(Math.round(seconds * 1000), limits.maxTimeoutMs, Math.ceil(left));
 }
 
 async function writeContentToFile(sandbox: Sandbox, args: Record<string, unknown>): Promise<string> {
@@ -188,13 +193,4 @@ async function writeContentToFile(sandbox: Sandbox, args: Record<string, unknown
     throw new Error(`could not write ${path}: ${reason}`);
   }
   return `Wrote ${Buffer.byteLength(content)} bytes to ${path}`;
-}
-
-/** Keeps the head and the tail of a long text and says how much of the middle was cut. */
-export function clipMiddle(text: string, maxChars: number): string {
-  if (text.length <= maxChars) return text;
-  const head = Math.ceil(maxChars / 2);
-  const tail = maxChars - head;
-  const cut = text.length - head - tail;
-  return `${text.slice(0, head)}\n[... ${cut} characters cut ...]\n${text.slice(text.length - tail)}`;
 }

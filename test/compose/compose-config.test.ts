@@ -14,6 +14,7 @@ const ROOT = join(import.meta.dirname, '../..');
 
 interface ComposeService {
   environment?: Record<string, string | null>;
+  depends_on?: Record<string, unknown> | string[];
   volumes?: (string | { source?: string; target?: string; read_only?: boolean })[];
   profiles?: string[];
   command?: string[];
@@ -110,5 +111,16 @@ describe('compose with the example .env files', () => {
     expect(frozen).toContain('openclaw_engine serve');
     expect(frozen).not.toContain('--trainer');
     expect(mounts(services['judge-engine'])).toEqual(mounts(services.engine));
+    // One PostgreSQL store for every process; the gateway starts without waiting for Temporal.
+    for (const name of ['gateway', 'control-worker', 'env-worker']) {
+      expect(services[name]?.environment?.OPENCLAW_STORE, name).toBe('postgres');
+      expect(services[name]?.environment?.OPENCLAW_STORE_URL, name).toBe(
+        'postgres://temporal:temporal@postgresql:5432/openclaw',
+      );
+    }
+    const gatewayNeeds = services.gateway?.depends_on ?? {};
+    const needs = Array.isArray(gatewayNeeds) ? gatewayNeeds : Object.keys(gatewayNeeds);
+    expect(needs).toContain('postgresql');
+    expect(needs).not.toContain('temporal');
   });
 });

@@ -1,6 +1,6 @@
 // The compose smoke test: what a new user does with `docker compose up`, on this machine's Docker engine.
-// Every image is built here (docker-compose.local.yml: a locally made Debian base, Temporal's dev server in
-// place of the official images), the services come up through their health checks, a training run is started
+// Every image is built here (docker-compose.local.yml: a locally made Debian base, the Temporal server built
+// from the Go module proxy on the PostgreSQL service in place of the official images), the services come up through their health checks, a training run is started
 // with the same JSON a user pastes into the Temporal UI's Start Workflow form, chat turns go through the
 // gateway, an epoch completes and the engine serves the next policy version; then the control worker is
 // killed (SIGKILL), Docker restarts it, and the run goes on with nothing lost. Last, the gpu profile's
@@ -16,7 +16,7 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
+import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
@@ -68,7 +68,7 @@ describe('docker compose up (local images)', () => {
   let judge: FakeJudge;
   let client: Client;
   let connection: Connection;
-  let ports: { gateway: number; temporal: number; ui: number; engine: number };
+  let ports: { gateway: number; temporal: number; ui: number; engine: number; postgres: number };
   const conversations: Conversation[] = [];
 
   const composeRun = async (args: string[], timeoutMs = 60_000) => {
@@ -100,6 +100,7 @@ describe('docker compose up (local images)', () => {
       temporal: await freePort(),
       ui: await freePort(),
       engine: await freePort(),
+      postgres: await freePort(),
     };
     env = {
       ...process.env,
@@ -108,6 +109,7 @@ describe('docker compose up (local images)', () => {
       TEMPORAL_PORT: String(ports.temporal),
       TEMPORAL_UI_PORT: String(ports.ui),
       ENGINE_PORT: String(ports.engine),
+      SMOKE_POSTGRES_PORT: String(ports.postgres),
       SMOKE_JUDGE_URL: `http://host.docker.internal:${new URL(judge.url).port}/v1`,
       SMOKE_DATA_DIR: dataDir,
       DOCKER_GID: String((await stat('/var/run/docker.sock')).gid),
@@ -121,6 +123,8 @@ describe('docker compose up (local images)', () => {
     // data-init makes everything under the data folder the services' (uid 1000), this one included.
     await mkdir(join(dataDir, 'trainer'));
     const started = Date.now();
+    // The local override's Temporal server image copies the binaries built from the Go module proxy.
+    await run('bash', ['scripts/temporal-server.sh', 'build'], { cwd: ROOT, timeout: 30 * 60_000 });
     await composeRun(['build'], 40 * 60_000);
     console.log(`[compose] images built in ${((Date.now() - started) / 1000).toFixed(0)} s`);
     await composeRun(['up', '-d'], 10 * 60_000);
@@ -139,6 +143,7 @@ describe('docker compose up (local images)', () => {
   }, 60 * 60_000);
 
   afterAll(async () => {
+    await shared?.close();
     if (compose && env) {
       console.log(await logs());
       // With the gpu profile named: Compose v2's `down` leaves the trainer-worker up otherwise.
@@ -157,25 +162,33 @@ describe('docker compose up (local images)', () => {
 
   /** A session of three turns: thanks → the first is +1, wrong → the second is -1, the last has no next state. */
   async function session(name: string): Promise<void> {
-    const conversation = new Conversation(`${name}-${process.pid}`, openai());
+    const conversation = new Conversation(`${name}-${process.pid}`, openai(), store());
     conversations.push(conversation);
     await conversation.send('Hello, what is the weather like?', { stream: false, maxTokens: 8 });
     await conversation.send('thanks, and tomorrow?', { stream: true, maxTokens: 8 });
     await conversation.send('wrong, try again', { stream: false, maxTokens: 8, done: true });
   }
 
+  /** The stack's store: the compose PostgreSQL's `openclaw` database, published on a port for this test. */
+  let shared: PostgresSampleStore | undefined;
+  const store = (): PostgresSampleStore => {
+    shared ??= new PostgresSampleStore({
+      url: `postgres://temporal:temporal@127.0.0.1:${ports.postgres}/openclaw`,
+    });
+    return shared;
+  };
+
   const ctx = (): CountContext => ({
     client,
-    store: new FileSampleStore(join(dataDir, 'store')),
+    store: store(),
     engine: engine(),
     runId: RUN_ID,
     batchSize: BATCH_SIZE,
   });
 
-  it('serves the Temporal UI and the model list', async () => {
-    expect(
-      (await fetch(`http://127.0.0.1:${ports.ui}/`, { signal: AbortSignal.timeout(10_000) })).status,
-    ).toBe(200);
+  it('runs the Temporal server on PostgreSQL (not the dev server) and serves the model list', async () => {
+    const info = await connection.workflowService.getSystemInfo({});
+    expect(info.serverVersion).toBe('1.32.2');
     const models = await openai().models.list();
     expect(models.data.length).toBeGreaterThan(0);
   });
@@ -275,9 +288,8 @@ describe('docker compose up (local images)', () => {
       const [first] = await client.workflow
         .getHandle(trainingWorkflowId(RUN_ID))
         .query(lineageQuery, { version: 1 });
-      const store = new FileSampleStore(join(dataDir, 'store'));
       for (const sampleId of first?.sampleIds.slice(0, 2) ?? []) {
-        const sample = await store.get<TrainingSample>(sampleKey(sampleId));
+        const sample = await store().get<TrainingSample>(sampleKey(sampleId));
         if (!sample) throw new Error(`sample ${sampleId} is not in the store`);
         await handle.signal(sampleScoredSignal, {
           ok: true,

@@ -18,7 +18,9 @@ describe('loadConfig defaults', () => {
       runId: 'default',
       method: 'combine',
       dataDir: 'data',
-      gateway: { host: '127.0.0.1', port: 8000, apiKeys: [] },
+      gateway: { host: '127.0.0.1', port: 8000, apiKeys: [], idempotencyTtlMs: 86_400_000 },
+      // Unset: the model's generation_config.json, else the engines' neutral values.
+      sampling: {},
       engine: {
         kind: 'reference',
         url: 'http://127.0.0.1:30000',
@@ -77,8 +79,29 @@ describe('loadConfig defaults', () => {
         tinkerUrl: '',
         url: '',
       },
-      session: { idleTimeoutMs: 1_800_000, continueAsNewAfterTurns: 200 },
+      store: { backend: 'file', url: '', outboxLeaseMs: 10_000 },
+      session: {
+        idleTimeoutMs: 1_800_000,
+        reopenHorizonMs: 86_400_000,
+        superseded: 'exclude',
+        continueAsNewAfterTurns: 200,
+      },
     });
+  });
+
+  it('selects the PostgreSQL store, which needs its URL', () => {
+    expect(
+      load({ OPENCLAW_STORE: 'postgres', OPENCLAW_STORE_URL: 'postgres://u@db:5432/openclaw' }).store,
+    ).toEqual({
+      backend: 'postgres',
+      url: 'postgres://u@db:5432/openclaw',
+      outboxLeaseMs: 10_000,
+    });
+    const missing = loadConfig({ OPENCLAW_STORE: 'postgres' });
+    expect(missing.ok).toBe(false);
+    if (!missing.ok) expect(missing.error).toContain('store.url (OPENCLAW_STORE_URL)');
+    const wrong = loadConfig({ OPENCLAW_STORE_URL: 'mysql://db' });
+    expect(wrong.ok).toBe(false);
   });
 
   it('picks judge votes and reply length by method, as the original scripts do', () => {
@@ -152,6 +175,22 @@ describe('loadConfig errors', () => {
     expect(error).toContain('training.betas (OPENCLAW_ADAM_BETAS)');
   });
 
+  it('reads the session, idempotency and sampling options from the environment', () => {
+    const config = load({
+      OPENCLAW_SESSION_REOPEN_HORIZON_MS: '0',
+      OPENCLAW_SESSION_SUPERSEDED: 'negative',
+      OPENCLAW_IDEMPOTENCY_TTL_MS: '3600000',
+      OPENCLAW_SAMPLING_TEMPERATURE: '0.6',
+      OPENCLAW_SAMPLING_TOP_K: '20',
+    });
+    expect(config.session).toMatchObject({ reopenHorizonMs: 0, superseded: 'negative' });
+    expect(config.gateway.idempotencyTtlMs).toBe(3_600_000);
+    expect(config.sampling).toEqual({ temperature: 0.6, topK: 20 });
+    const bad = loadConfig({ OPENCLAW_SESSION_SUPERSEDED: 'maybe', OPENCLAW_SAMPLING_TOP_P: '0' });
+    expect(bad.ok ? '' : bad.error).toContain('session.superseded (OPENCLAW_SESSION_SUPERSEDED)');
+    expect(bad.ok ? '' : bad.error).toContain('sampling.topP (OPENCLAW_SAMPLING_TOP_P)');
+  });
+
   it('refuses a slime trainer without an image or a base model, naming the variables', () => {
     const result = loadConfig({ OPENCLAW_TRAINER: 'slime' });
     expect(result.ok).toBe(false);
@@ -206,7 +245,9 @@ describe('loadConfig errors', () => {
 describe('the option table', () => {
   it('has exactly one entry per config field, each with its own variable', () => {
     const keys = CONFIG_OPTIONS.map((o) => o.key);
-    expect([...keys].sort()).toEqual(leafKeys(load({})).sort());
+    // Options without a default (unset unless given) appear once they are set.
+    const withOptional = load({}, { sampling: { temperature: 1, topP: 1, topK: -1, minP: 0 } });
+    expect([...keys].sort()).toEqual(leafKeys(withOptional).sort());
     const envs = CONFIG_OPTIONS.map((o) => o.env);
     expect(new Set(envs).size).toBe(envs.length);
     expect(ENV_VARS['judge.votes']).toBe('OPENCLAW_JUDGE_VOTES');
@@ -218,6 +259,7 @@ describe('the option table', () => {
     for (const option of CONFIG_OPTIONS) {
       let value: unknown = defaults;
       for (const part of option.key.split('.')) value = (value as Record<string, unknown>)[part];
+      if (value === undefined) continue; // no default: unset round-trips as unset
       env[option.env] = Array.isArray(value) ? value.join(',') : String(value);
     }
     expect(load(env)).toEqual(defaults);

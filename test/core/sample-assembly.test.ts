@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { assembleSample, type CapturedTurn, type TurnScoring } from '../../core/sample-assembly.js';
 
 const turn: CapturedTurn = {
+  sampleId: 'sess-1:3-0123456789abcdef',
   sessionId: 'sess-1',
   turn: 3,
   promptIds: [101, 102],
@@ -27,7 +28,7 @@ describe('assembleSample: common fields', () => {
     expect(result).toEqual({
       ok: true,
       sample: {
-        sampleId: 'sess-1:3',
+        sampleId: 'sess-1:3-0123456789abcdef',
         sessionId: 'sess-1',
         turn: 3,
         tokens: [101, 102, 7, 8, 9],
@@ -63,7 +64,11 @@ describe('assembleSample: common fields', () => {
   it('excludes empty responses and inconsistent input', () => {
     expect(assembleSample('rl', { ...turn, responseIds: [], responseLogProbs: [] }, score(1, null))).toEqual({
       ok: false,
-      exclusion: { sampleId: 'sess-1:3', reason: 'empty-response', detail: 'the response has no tokens' },
+      exclusion: {
+        sampleId: 'sess-1:3-0123456789abcdef',
+        reason: 'empty-response',
+        detail: 'the response has no tokens',
+      },
     });
     expect(assembleSample('rl', { ...turn, responseLogProbs: [-0.1] }, score(1, null))).toMatchObject({
       ok: false,
@@ -116,7 +121,11 @@ describe('assembleSample: opd', () => {
   it('no accepted hint → excluded, whatever the vote', () => {
     expect(assembleSample('opd', turn, score(1, rejected))).toEqual({
       ok: false,
-      exclusion: { sampleId: 'sess-1:3', reason: 'no-hint', detail: 'no hint accepted (no-positive-vote)' },
+      exclusion: {
+        sampleId: 'sess-1:3-0123456789abcdef',
+        reason: 'no-hint',
+        detail: 'no hint accepted (no-positive-vote)',
+      },
     });
     expect(assembleSample('opd', turn, score(1, null))).toMatchObject({ exclusion: { reason: 'no-hint' } });
   });
@@ -183,7 +192,7 @@ describe('assembleSample: combine (spec section 7 table)', () => {
     expect(assembleSample('combine', turn, score(0, rejected))).toEqual({
       ok: false,
       exclusion: {
-        sampleId: 'sess-1:3',
+        sampleId: 'sess-1:3-0123456789abcdef',
         reason: 'no-signal',
         detail: 'no hint accepted (no-positive-vote), and the judge vote is 0',
       },

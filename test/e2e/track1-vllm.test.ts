@@ -19,7 +19,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { latestPublished } from '../../cli/engine-launch.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
-import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import { VllmAdapter } from '../../engines/vllm-adapter.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { createControlWorker } from '../../workers/control-worker.js';
@@ -33,6 +32,7 @@ import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/trainin
 import { freePort } from '../gateway/gateway-fixture.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { findRecordedTurn } from '../support/turn-lookup.js';
 
 const MODEL = 'default';
 const TOOLS: ChatCompletionTool[] = [
@@ -112,7 +112,7 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     'X-Session-Id': session,
     ...(done && { 'X-Session-Done': 'true' }),
   });
-  const record = (session: string, turn: number) => store.get<TurnRecord>(turnRecordKey(session, turn));
+  const record = (session: string, turn: number) => findRecordedTurn(store, session, turn);
 
   async function chat(session: string, messages: ChatCompletionMessageParam[], done = false, extra = {}) {
     const body = { model: MODEL, messages, max_tokens: 6, temperature: 1, seed: messages.length, ...extra };
@@ -186,19 +186,20 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
 
     // s3: a tool loop (vLLM's hermes parser); the tool's result is the next state of the turn that called it.
     const t1: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
-    await chat(s3, t1, false, { tools: TOOLS });
+    // The agent sends the model's own reply back (with whatever tool call it made), then the tool's output: a
+    // turn pairs with the reply it kept.
+    const called = (await chat(s3, t1, false, { tools: TOOLS })) as { tool_calls?: { id: string }[] };
     expect((await record(s3, 1))?.tools).toEqual(TOOLS);
-    const call = {
-      id: 'call_1',
-      type: 'function' as const,
-      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
-    };
     await chat(
       s3,
       [
         ...t1,
-        { role: 'assistant', content: null, tool_calls: [call] },
-        { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21C; thanks for asking' },
+        called as ChatCompletionMessageParam,
+        {
+          role: 'tool',
+          tool_call_id: called.tool_calls?.[0]?.id ?? 'call_1',
+          content: 'sunny, 21C; thanks for asking',
+        },
       ],
       true,
       { tools: TOOLS },

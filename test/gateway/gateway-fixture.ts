@@ -1,5 +1,5 @@
 // Real parts for gateway tests: a FileSampleStore in a temp dir, the run's Temporal dev server, and a
-// gateway listening on a free port in front of whatever engine URL the test gives it.
+// gateway listening on a free port in front of whatever engine URL the test gives it, with its outbox relay.
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:http';
@@ -12,15 +12,25 @@ import type { FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
 import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
+import { IdempotencyKeys } from '../../gateway/idempotency.js';
+import { sessionDelivery } from '../../gateway/outbox-delivery.js';
+import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import { createGateway, type GatewayOptions } from '../../gateway/server.js';
+import {
+  type EngineProcess,
+  makeTinyModel,
+  startReferenceEngine,
+} from '../../workers/reference-engine-process.js';
 import { sessionWorkflowId } from '../../workflows/session-signals.js';
-import { uniqueTaskQueue } from '../support/temporal.js';
+import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
 export const TEST_SESSION_SETTINGS: SessionSettings = {
   runId: 'gateway-test',
   method: 'combine',
   judgeVotes: 1,
   idleTimeoutMs: 60_000,
+  reopenHorizonMs: 86_400_000,
+  superseded: 'exclude',
   continueAsNewAfterTurns: 200,
 };
 
@@ -28,31 +38,48 @@ export interface TestGateway {
   url: string;
   app: FastifyInstance;
   store: SampleStore;
+  relay: OutboxRelay;
+  /** Resolves once the outbox is empty: every turn answered so far reached its session workflow. */
+  delivered(timeoutMs?: number): Promise<void>;
   /** A client of the gateway, retries off so each call is one request. */
   openai(apiKey?: string): OpenAI;
   close(): Promise<void>;
 }
 
-export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'recorder'>> {
+export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'recorder' | 'idempotency'>> {
   engineUrl: string;
   client: Client;
   /** Default: a FileSampleStore in a fresh temp dir. */
   store?: SampleStore;
+  /** Sessions this gateway starts (default TEST_SESSION_SETTINGS). */
+  session?: SessionSettings;
+  /** Task queue of the session workflows (default: one no worker polls). */
+  taskQueue?: string;
+  /** How long an Idempotency-Key response is kept (default one day). */
+  idempotencyTtlMs?: number;
 }
 
 export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'openclaw-gateway-'));
   const store = options.store ?? new FileSampleStore(join(dir, 'store'));
+  const retry = { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 };
+  const relay = new OutboxRelay({
+    outbox: store.outbox,
+    deliver: sessionDelivery(options.client),
+    pollMs: 50,
+  });
   const recorder = new DurableTurnRecorder({
     store,
-    client: options.client,
-    session: TEST_SESSION_SETTINGS,
-    // No worker runs in these tests; a queue of their own keeps other suites' workers away.
-    taskQueue: uniqueTaskQueue('gateway'),
-    retry: { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 },
+    session: options.session ?? TEST_SESSION_SETTINGS,
+    // Without a worker (most gateway tests), a queue of their own keeps other suites' workers away.
+    taskQueue: options.taskQueue ?? uniqueTaskQueue('gateway'),
+    retry,
+    onQueued: () => relay.notify(),
   });
-  const app = createGateway({ ...options, recorder });
+  const idempotency = new IdempotencyKeys({ store, ttlMs: options.idempotencyTtlMs ?? 86_400_000, retry });
+  const app = createGateway({ ...options, recorder, idempotency });
   await app.listen({ host: '127.0.0.1', port: 0 });
+  relay.start();
   const address = app.server.address();
   if (address === null || typeof address === 'string') throw new Error('gateway did not bind a TCP port');
   const url = `http://127.0.0.1:${address.port}`;
@@ -60,12 +87,63 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     url,
     app,
     store,
+    relay,
+    delivered: (timeoutMs = 20_000) => outboxEmpty(store, timeoutMs),
     openai: (apiKey = 'none') => new OpenAI({ baseURL: `${url}/v1`, apiKey, maxRetries: 0 }),
     async close() {
       await app.close();
+      await relay.stop();
       await rm(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** A real reference engine on a tiny model and the run's Temporal server, for a test file's gateways. */
+export interface EngineStack {
+  /** A temp folder of the file's own, removed on close. */
+  dir: string;
+  engine: EngineProcess;
+  env: TestWorkflowEnvironment;
+  /** Session workflows terminated on close. */
+  sessions: Set<string>;
+  /** A fresh session id, added to `sessions`. */
+  session(label: string): string;
+  close(): Promise<void>;
+}
+
+export async function startEngineStack(label: string): Promise<EngineStack> {
+  const dir = await mkdtemp(join(tmpdir(), `openclaw-${label}-`));
+  const [model, env] = await Promise.all([makeTinyModel(join(dir, 'model')), connectTestEnvironment()]);
+  const engine = await startReferenceEngine({ model });
+  const sessions = new Set<string>();
+  return {
+    dir,
+    engine,
+    env,
+    sessions,
+    session(sessionLabel) {
+      const id = uniqueSessionId(sessionLabel);
+      sessions.add(id);
+      return id;
+    },
+    async close() {
+      await terminateSessions(env, sessions);
+      await env.teardown();
+      await engine.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Waits until `store`'s outbox has no entry left (every queued turn delivered). */
+export async function outboxEmpty(store: SampleStore, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const { depth } = await store.outbox.stats();
+    if (depth === 0) return;
+    if (Date.now() > deadline) throw new Error(`outbox still holds ${depth} entries after ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }
 
 /** A session id no other test or earlier run used (the Temporal server is shared). */

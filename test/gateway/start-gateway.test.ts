@@ -51,3 +51,26 @@ describe('startGateway', () => {
     expect(await (await fetch(`${gateway.url}/metrics`)).text()).toContain('process_cpu_user_seconds_total');
   });
 });
+
+describe('startGateway without Temporal', () => {
+  it('starts and answers while nothing listens at the Temporal address, its outbox on /metrics', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'openclaw-no-temporal-'));
+    const [port, temporalPort] = [await freePort(), await freePort()];
+    const loaded = loadConfig({}, { dataDir: dir, gateway: { port } });
+    if (!loaded.ok) throw new Error(loaded.error);
+    const gateway = await startGateway(loaded.config, {
+      temporalAddress: `127.0.0.1:${temporalPort}`,
+      logger: false,
+    });
+    try {
+      expect((await fetch(`${gateway.url}/healthz`)).status).toBe(200);
+      const metrics = await (await fetch(`${gateway.url}/metrics`)).text();
+      expect(metrics).toMatch(/^openclaw_outbox_depth 0$/m);
+      expect(metrics).toMatch(/^openclaw_outbox_oldest_age_seconds 0$/m);
+      expect(metrics).toContain('openclaw_outbox_delivery_lag_seconds_bucket');
+    } finally {
+      await gateway.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});

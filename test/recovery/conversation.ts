@@ -4,7 +4,9 @@
 // with `data: [DONE]`), and what each acknowledged turn should become under the rule the fake judge votes by.
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { SampleStore } from '../../activities/sample-store.js';
 import type { SampleExclusionReason } from '../../core/types.js';
+import { findRecordedTurn } from '../support/turn-lookup.js';
 
 /** What one acknowledged turn must end up as in the sample store (method `rl`, fake judge). */
 export type ExpectedOutcome = { sample: 1 | -1 } | { exclusion: SampleExclusionReason };
@@ -21,7 +23,8 @@ export interface SendOptions {
 }
 
 export type Attempt =
-  | { acknowledged: true; sampleId: string; content: string; at: number }
+  /** `at`: when it was acknowledged (epoch ms); `ms`: how long the request took. */
+  | { acknowledged: true; sampleId: string; content: string; at: number; ms: number }
   | {
       acknowledged: false;
       error: string;
@@ -46,8 +49,15 @@ export class Conversation {
 
   constructor(
     readonly sessionId: string,
-    private readonly openai: OpenAI,
+    private openai: OpenAI,
+    /** Where the gateway records turns: an acknowledged turn's id is looked up there. */
+    private readonly store: SampleStore,
   ) {}
+
+  /** Talks through another gateway from now on (the same session: the store is shared). */
+  use(openai: OpenAI): void {
+    this.openai = openai;
+  }
 
   /** Sample ids of the acknowledged turns, in order. */
   get acknowledged(): string[] {
@@ -107,6 +117,7 @@ export class Conversation {
       ...(options.ignoreEos && { ignore_eos: true }),
     };
     let result: { content: string } | { error: string; chunks: number; sawDone: boolean; status?: number };
+    const started = Date.now();
     try {
       result = options.stream
         ? await this.streamed(body, headers, options.onChunk)
@@ -117,9 +128,13 @@ export class Conversation {
     }
     if ('error' in result) return { acknowledged: false, ...result };
     this.history.push({ role: 'user', content: text }, { role: 'assistant', content: result.content });
-    const sampleId = `${this.sessionId}:${turn}`;
+    // Acknowledged means recorded: the turn is in the store already.
+    const recorded = await findRecordedTurn(this.store, this.sessionId, turn, result.content);
+    if (!recorded) throw new Error(`${this.sessionId}: acknowledged turn ${turn} is not in the store`);
+    const sampleId = recorded.sampleId;
     this.turns.push({ sampleId, userText: text, done: options.done ?? false });
-    return { acknowledged: true, sampleId, content: result.content, at: Date.now() };
+    const at = Date.now();
+    return { acknowledged: true, sampleId, content: result.content, at, ms: at - started };
   }
 
   private async plain(

@@ -15,14 +15,15 @@ import { FileSampleStore } from '../../activities/sample-store.js';
 import { configFromFlags } from '../../cli/cli-config.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import { ensureTrainingRun } from '../../cli/training-run.js';
-import { turnRecordKey } from '../../core/turn-record.js';
 import { makeTinyModel } from '../../workers/reference-engine-process.js';
+import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type CliProcess, freePort, freePortPair, killOnExit, startCli } from '../support/cli-process.js';
 import { type DelayingProxy, startDelayingProxy } from '../support/delaying-proxy.js';
 import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
-import { Conversation, type ExpectedOutcome } from './conversation.js';
+import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster.js';
+import { Conversation, type ExpectedOutcome, type SendOptions } from './conversation.js';
 import {
   activityAttempts,
   type CountContext,
@@ -39,6 +40,24 @@ const JUDGE_DELAY_MS = 1_500;
 /** How long the proxy holds the engine's answer to a training call while the worker is to be killed. */
 const HOLD_MS = 4_000;
 const PHASE_TIMEOUT_MS = 180_000;
+/** OPENCLAW_TEST_TEMPORAL=server: the whole matrix on the Temporal server with PostgreSQL. */
+const ON_REAL_SERVER = process.env.OPENCLAW_TEST_TEMPORAL === 'server';
+/** How long Temporal stays down while the clients talk (the 60 s variant: bench/outbox-drain.ts). */
+const OUTAGE_MS = 15_000;
+/** Turns each of the eight clients sends during the outage. */
+const OUTAGE_TURNS = 5;
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
+}
+
+/** Sends a turn and returns how long the acknowledged attempt took, in ms. */
+async function timedSend(c: Conversation, text: string, options: SendOptions): Promise<number> {
+  const { attempts } = await c.send(text, options);
+  const last = attempts.at(-1);
+  return last?.acknowledged ? last.ms : Number.NaN;
+}
 
 /** Polls `probe` until it returns a value (not null/undefined/false); never a fixed sleep. */
 async function waitFor<T>(
@@ -120,7 +139,8 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
   let dir: string;
   let dataDir: string;
   let temporalAddress: string;
-  let temporal: DevServer | undefined;
+  let temporal: Pick<DevServer, 'process' | 'stop'> | undefined;
+  let cluster: TemporalCluster | undefined;
   /** `openclaw-rl engine`, and the Python engine process it started. */
   let engine: CliProcess | undefined;
   let enginePid: number | undefined;
@@ -137,18 +157,34 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
   let gatewayEnv: NodeJS.ProcessEnv;
   let workerEnv: NodeJS.ProcessEnv;
   let gatewayPort: number;
+  let gatewayPortB: number;
+  let openaiB: OpenAI;
+  const extraGateways: CliProcess[] = [];
   const conversations: Conversation[] = [];
   const counts: CountResult[] = [];
   let failed = false;
 
-  const conversation = (name: string): Conversation => {
-    const made = new Conversation(`rec-${name}`, openai);
+  const conversation = (name: string, via = openai): Conversation => {
+    const made = new Conversation(`rec-${name}`, via, ctx.store);
     conversations.push(made);
     return made;
   };
 
-  /** The dev server on the suite's own address and database file (a restart finds its workflows there). */
-  const startDevServer = async (): Promise<DevServer> => {
+  /**
+   * The dev server on the suite's own address and database file (a restart finds its workflows there), or with
+   * OPENCLAW_TEST_TEMPORAL=server the Temporal server on PostgreSQL (restarted on the same database).
+   */
+  const startDevServer = async (): Promise<Pick<DevServer, 'process' | 'stop'>> => {
+    if (ON_REAL_SERVER) {
+      if (cluster) await cluster.restart();
+      else {
+        cluster = await startTemporalCluster(join(dir, 'temporal-server'));
+        temporalAddress = cluster.address;
+      }
+      temporal = cluster;
+      killOnExit(cluster.process);
+      return cluster;
+    }
     const server = await startTemporalDevServer(temporalAddress, dataDir);
     temporal = server;
     killOnExit(server.process);
@@ -182,14 +218,11 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     return started;
   };
 
-  const startGatewayProcess = async (): Promise<CliProcess> => {
-    const started = startCli(
-      'gateway',
-      ['gateway', '--port', String(gatewayPort)],
-      gatewayEnv,
-      join(dir, 'gateway.log'),
-    );
-    gateway = started;
+  /** `openclaw-rl gateway`; the first one (`gateway`) is the one most phases talk to. */
+  const startGatewayProcess = async (name = 'gateway', port = gatewayPort): Promise<CliProcess> => {
+    const started = startCli(name, ['gateway', '--port', String(port)], gatewayEnv, join(dir, `${name}.log`));
+    if (name === 'gateway') gateway = started;
+    else extraGateways.push(started);
     await started.waitForLine(/^gateway http/, 60_000);
     return started;
   };
@@ -251,6 +284,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     await mkdir(dataDir, { recursive: true });
     temporalAddress = `127.0.0.1:${await freePortPair(1000)}`;
     gatewayPort = await freePort();
+    gatewayPortB = await freePort();
     const engineUrl = `http://127.0.0.1:${await freePort()}`;
 
     // Each is kept as soon as it runs, so afterAll stops it even when another one failed to start.
@@ -285,6 +319,8 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
       OPENCLAW_HEARTBEAT_TIMEOUT_MS: '2000',
       // Sessions end with X-Session-Done here; the idle timer must not close one between two turns.
       OPENCLAW_SESSION_IDLE_TIMEOUT_MS: '600000',
+      // A dead gateway's undelivered entries are taken over after 3 s instead of 10.
+      OPENCLAW_OUTBOX_LEASE_MS: '3000',
     };
     // The worker reaches the engine through the proxy, so a training step can be held open and killed.
     workerEnv = { ...gatewayEnv, OPENCLAW_ENGINE_URL: proxy.url };
@@ -306,6 +342,12 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
       maxRetries: 0,
       timeout: 120_000,
     });
+    openaiB = new OpenAI({
+      baseURL: `http://127.0.0.1:${gatewayPortB}/v1`,
+      apiKey: 'none',
+      maxRetries: 0,
+      timeout: 120_000,
+    });
 
     baseLogProbs = await servedLogProbs(ctx.engine);
     await Promise.all([startWorker(), startGatewayProcess()]);
@@ -315,6 +357,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
 
   afterAll(async () => {
     await gateway?.kill9();
+    for (const extra of extraGateways) await extra.kill9();
     await worker?.kill9();
     await connection?.close().catch(() => undefined);
     await temporal?.stop();
@@ -340,7 +383,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     await waitFor('judge calls in flight', () => (judge?.pending ?? 0) > 0, 30_000);
     await worker?.kill9();
 
-    // No worker runs: the gateway still acknowledges turns (the hand-off is durable on the server).
+    // No worker runs: the gateway still acknowledges turns (durable in the store; Temporal holds the signals).
     await a.send('Bye now.', { stream: false, done: true });
     await b.send('haha thanks', { stream: true });
     await b.send('ok, see you', { stream: false, done: true });
@@ -349,8 +392,8 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     const result = await count();
     // The kill did land during scoring: a judge call was retried after its worker died.
     const retried = [
-      ...(await activityAttempts(ctx.client, `score-${a.sessionId}:1`, 'judgeVote')),
-      ...(await activityAttempts(ctx.client, `score-${b.sessionId}:1`, 'judgeVote')),
+      ...(await activityAttempts(ctx.client, scoreTurnWorkflowId(a.acknowledged[0] ?? ''), 'judgeVote')),
+      ...(await activityAttempts(ctx.client, scoreTurnWorkflowId(b.acknowledged[0] ?? ''), 'judgeVote')),
     ];
     expect(Math.max(...retried)).toBeGreaterThan(1);
     expect(result.status.policyVersion).toBe(1);
@@ -424,58 +467,86 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     await count();
   });
 
-  phase('4. restart the Temporal dev server under a running worker and gateway, count', async () => {
-    const e = conversation('e');
-    const f = conversation('f');
-    const g = conversation('g');
-    await e.send('Plan my trip to Rome.', { stream: true });
-    await e.send('thanks, lovely plan', { stream: false });
-    await waitFor('judge calls in flight', () => (judge?.pending ?? 0) > 0, 30_000);
-    const runningWorker = worker;
-    const runningGateway = gateway;
+  phase(
+    '4. Temporal killed while 8 clients keep talking, a gateway killed before delivering; count',
+    async () => {
+      const e = conversation('e');
+      const before: number[] = [];
+      before.push(await timedSend(e, 'Plan my trip to Rome.', { stream: true }));
+      before.push(await timedSend(e, 'thanks, lovely plan', { stream: false }));
+      await waitFor('judge calls in flight', () => (judge?.pending ?? 0) > 0, 30_000);
+      const runningWorker = worker;
+      // A second gateway on the same store: half the clients talk to it.
+      const second = await startGatewayProcess('gateway-b', gatewayPortB);
+      const first = gateway;
 
-    const down = temporal;
-    const exited = new Promise<void>((resolve) => down?.process.once('exit', () => resolve()));
-    down?.process.kill('SIGKILL');
-    await exited;
+      const down = temporal;
+      const exited = new Promise<void>((resolve) => down?.process.once('exit', () => resolve()));
+      down?.process.kill('SIGKILL');
+      await exited;
+      const outageStarted = Date.now();
 
-    // Turns that arrive during the outage: the gateway stores them but cannot hand them off, so it does not
-    // acknowledge them (it holds or refuses them); the client retries until it gets an answer.
-    const fFirst = f.send('Hello there', { stream: false }, 120_000);
-    const gFirst = g.send('Hi, a quick question', { stream: true }, 120_000);
-    await waitFor(
-      'the outage turns in the store',
-      async () =>
-        (await ctx.store.get(turnRecordKey(f.sessionId, 1))) !== undefined &&
-        (await ctx.store.get(turnRecordKey(g.sessionId, 1))) !== undefined,
-      30_000,
-      100,
-    );
-    // The judge calls that were in flight answer while the server is down: the worker cannot report them.
-    await waitFor('the judge to answer during the outage', () => judge?.pending === 0, 30_000);
-    const restartedAt = Date.now();
-    await startDevServer();
-    const outage = await Promise.all([fFirst, gFirst]);
-    console.log(
-      `[recovery] outage turns: ${outage.map(({ attempts }) => `${attempts.length} attempt(s)`).join(', ')}, ` +
-        `acknowledged ${outage.map(({ attempts }) => (attempts.at(-1) as { at: number }).at - restartedAt).join(' / ')} ms after the restart began`,
-    );
-    for (const { attempts } of outage) {
-      const acked = attempts.at(-1);
-      expect(acked?.acknowledged && acked.at).toBeGreaterThanOrEqual(restartedAt);
-    }
+      // Eight clients keep talking, a turn every few seconds each, for OUTAGE_MS: every turn is answered at
+      // once (first attempt), since it is durable in the store with its outbox entry; nothing reaches Temporal
+      // meanwhile. Their texts are neutral to the judge, so these turns become exclusions and train nothing.
+      const clients = Array.from({ length: 8 }, (_, i) =>
+        conversation(`outage${i}`, i % 2 === 0 ? openai : openaiB),
+      );
+      const texts = ['Hello, a question for you', 'hmm, go on', 'ok, and then?', 'I see'];
+      const during: number[] = [];
+      await Promise.all(
+        clients.map(async (c, i) => {
+          for (let turn = 0; turn < OUTAGE_TURNS; turn++) {
+            const started = Date.now();
+            const text = texts[turn % texts.length] ?? 'hi';
+            const attempt = await c.attempt(text, { stream: (turn + i) % 2 === 0 });
+            expect(attempt.acknowledged, `${c.sessionId} turn ${turn + 1}: ${JSON.stringify(attempt)}`).toBe(
+              true,
+            );
+            during.push(Date.now() - started);
+            const next = outageStarted + ((turn + 1) * OUTAGE_MS) / OUTAGE_TURNS;
+            await new Promise((resolve) => setTimeout(resolve, Math.max(0, next - Date.now())));
+          }
+        }),
+      );
+      // The judge calls that were in flight answer while the server is down: the worker cannot report them.
+      await waitFor('the judge to answer during the outage', () => judge?.pending === 0, 30_000);
+      const waiting = await ctx.store.outbox.stats();
+      expect(waiting.depth).toBeGreaterThanOrEqual(clients.length);
 
-    await e.send('thanks once more', { stream: true, done: true });
-    await f.send('that is wrong', { stream: true });
-    await f.send('thanks', { stream: false, done: true });
-    await g.send('wrong answer', { stream: false, done: true });
-    await count();
-    // The same worker and gateway processes carried on through the outage.
-    expect(worker).toBe(runningWorker);
-    expect(gateway).toBe(runningGateway);
-    expect(worker?.child.exitCode).toBeNull();
-    expect(gateway?.child.exitCode).toBeNull();
-  });
+      // The first gateway dies with its entries written and not delivered; the other gateway (or the control
+      // worker, whose relay drains the outbox too) delivers them once the first one's lease has run out.
+      await first?.kill9();
+      const restartedAt = Date.now();
+      await startDevServer();
+      await waitFor(
+        'the outbox delivered',
+        async () => (await ctx.store.outbox.stats()).depth === 0,
+        120_000,
+        100,
+      );
+      const drainedMs = Date.now() - restartedAt;
+      console.log(
+        `[recovery] outage ${((restartedAt - outageStarted) / 1000).toFixed(1)} s: ${during.length} turns from ` +
+          `${clients.length} clients, all answered at once: p50 ${median(during)} ms, max ${Math.max(...during)} ms ` +
+          `(before the outage ${before.join(' / ')} ms); ${waiting.depth} outbox entries delivered ` +
+          `${(drainedMs / 1000).toFixed(1)} s after the restart began`,
+      );
+
+      // The clients of the dead gateway go on through the other one.
+      for (const c of [e, ...clients]) c.use(openaiB);
+      await e.send('thanks once more', { stream: true, done: true });
+      await Promise.all(clients.map((c, i) => c.send('ok, bye', { stream: i % 2 === 0, done: true })));
+      await count();
+      // The same worker and second gateway carried on through the outage.
+      expect(worker).toBe(runningWorker);
+      expect(worker?.child.exitCode).toBeNull();
+      expect(second.child.exitCode).toBeNull();
+      // Later phases talk to the first gateway's port again: restart it there.
+      await second.stop();
+      await startGatewayProcess();
+    },
+  );
 
   phase('5. kill -9 the policy engine, restart it with `openclaw-rl engine`, count', async () => {
     const before = counts.at(-1);

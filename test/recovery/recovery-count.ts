@@ -3,9 +3,9 @@
 import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { expect } from 'vitest';
-import type { FileSampleStore } from '../../activities/sample-store.js';
+import type { SampleStore } from '../../activities/sample-store.js';
 import type { TrainStepInput } from '../../activities/training-activities.js';
-import type { TurnRecord } from '../../core/turn-record.js';
+import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
 import {
   type LineageEntry,
@@ -19,7 +19,7 @@ import type { ExpectedOutcome } from './conversation.js';
 
 export interface CountContext {
   client: Client;
-  store: FileSampleStore;
+  store: SampleStore;
   /** The engine itself (not through any proxy): what it serves and what its trainer applied. */
   engine: EngineCalls;
   runId: string;
@@ -53,7 +53,7 @@ export interface CountResult {
 }
 
 /** Ids under `samples/` or `exclusions/` (the last key part, URI-decoded). */
-async function readKeyed<T>(store: FileSampleStore, prefix: string): Promise<Map<string, T>> {
+async function readKeyed<T>(store: SampleStore, prefix: string): Promise<Map<string, T>> {
   const found = new Map<string, T>();
   for (const key of await store.list(prefix)) {
     const value = await store.get<T>(key);
@@ -62,7 +62,7 @@ async function readKeyed<T>(store: FileSampleStore, prefix: string): Promise<Map
   return found;
 }
 
-export async function readStore(store: FileSampleStore, runId: string): Promise<StoreSnapshot> {
+export async function readStore(store: SampleStore, runId: string): Promise<StoreSnapshot> {
   const lineage = [
     ...(await readKeyed<LineageEntry>(store, `lineage/${encodeURIComponent(runId)}`)).values(),
   ];
@@ -174,14 +174,13 @@ export async function activityAttempts(
 }
 
 /** Every turn record in the store is whole: it parses, and its token arrays agree. */
-export async function checkTurnRecords(store: FileSampleStore): Promise<number> {
+export async function checkTurnRecords(store: SampleStore): Promise<number> {
   const keys = await store.list('turns');
   for (const key of keys) {
     const record = await store.get<TurnRecord>(key);
     expect(record, key).toBeDefined();
     if (!record) continue;
-    const [, session, turn] = key.split('/').map(decodeURIComponent);
-    expect(record.sampleId, key).toBe(`${session}:${turn}`);
+    expect(turnRecordKey(record.sampleId), key).toBe(key);
     expect(record.promptIds.length, key).toBeGreaterThan(0);
     expect(record.responseIds.length, key).toBeGreaterThan(0);
     expect(record.responseLogProbs, key).toHaveLength(record.responseIds.length);

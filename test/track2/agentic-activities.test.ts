@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AssembleInput,
   agenticStepKey,
+  batchResultsKey,
   createAgenticActivities,
   type StepManifest,
 } from '../../activities/agentic-activities.js';
@@ -14,6 +15,7 @@ import { normaliseGroupRewards, normaliseStepWise } from '../../core/advantages.
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
+import type { SlotResult } from '../../workflows/agentic-signals.js';
 
 describe('assembleStepSamples', () => {
   let dir: string;
@@ -57,7 +59,7 @@ describe('assembleStepSamples', () => {
     stepScores,
   });
 
-  it('grpo: group-normalised outcome broadcast to every step sample; constant and failed groups dropped', async () => {
+  it('grpo: group-normalised outcome broadcast to every step sample; constant groups dropped', async () => {
     const input: AssembleInput = {
       runId: 'r',
       stepId: 'r:step0',
@@ -71,12 +73,15 @@ describe('assembleStepSamples', () => {
       ],
     };
     const result = await activities.assembleStepSamples(input);
-    // a1's step 1 sampled nothing: no sample for it.
+    // a1's step 1 sampled nothing: no sample for it. c1 failed and is left out; c0 alone is a constant group.
     expect(result).toEqual({
       sampleIds: ['a0:0', 'a0:1', 'a1:0'],
+      sampleCount: 3,
+      manifestKey: agenticStepKey('r', 0),
       groupsKept: 1,
-      groupsConstant: 1,
-      groupsFailed: 1,
+      groupsConstant: 2,
+      groupsFailed: 0,
+      rolloutsDropped: 1,
       meanReward: 0.8,
     });
     const [plus, minus] = normaliseGroupRewards([1, 0]);
@@ -91,8 +96,95 @@ describe('assembleStepSamples', () => {
     expect(sample?.lossMask).toEqual([1, 1]);
     expect((await store.get<TrainingSample>(sampleKey('a1:0')))?.reward).toBe(minus);
     const manifest = await store.get<StepManifest>(agenticStepKey('r', 0));
-    expect(manifest?.constantGroupIds).toEqual(['1:b']);
+    expect(manifest?.constantGroupIds).toEqual(['1:b', '2:c']);
+    expect(manifest?.droppedRolloutIds).toEqual(['c1']);
     expect(manifest?.advantages['a1:0']).toBe(minus);
+  });
+
+  it('grpo drops only the failed rollout: the rest of its group is normalised among itself', async () => {
+    const result = await activities.assembleStepSamples({
+      runId: 'r',
+      stepId: 'r:step3',
+      step: 3,
+      advantage: 'grpo',
+      judgeCoef: null,
+      groups: [
+        {
+          groupId: '0:a',
+          taskId: 'a',
+          complete: false,
+          rollouts: [rollout('b0', 1), rollout('c1', null), rollout('b1', 0), rollout('c0', 0)],
+        },
+        {
+          groupId: '1:b',
+          taskId: 'b',
+          complete: false,
+          rollouts: [rollout('a0', null), rollout('a1', null)],
+        },
+      ],
+    });
+    const [b0, b1, c0] = normaliseGroupRewards([1, 0, 0]);
+    expect(result).toMatchObject({ groupsKept: 1, groupsConstant: 0, groupsFailed: 1, rolloutsDropped: 3 });
+    expect(result.sampleIds).toEqual(['b0:0', 'b0:1', 'b1:0', 'b1:1', 'c0:0', 'c0:1']);
+    expect((await store.get<TrainingSample>(sampleKey('b0:0')))?.reward).toBe(b0);
+    expect((await store.get<TrainingSample>(sampleKey('b1:1')))?.reward).toBe(b1);
+    expect((await store.get<TrainingSample>(sampleKey('c0:0')))?.reward).toBe(c0);
+  });
+
+  it('reads the step from its batches’ records and keeps the sample ids in the manifest only', async () => {
+    const slot = (group: number, sample: number, rolloutId: string, reward: number | null): SlotResult => ({
+      group,
+      sample,
+      taskId: `t${group}`,
+      rolloutId,
+      attempts: 1,
+      status: reward === null ? 'FAILED' : 'COMPLETED',
+      reward,
+      steps: 2,
+      stepScores: null,
+      containerIds: [],
+    });
+    await activities.recordBatchResults({
+      key: batchResultsKey('rb', 0, 0),
+      record: { batchIndex: 0, results: [slot(0, 1, 'a1', 0), slot(0, 0, 'a0', 1)] },
+    });
+    await activities.recordBatchResults({
+      key: batchResultsKey('rb', 0, 1),
+      record: { batchIndex: 1, results: [slot(1, 0, 'b0', 1), slot(1, 1, 'b1', null)] },
+    });
+    const result = await activities.assembleStepSamples({
+      runId: 'rb',
+      stepId: 'rb:step0',
+      step: 0,
+      advantage: 'grpo',
+      judgeCoef: null,
+      batches: 2,
+    });
+    expect(result).toEqual({
+      sampleCount: 3,
+      manifestKey: agenticStepKey('rb', 0),
+      groupsKept: 1,
+      groupsConstant: 1,
+      groupsFailed: 0,
+      rolloutsDropped: 1,
+      meanReward: 2 / 3,
+    });
+    const manifest = await store.get<StepManifest>(agenticStepKey('rb', 0));
+    expect(manifest?.sampleIds).toEqual(['a0:0', 'a0:1', 'a1:0']);
+    expect(manifest?.groups.map((g) => g.rollouts.map((r) => r.rolloutId))).toEqual([
+      ['a0', 'a1'],
+      ['b0', 'b1'],
+    ]);
+    await expect(
+      activities.assembleStepSamples({
+        runId: 'rb',
+        stepId: 'rb:step1',
+        step: 1,
+        advantage: 'grpo',
+        judgeCoef: null,
+        batches: 1,
+      }),
+    ).rejects.toThrow(/left no results/);
   });
 
   it('keeps the temperature a step was sampled at on its sample, so the trainer computes log-probs at it', async () => {

@@ -21,6 +21,7 @@ import {
   agenticWorkflowId,
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
+import { isTrainable } from '../../workflows/step-groups.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment } from '../support/temporal.js';
@@ -106,18 +107,25 @@ describe('agenticTrainingWorkflow with the reference engine as policy and traine
       expect(manifest.groups.map((g) => g.taskId)).toEqual(
         Array.from({ length: TASKS }, (_, i) => `arith-${summary.step * TASKS + i}`),
       );
-      const complete = manifest.groups.filter((g) => g.complete);
-      const constant = complete.filter((g) => isConstantRewardGroup(g.rollouts.map((r) => r.reward ?? 0)));
-      const varied = complete.filter((g) => !constant.includes(g));
-      // Constant groups are dropped (the first complete one kept when every group is constant).
+      // Failed rollouts are left out; each group trains on the rest.
+      const trainable = manifest.groups
+        .map((g) => ({ ...g, rollouts: g.rollouts.filter(isTrainable) }))
+        .filter((g) => g.rollouts.length > 0);
+      expect(manifest.droppedRolloutIds).toEqual(
+        manifest.groups.flatMap((g) => g.rollouts.filter((r) => !isTrainable(r)).map((r) => r.rolloutId)),
+      );
+      const constant = trainable.filter((g) => isConstantRewardGroup(g.rollouts.map((r) => r.reward ?? 0)));
+      const varied = trainable.filter((g) => !constant.includes(g));
+      // Constant groups are dropped (the first one kept when every group is constant).
       expect(manifest.constantGroupIds).toEqual(
         (varied.length > 0 ? constant : constant.slice(1)).map((g) => g.groupId),
       );
       expect(summary.groupsConstant).toBe(manifest.constantGroupIds.length);
+      expect(summary.rolloutsDropped).toBe(manifest.droppedRolloutIds.length);
       expect(summary.samplesTrained).toBe(manifest.sampleIds.length);
       expect(summary.samplesTrained).toBeGreaterThan(0);
       // Every step sample of a kept rollout carries the rollout's GRPO advantage as its reward.
-      for (const group of complete.filter((g) => !manifest.constantGroupIds.includes(g.groupId))) {
+      for (const group of trainable.filter((g) => !manifest.constantGroupIds.includes(g.groupId))) {
         const advantages = normaliseGroupRewards(group.rollouts.map((r) => r.reward ?? 0));
         for (const [i, rollout] of group.rollouts.entries()) {
           for (let step = 0; step < rollout.steps; step++) {
@@ -140,6 +148,7 @@ describe('agenticTrainingWorkflow with the reference engine as policy and traine
           byStatus: s.byStatus,
           constant: s.groupsConstant,
           failed: s.groupsFailed,
+          dropped: s.rolloutsDropped,
           samples: s.samplesTrained,
           meanReward: s.meanReward,
         })),
@@ -147,8 +156,8 @@ describe('agenticTrainingWorkflow with the reference engine as policy and traine
     );
 
     if (process.env.RECORD_HISTORIES) {
-      await saveHistory(env, agenticWorkflowId(runId), 'agentic-training-workflow');
-      await saveHistory(env, `${agenticWorkflowId(runId)}-s1-b0`, 'rollout-batch-workflow');
+      await saveHistory(env, agenticWorkflowId(runId), 'agentic-training-workflow-results-in-store');
+      await saveHistory(env, `${agenticWorkflowId(runId)}-s1-b0`, 'rollout-batch-workflow-results-in-store');
     }
   }, 240_000);
 });

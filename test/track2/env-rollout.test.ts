@@ -44,8 +44,14 @@ const scripts: Record<string, ScriptedTurn[]> = {
   [problem(9).question]: [calc(9), calc(9), calc(9), submit(problem(9).answer)], // a small context budget
 };
 
-/** TEST DOUBLE judge: every step is good. */
-const alwaysGood: Judge = { complete: async () => 'Fine. \\boxed{1}' };
+/** TEST DOUBLE judge: votes 1 for seeds 0 and 1, -1 for seed 2; keeps what it was asked. */
+const judgeCalls: { messages: { role: string; content: string }[]; seed?: number }[] = [];
+const alwaysGood: Judge = {
+  complete: async (messages, { seed }) => {
+    judgeCalls.push({ messages, seed });
+    return seed === 2 ? 'Wasted. \\boxed{-1}' : 'Fine. \\boxed{1}';
+  },
+};
 
 describe('envRolloutWorkflow with the arith environment and a scripted policy', () => {
   let env: TestWorkflowEnvironment;
@@ -110,7 +116,7 @@ describe('envRolloutWorkflow with the arith environment and a scripted policy', 
     expect(observation?.observation).toBe(String(problem(0).answer));
     expect(await t2.store.get(rolloutKeys.released(rolloutId))).toBeDefined();
     if (process.env.RECORD_HISTORIES)
-      await saveHistory(env, envRolloutWorkflowId(rolloutId), 'env-rollout-workflow');
+      await saveHistory(env, envRolloutWorkflowId(rolloutId), 'env-rollout-workflow-episode');
   });
 
   it('a bad sequence: submit a wrong number → COMPLETED, reward 0', async () => {
@@ -180,9 +186,25 @@ describe('envRolloutWorkflow with the arith environment and a scripted policy', 
     expect(sent[0]?.inputIds).toBeNull();
   });
 
-  it('step judge votes give one score per step', async () => {
+  it('step judge: the task, the earlier steps and the step; the mean of the ±1 votes per step', async () => {
+    judgeCalls.length = 0;
     const result = await run(id('judge'), 8, { stepJudge: { votes: 3, coef: 0.5 } });
+    expect(result).toMatchObject({ status: 'COMPLETED', reward: 1, stepScores: [1 / 3, 1 / 3] });
+    expect(judgeCalls).toHaveLength(6);
+    const second = judgeCalls.map((c) => c.messages[1]?.content ?? '').find((c) => c.includes('### Step 2'));
+    expect(second).toContain(problem(8).question);
+    // The earlier step (the calculator call and its result) is shown before the judged one (the submit).
+    expect(second?.indexOf('calculator')).toBeLessThan(second?.indexOf('submit') ?? -1);
+    expect(second).toContain(String(problem(8).answer));
+  });
+
+  it('step judge with Track 1’s prompt and the majority of the votes', async () => {
+    judgeCalls.length = 0;
+    const result = await run(id('judge-turn'), 8, {
+      stepJudge: { votes: 3, coef: 0.5, prompt: 'turn', aggregate: 'majority' },
+    });
     expect(result).toMatchObject({ status: 'COMPLETED', reward: 1, stepScores: [1, 1] });
+    expect(judgeCalls[0]?.messages[1]?.content).toContain('## What came next [role: tool]');
   });
 
   it('a prompt over the context budget keeps head 30% + [OMITTED MIDDLE] + tail', async () => {

@@ -22,7 +22,8 @@ const N = 4;
 
 /**
  * Per group g (task g) and sample n, from the rollout id `<prefix>-g<g>-n<n>-a<attempt>`:
- * g%10==9: sample 0 always fails (a parse error) → retried once, still FAILED → the group is dropped;
+ * g%10==9: sample 0 always fails (a parse error) → retried once, still FAILED → left out of its group,
+ *          which trains on its other three rollouts;
  * g%10==5: sample 1 fails on its first attempt only → the retry succeeds;
  * g%10==3: every sample answers right → a constant group;
  * otherwise even samples answer right (+1), odd ones wrong (0).
@@ -115,7 +116,8 @@ describe('fan-out: 500 rollouts of the container-free environment through the re
     expect(summary).toMatchObject({
       retried: 24,
       groups: 125,
-      groupsFailed: 12,
+      groupsFailed: 0,
+      rolloutsDropped: 12,
       groupsConstant: 13,
       samplesTrained: 0,
     });
@@ -126,8 +128,9 @@ describe('fan-out: 500 rollouts of the container-free environment through the re
     expect(new Set(rollouts.map((r) => r.rolloutId)).size).toBe(500);
     const slots = new Set(rollouts.map((r) => /-g\d+-n\d+/.exec(r.rolloutId)?.[0]));
     expect(slots.size).toBe(500);
-    // 100 kept groups × 4 rollouts × 1 step each.
-    expect(manifest?.sampleIds).toHaveLength(400);
+    // 100 whole groups × 4 rollouts + 12 groups without their failed rollout × 3, 1 step each.
+    expect(manifest?.sampleIds).toHaveLength(436);
+    expect(manifest?.droppedRolloutIds).toHaveLength(12);
     expect(sawProgress).toBe(true);
-  }, 180_000);
+  }, 300_000);
 });

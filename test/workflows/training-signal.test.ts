@@ -16,6 +16,7 @@ import { lossSettingsSchema, optimizerSettingsSchema } from '../../core/training
 import { sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
+import { conversationIdentity, turnDigest } from '../../gateway/conversation-identity.js';
 import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
@@ -80,16 +81,20 @@ describe('the training signal on the real engine', () => {
       seed: 3,
       chatTemplateKwargs: KWARGS,
     });
+    // The turn's identity as the gateway computes it: its prefix, and a digest of prefix and response.
+    const { prefixHash } = conversationIdentity(messages, null);
+    const response = { content: completion.message.content, reasoningContent: null, toolCalls: null };
     const record: TurnRecord = {
       sessionId,
       turn: 1,
-      sampleId: turnSampleId(sessionId, 1),
-      requestHash: sessionId,
+      sampleId: turnSampleId(sessionId, 1, turnDigest(prefixHash, response, completion.responseIds)),
+      prefixHash,
+      continues: null,
       recordedAt: new Date().toISOString(),
       model: 'tiny',
       messages,
       tools: null,
-      response: { content: completion.message.content, reasoningContent: null, toolCalls: null },
+      response,
       promptIds: completion.promptIds,
       responseIds: completion.responseIds,
       responseLogProbs: completion.logprobs,
@@ -98,7 +103,9 @@ describe('the training signal on the real engine', () => {
       sampling: { temperature: T, topP: null, topK: null, minP: null, maxTokens: 6, seed: 3 },
       chatTemplateKwargs: KWARGS,
     };
-    await store.put(turnRecordKey(sessionId, 1), record);
+    const key = turnRecordKey(record.sampleId);
+    if (key === null) throw new Error(`malformed sample id ${record.sampleId}`);
+    await store.put(key, record);
     return record;
   }
 
@@ -205,7 +212,7 @@ describe('the training signal on the real engine', () => {
         });
       const first: ChatMessage[] = [{ role: 'user', content: 'What is the weather like?' }];
       const reply = await turn(first, 1);
-      await turn([...first, reply, { role: 'user', content: CORRECTION }], 2);
+      await turn([...first, reply.message, { role: 'user', content: CORRECTION }], 2);
       await endSessionDirectly({ client: env.client, config, taskQueue, sessionId: sessionId });
       const handle = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
       const deadline = Date.now() + 90_000;
@@ -219,7 +226,7 @@ describe('the training signal on the real engine', () => {
       // The top-K loss has no PPO ratio: nothing is clipped; the distillation term is a KL (>= 0 here).
       expect(status.lastMetrics?.pg_clipfrac).toBe(0);
       expect(status.lastMetrics?.pg_loss).toBeGreaterThanOrEqual(0);
-      const sampleId = turnSampleId(sessionId, 1);
+      const sampleId = reply.ref.sampleId;
       const sample = await store.get<TrainingSample>(sampleKey(sampleId));
       expect(sample).toMatchObject({ kind: 'opd', teacherTopKKey: teacherKey(sampleId) });
       expect(sample?.teacherTopkLogProbs).toBeUndefined();

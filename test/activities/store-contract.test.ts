@@ -1,0 +1,193 @@
+// One contract for every SampleStore: the filesystem store and the PostgreSQL store (a real server, started
+// from Debian's package in a temporary folder) pass the same tests, outbox included.
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ClaimLimit } from '../../activities/outbox.js';
+import { PostgresSampleStore } from '../../activities/postgres-store.js';
+import { FileSampleStore, type SampleStore, storeKey } from '../../activities/sample-store.js';
+import type { TurnRef } from '../../core/types.js';
+import { testTurnEntry } from '../support/outbox-entries.js';
+import { type PostgresServer, startPostgres } from '../support/postgres-server.js';
+
+interface Backend {
+  name: string;
+  make(): Promise<SampleStore>;
+}
+
+let dir: string;
+let postgres: PostgresServer;
+let databases = 0;
+const stores: SampleStore[] = [];
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'store-contract-'));
+  postgres = await startPostgres();
+}, 60_000);
+
+afterAll(async () => {
+  for (const store of stores) await store.close?.();
+  await postgres?.destroy();
+  await rm(dir, { recursive: true, force: true });
+});
+
+/** A fresh, empty store per test: a new folder, or a new database on the one server. */
+const backends: Backend[] = [
+  {
+    name: 'FileSampleStore',
+    make: async () => new FileSampleStore(await mkdtemp(join(dir, 'fs-'))),
+  },
+  {
+    name: 'PostgresSampleStore',
+    make: async () => {
+      // A database that does not exist yet: the store creates it, then its tables.
+      const store = new PostgresSampleStore({ url: postgres.databaseUrl(`contract_${++databases}`) });
+      stores.push(store);
+      return store;
+    },
+  },
+];
+
+const ref = (sessionId: string, turn: number): TurnRef => ({
+  sessionId,
+  turn,
+  sampleId: `${sessionId}:${turn}`,
+  policyVersion: 0,
+  kind: 'main',
+});
+
+/** The entries of a claim. */
+async function claimed(store: SampleStore, holder: string, leaseMs: number, limit: ClaimLimit) {
+  return (await store.outbox.claim(holder, leaseMs, limit)).entries;
+}
+
+describe.each(backends)('$name', ({ make }) => {
+  it('round-trips values under encoded keys, any session id included', async () => {
+    const store = await make();
+    const key = storeKey('turns', 'user/../weird id:1', 3);
+    await store.put(key, { tokens: [1, 2, 3], text: 'ü' });
+    expect(await store.get(key)).toEqual({ tokens: [1, 2, 3], text: 'ü' });
+    expect(await store.get(storeKey('turns', 'absent', 1))).toBeUndefined();
+    expect(await store.list('turns')).toEqual([key]);
+    await store.put(key, { replaced: true });
+    expect(await store.get(key)).toEqual({ replaced: true });
+  });
+
+  it('keeps long number arrays exact: token ids, negative and large integers, log-probs', async () => {
+    const store = await make();
+    const value = {
+      promptIds: Array.from({ length: 5000 }, (_, i) => (i * 7919) % 151_936),
+      responseLogProbs: Array.from({ length: 300 }, (_, i) => -Math.abs(Math.sin(i)) * 3.25 - 1e-9 * (i + 1)),
+      mixed: Array.from({ length: 40 }, (_, i) => (i % 2 ? -(2 ** 40) - i : i)),
+      nested: { rows: [Array.from({ length: 64 }, (_, i) => i / 3)], short: [1, 2] },
+      notNumbers: Array.from({ length: 40 }, (_, i) => (i === 3 ? 'x' : i)),
+    };
+    await store.put('samples/s%3A1', value);
+    expect(await store.get('samples/s%3A1')).toEqual(value);
+  });
+
+  it('putIfAbsent: one of several concurrent writers wins, the value stays the first', async () => {
+    const store = await make();
+    const key = storeKey('samples', 's:1');
+    const results = await Promise.all([1, 2, 3, 4].map((v) => store.putIfAbsent(key, { v })));
+    expect(results.filter(Boolean)).toHaveLength(1);
+    const winner = results.indexOf(true) + 1;
+    expect(await store.get(key)).toEqual({ v: winner });
+    expect(await store.putIfAbsent(key, { v: 9 })).toBe(false);
+  });
+
+  it('lists sorted keys under a prefix, in any table, and deletes', async () => {
+    const store = await make();
+    await Promise.all([3, 1, 2].map((turn) => store.put(storeKey('turns', 'a', turn), { turn })));
+    await store.put(storeKey('turns', 'ab', 1), {});
+    await store.put(storeKey('lineage', 'run', 'v1'), { version: 1 });
+    await store.put(storeKey('rollouts', 'r1', 'steps', 0), {});
+    expect(await store.list('turns/a')).toEqual(['turns/a/1', 'turns/a/2', 'turns/a/3']);
+    expect(await store.list('lineage/run')).toEqual(['lineage/run/v1']);
+    expect(await store.list('rollouts/r1')).toEqual(['rollouts/r1/steps/0']);
+    await store.delete('turns/a/2');
+    await store.delete('turns/a/never');
+    expect(await store.list('turns')).toEqual(['turns/a/1', 'turns/a/3', 'turns/ab/1']);
+  });
+
+  it('rejects keys that would escape the store', async () => {
+    const store = await make();
+    await expect(store.put('turns/../../etc', {})).rejects.toThrow(/invalid store key/);
+  });
+
+  it('a created turn comes with its outbox entry; a turn already there adds none', async () => {
+    const store = await make();
+    const entry = testTurnEntry('s', 1);
+    expect(await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: entry })).toBe(true);
+    expect(await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: testTurnEntry('s', 1) })).toBe(false);
+    const first = await claimed(store, 'relay-a', 10_000, { sessions: 100, entries: 10 });
+    expect(first.map((e) => e.message)).toEqual([{ kind: 'turn', ref: ref('s', 1) }]);
+    expect((await store.outbox.stats()).depth).toBe(1);
+  });
+
+  it('outbox: entries in order per session; one holder at a time; removed once delivered', async () => {
+    const store = await make();
+    for (let turn = 1; turn <= 3; turn++) {
+      await store.outbox.enqueue(testTurnEntry('s1', turn, 1_000 + turn));
+      await store.outbox.enqueue(testTurnEntry('s2', turn, 1_000 + turn));
+    }
+    const stats = await store.outbox.stats();
+    expect(stats).toEqual({ depth: 6, oldestCreatedAt: 1_001 });
+
+    const a = await claimed(store, 'relay-a', 10_000, { sessions: 100, entries: 100 });
+    const turnsOf = (session: string) =>
+      a
+        .filter((e) => e.sessionId === session)
+        .map((e) => (e.message.kind === 'turn' ? e.message.ref.turn : 0));
+    expect(turnsOf('s1')).toEqual([1, 2, 3]);
+    expect(turnsOf('s2')).toEqual([1, 2, 3]);
+    // Another relay gets nothing while relay-a's lease runs; relay-a renews its own.
+    expect(await claimed(store, 'relay-b', 10_000, { sessions: 100, entries: 100 })).toEqual([]);
+    expect(await claimed(store, 'relay-a', 10_000, { sessions: 100, entries: 100 })).toHaveLength(6);
+
+    await store.outbox.remove(a.slice(0, 2));
+    expect((await store.outbox.stats()).depth).toBe(4);
+    await store.outbox.release('relay-a');
+    const b = await claimed(store, 'relay-b', 10_000, { sessions: 100, entries: 100 });
+    expect(b).toHaveLength(4);
+    expect(b.map((e) => e.id)).toEqual(a.slice(2).map((e) => e.id));
+  });
+
+  it('outbox: a lease that ran out is taken by another holder', async () => {
+    const store = await make();
+    await store.outbox.enqueue(testTurnEntry('s', 1));
+    expect(await claimed(store, 'dead', 200, { sessions: 100, entries: 10 })).toHaveLength(1);
+    expect(await claimed(store, 'alive', 10_000, { sessions: 100, entries: 10 })).toEqual([]);
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    expect(await claimed(store, 'alive', 10_000, { sessions: 100, entries: 10 })).toHaveLength(1);
+    expect(await claimed(store, 'dead', 200, { sessions: 100, entries: 10 })).toEqual([]);
+  });
+});
+
+describe('PostgresSampleStore outbox leases', () => {
+  it('leases sessions one by one: two relays share the work without sharing a session', async () => {
+    const store = await backends[1]?.make();
+    if (!store) throw new Error('no store');
+    for (const session of ['s1', 's2', 's3', 's4'])
+      for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
+    const [a, b] = await Promise.all([
+      claimed(store, 'relay-a', 10_000, { sessions: 2, entries: 10 }),
+      claimed(store, 'relay-b', 10_000, { sessions: 2, entries: 10 }),
+    ]);
+    const sessionsA = new Set((a ?? []).map((e) => e.sessionId));
+    const sessionsB = new Set((b ?? []).map((e) => e.sessionId));
+    for (const session of sessionsA) expect(sessionsB.has(session)).toBe(false);
+    expect(sessionsA.size + sessionsB.size).toBeGreaterThanOrEqual(2);
+    // Releasing one session lets the other relay take it at once.
+    const [first] = [...sessionsA];
+    if (first) {
+      await store.outbox.release('relay-a', [first]);
+      const again = await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 10 });
+      expect(again.entries.some((e) => e.sessionId === first)).toBe(true);
+      // A claim renews every lease its holder has, and names them.
+      expect(again.sessions).toContain(first);
+      expect(new Set(again.sessions)).toEqual(new Set([...sessionsB, first]));
+    }
+  });
+});
