@@ -10,11 +10,7 @@ import {
 } from '../../gateway/durable-turn-recorder.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
-import {
-  type SessionInput,
-  sessionDoneSignal,
-  sessionWorkflowId,
-} from '../../workflows/session-signals.js';
+import { type SessionInput, sessionDoneSignal, sessionWorkflowId } from '../../workflows/session-signals.js';
 import type { EngineCalls } from './engine-calls.js';
 
 interface EngineChatChoice {
