@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -7,7 +7,7 @@ import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
-import { createTrainingActivities } from '../../activities/training-activities.js';
+import { checkpointPath, createTrainingActivities } from '../../activities/training-activities.js';
 import { TRAINER_LOST_STEP } from '../../activities/training-errors.js';
 import { latestPublished } from '../../cli/engine-launch.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
@@ -232,14 +232,15 @@ describe('trainingWorkflow controls', () => {
     expect(trained).toMatchObject({ policyVersion: 1, samplesTrained: 2, samplesExcluded: 2 });
   }, 90_000);
 
-  it('trains a run id started again from the base, in folders of its own', async () => {
+  it('trains a run id started again from the base, in folders of its own, keeping its newest keepCheckpoints', async () => {
     const runId = `again-${taskQueue}`.slice(0, 60);
     const first = await startRun(runId, { batchSize: 1 });
     await first.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-a:1`, 0) });
     const one = await waitFor(runId, (s) => s.policyVersion === 1);
     await first.terminate('stopped by the operator');
 
-    const second = await startRun(runId, { batchSize: 1 });
+    // The new incarnation keeps one checkpoint folder (retention on the real trainer, below).
+    const second = await startRun(runId, { batchSize: 1, keepCheckpoints: 1 });
     await second.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-b:1`, 0) });
     const two = await waitFor(runId, (s) => s.policyVersion === 1 && s.incarnation !== one.incarnation);
     expect(two.lastCheckpoint).not.toBe(one.lastCheckpoint);
@@ -257,7 +258,18 @@ describe('trainingWorkflow controls', () => {
     expect(await steps(one.lastCheckpoint)).toEqual([one.lastStepId]);
     expect((await latestPublished({ ...config, runId }))?.checkpoint).toBe(two.lastCheckpoint);
     expect(String((await engineCalls(engine.url).modelInfo()).weight_version)).toBe('1');
-  }, 120_000);
+
+    // Retention: v2 (weights and optimizer state) replaces v1's folder; every lineage record stays.
+    await second.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-c:1`, 1) });
+    const three = await waitFor(runId, (s) => s.policyVersion === 2 && s.incarnation === two.incarnation);
+    const incarnation = two.incarnation ?? '';
+    expect(three.lastCheckpoint).toBe(checkpointPath(join(dir, 'checkpoints'), runId, 2, incarnation));
+    expect(await readdir(join(dir, 'checkpoints', runId, incarnation))).toEqual(['v2']);
+    expect(await steps(three.lastCheckpoint)).toEqual([two.lastStepId, three.lastStepId]);
+    expect((await second.query(lineageQuery)).map((entry) => entry.version)).toEqual([1, 2]);
+    expect(await steps(one.lastCheckpoint)).toEqual([one.lastStepId]);
+    expect(String((await engineCalls(engine.url).modelInfo()).weight_version)).toBe('2');
+  }, 150_000);
 
   it('refuses to publish a step the trainer no longer holds, and republishes one already saved', async () => {
     const trainer = new ReferenceTrainerBackend(engine.url);
