@@ -261,7 +261,8 @@ describe('docker compose up (local images)', () => {
       );
 
       const expected = new Map<string, ExpectedOutcome>();
-      for (const c of conversations) for (const [id, outcome] of c.expectations()) expected.set(id, outcome);
+      for (const c of conversations)
+        for (const [id, outcome] of await c.expectations()) expected.set(id, outcome);
       expect(expected.size).toBe(12);
       const result = await fullCount(ctx(), expected, [], () => 'see the compose logs below', 5 * 60_000);
       expect(result.status.policyVersion).toBeGreaterThanOrEqual(2);

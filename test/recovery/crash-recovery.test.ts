@@ -249,8 +249,8 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     const expected = new Map<string, ExpectedOutcome>();
     const open: string[] = [];
     for (const c of conversations) {
-      for (const [id, outcome] of c.expectations()) expected.set(id, outcome);
-      open.push(...c.open);
+      for (const [id, outcome] of await c.expectations()) expected.set(id, outcome);
+      open.push(...(await c.open()));
     }
     const result = await fullCount(ctx, expected, open, explain);
     counts.push(result);
@@ -391,10 +391,10 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     await startWorker();
     const result = await count();
     // The kill did land during scoring: a judge call was retried after its worker died.
-    const retried = [
-      ...(await activityAttempts(ctx.client, scoreTurnWorkflowId(a.acknowledged[0] ?? ''), 'judgeVote')),
-      ...(await activityAttempts(ctx.client, scoreTurnWorkflowId(b.acknowledged[0] ?? ''), 'judgeVote')),
-    ];
+    const firstTurns = [(await a.sampleIds())[0], (await b.sampleIds())[0]];
+    const retried: number[] = [];
+    for (const id of firstTurns)
+      retried.push(...(await activityAttempts(ctx.client, scoreTurnWorkflowId(id ?? ''), 'judgeVote')));
     expect(Math.max(...retried)).toBeGreaterThan(1);
     expect(result.status.policyVersion).toBe(1);
   });

@@ -23,7 +23,16 @@ export async function findRecordedTurn(
   position: number,
   content?: string,
 ): Promise<TurnRecord | undefined> {
-  const matching = (await recordedTurns(store, sessionId)).filter(
+  return latestTurnAt(await recordedTurns(store, sessionId), position, content);
+}
+
+/** The latest of `records` (oldest first) at `position` whose reply was `content`. */
+export function latestTurnAt(
+  records: TurnRecord[],
+  position: number,
+  content?: string,
+): TurnRecord | undefined {
+  const matching = records.filter(
     (record) =>
       parseTurnSampleId(record.sampleId)?.turn === position &&
       (content === undefined || record.response.content === content),
