@@ -5,9 +5,10 @@
 // a rollout's cost is measured against. Every run gets a fresh server and fresh worker processes (the
 // workflow worker and one env host), children of this process so their memory can be read from /proc.
 // Prints rollouts/s and its ratio to the empty baseline, history events, history bytes and payload bytes
-// per rollout, and server memory per rollout.
+// per rollout, and server memory per rollout. `--inBatch 1` adds the same rollouts run as activities inside
+// their batch workflows (`rolloutsAs: 'activities'`).
 //   npm run bench:fan-out -- [--small 1000] [--large 10000] [--inFlight 200] [--samples 4] [--perBatch 250]
-//                            [--dev 1] [--cluster 1] [--empty 1] [--sample 40] [--sqlite 0|1]
+//                            [--dev 1] [--cluster 1] [--empty 1] [--inBatch 1] [--sample 40] [--sqlite 0|1]
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmod, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
@@ -39,6 +40,7 @@ const options = intOptions(
     dev: 1,
     cluster: 1,
     empty: 1,
+    inBatch: 1,
     sample: 40,
     sqlite: 0,
   },
@@ -48,7 +50,8 @@ const options = intOptions(
 const WORKER_SCRIPT = fileURLToPath(new URL('./support/fan-out-worker.ts', import.meta.url));
 
 type ServerKind = 'dev' | 'cluster';
-type Variant = 'empty' | 'rollout';
+/** `in-batch`: the same rollouts with `rolloutsAs: 'activities'`, no child workflow each. */
+type Variant = 'empty' | 'rollout' | 'in-batch';
 
 interface RunFigures {
   server: ServerKind;
@@ -170,6 +173,7 @@ async function runOnce(server: ServerKind, variant: Variant, rollouts: number): 
       envTaskQueue: envQueue,
       policy: { url: policy.url, sampling: { maxNewTokens: 32 } },
       training: { train: false },
+      rolloutsAs: variant === 'in-batch' ? 'activities' : 'workflows',
     };
     const started = performance.now();
     const summaries = (await client.workflow.execute('agenticTrainingWorkflow', {
@@ -239,7 +243,11 @@ const servers: ServerKind[] = [
   ...(options.dev ? (['dev'] as const) : []),
   ...(options.cluster ? (['cluster'] as const) : []),
 ];
-const variants: Variant[] = options.empty ? ['empty', 'rollout'] : ['rollout'];
+const variants: Variant[] = [
+  ...(options.empty ? (['empty'] as const) : []),
+  'rollout',
+  ...(options.inBatch ? (['in-batch'] as const) : []),
+];
 const counts = [options.small, options.large].filter((count) => count > 0);
 const runs: RunFigures[] = [];
 for (const server of servers) {
@@ -317,7 +325,7 @@ if (servers.length === 2) {
         const show = (run: RunFigures | undefined, server: ServerKind) => {
           if (!run) return 'n/a';
           const empty = find(server, 'empty', count);
-          return variant === 'rollout' && empty
+          return variant !== 'empty' && empty
             ? `${rate(run).toFixed(1)} (${ratio(rate(run) / rate(empty))})`
             : rate(run).toFixed(1);
         };

@@ -198,6 +198,7 @@ export interface AgenticStartFlags {
   tasksPerStep?: string;
   samplesPerTask?: string;
   rolloutsInFlight?: string;
+  rolloutsAs?: string;
   steps?: string;
   policyUrl?: string;
   policyModel?: string;
@@ -237,6 +238,7 @@ export function agenticInputFromFlags(flags: AgenticStartFlags, fromFile: Record
       ...(flags.mode !== undefined && { mode: flags.mode }),
     };
   }
+  if (flags.rolloutsAs !== undefined) input.rolloutsAs = flags.rolloutsAs;
   if (flags.envQueue !== undefined) input.envTaskQueue = flags.envQueue;
   if (flags.trainQueue !== undefined)
     input.training = { ...(input.training as object | undefined), taskQueue: flags.trainQueue };
@@ -528,6 +530,10 @@ export function registerTrack2Commands(program: Command, options: Track2Options 
     .option('--tasks-per-step <n>', 'tasks per training step (default: all)')
     .option('--samples-per-task <n>', 'rollouts per task: the GRPO group size (default 4)')
     .option('--rollouts-in-flight <n>', 'rollouts at once (default 64)')
+    .option(
+      '--rollouts-as <activities|workflows>',
+      'each rollout as activities in its batch (default, faster) or as its own rollout-<id> workflow',
+    )
     .option('--steps <n>', 'training steps (default 1)')
     .option('--policy-url <url>', 'the policy engine (or gateway) base URL')
     .option('--policy-model <name>', 'model name sent to the policy')

@@ -108,6 +108,11 @@ export const agenticTrainingInputSchema = z
     maxRetriesPerRollout: z.number().int().min(0).max(20).default(1),
     /** A rollout running longer than this fails (and is retried) so a step never stalls. */
     rolloutTimeoutMs: z.number().int().min(1_000).default(3_600_000),
+    /**
+     * Each rollout as its own workflow (`rollout-<id>`: its own history to read) or as its episode activities
+     * inside its batch workflow (fewer history events and workflow tasks per rollout: the faster fan-out).
+     */
+    rolloutsAs: z.enum(['workflows', 'activities']).default('activities'),
     /** Training steps to run; the workflow continues-as-new after each. */
     steps: z.number().int().min(1).default(1),
     advantage: z.enum(['grpo', 'step_wise']).default('grpo'),

@@ -48,6 +48,8 @@ export interface RolloutSlot {
 /** What every rollout of a step shares: everything of EnvRolloutInput but the rollout id and the task. */
 export type RolloutTemplate = Omit<EnvRolloutInput, 'rolloutId' | 'taskId'>;
 
+export type RolloutsAs = 'workflows' | 'activities';
+
 export interface RolloutBatchInput {
   /** Rollout ids are `<idPrefix>-g<group>-n<sample>-a<attempt>`. */
   idPrefix: string;
@@ -62,6 +64,11 @@ export interface RolloutBatchInput {
   template: RolloutTemplate;
   /** Workflow to send progress signals to (the training run), if any. */
   reportTo?: string;
+  /**
+   * Each rollout as its own child workflow (`rollout-<id>`, absent: batches started before) or as its episode
+   * activities inside this batch.
+   */
+  rolloutsAs?: RolloutsAs;
   /**
    * Where the batch stores its slot results (an activity on the env queue), returning only a summary, so no
    * payload grows with the batch. Absent (batches started before): the results come back in the result.

@@ -238,6 +238,7 @@ export async function agenticTrainingWorkflow(rawInput: AgenticTrainingInput): P
             window,
             maxRetriesPerRollout: input.maxRetriesPerRollout,
             rolloutTimeoutMs: input.rolloutTimeoutMs,
+            rolloutsAs: input.rolloutsAs,
             template,
             reportTo: self,
             ...(resultsInStore && { resultsKey: batchResultsKey(input.runId, step, batchIndex) }),

@@ -1,11 +1,12 @@
-// One branch of a training step's fan-out tree: runs at most 1,000 rollouts as child workflows, `window` at
-// a time, runs a FAILED rollout again (a new rollout id, so a fresh sandbox) up to `maxRetriesPerRollout`
+// One branch of a training step's fan-out tree: runs at most 1,000 rollouts, `window` at a time, each as a
+// child workflow or (`rolloutsAs: 'activities'`) as its episode activities right here, runs a FAILED rollout again (a new rollout id, so a fresh sandbox) up to `maxRetriesPerRollout`
 // times, and returns one small result per slot. A rollout that overruns `rolloutTimeoutMs` counts as
 // failed, so the step never waits on it. Progress goes to the training run by signal, a few times per batch.
 // Given a `resultsKey`, the batch keeps its slot results in the store (an activity on the env queue) and
 // returns only their counts, so the training run's history does not grow with its rollouts.
 import {
   CancellationScope,
+  CancelledFailure,
   executeChild,
   getExternalWorkflowHandle,
   isCancellation,
@@ -14,10 +15,13 @@ import {
   setHandler,
 } from '@temporalio/workflow';
 import type { AgenticActivities } from '../activities/agentic-activities.js';
+import { envRolloutInputSchema } from '../core/rollout-settings.js';
+import { describeZodError } from '../core/training-settings.js';
 import {
   type BatchProgress,
   batchStatusQuery,
   countSlotResults,
+  type EnvRolloutInput,
   type EnvRolloutResult,
   envRolloutWorkflowId,
   type RolloutBatchInput,
@@ -26,6 +30,7 @@ import {
   type SlotResult,
 } from './agentic-signals.js';
 import { envRolloutWorkflow } from './env-rollout-workflow.js';
+import { rolloutByEpisode } from './episode-rollout.js';
 import { describeFailure, failedRolloutResult } from './rollout-results.js';
 
 /** Progress signals per batch: few enough that a parent with 1,000 batches stays under 10,000 signals. */
@@ -33,6 +38,45 @@ const REPORTS_PER_BATCH = 8;
 
 export function rolloutIdFor(idPrefix: string, group: number, sample: number, attempt: number): string {
   return `${idPrefix}-g${group}-n${sample}-a${attempt}`;
+}
+
+/** The rollout as its own child workflow, `rollout-<rolloutId>`. */
+async function rolloutAsChild(rollout: EnvRolloutInput, timeoutMs: number): Promise<EnvRolloutResult> {
+  try {
+    return await executeChild(envRolloutWorkflow, {
+      workflowId: envRolloutWorkflowId(rollout.rolloutId),
+      args: [rollout],
+      // A closing batch asks its rollouts to stop, and they release their sandboxes.
+      parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
+      workflowRunTimeout: timeoutMs,
+    });
+  } catch (error) {
+    if (isCancellation(error)) throw error;
+    // The child failed, timed out or was terminated: the same as a FAILED rollout.
+    return failedRolloutResult(rollout.rolloutId, describeFailure(error));
+  }
+}
+
+/**
+ * The rollout's episode activities right in this batch: no workflow of its own (a child workflow costs more
+ * history and more workflow tasks than the one activity a container-free episode needs). Past `timeoutMs`
+ * its scope is cancelled, so it releases its sandbox, and it counts as FAILED, as a timed-out child does.
+ */
+async function rolloutInBatch(rollout: EnvRolloutInput, timeoutMs: number): Promise<EnvRolloutResult> {
+  const parsed = envRolloutInputSchema.safeParse(rollout);
+  if (!parsed.success)
+    return failedRolloutResult(rollout.rolloutId, `invalid rollout input: ${describeZodError(parsed.error)}`);
+  const batch = CancellationScope.current();
+  const result = await CancellationScope.withTimeout(timeoutMs, () => rolloutByEpisode(parsed.data));
+  if (batch.consideredCancelled) throw new CancelledFailure('the batch was cancelled');
+  if (result.status === 'ABORTED')
+    return {
+      ...result,
+      status: 'FAILED',
+      reward: null,
+      detail: `ran past its ${timeoutMs} ms: ${result.detail}`,
+    };
+  return result;
 }
 
 export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<RolloutBatchResult> {
@@ -67,20 +111,11 @@ export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<Ro
     let attempt = 0;
     for (;;) {
       const rolloutId = rolloutIdFor(input.idPrefix, slot.group, slot.sample, attempt);
-      let outcome: EnvRolloutResult;
-      try {
-        outcome = await executeChild(envRolloutWorkflow, {
-          workflowId: envRolloutWorkflowId(rolloutId),
-          args: [{ ...input.template, rolloutId, taskId: slot.taskId }],
-          // A closing batch asks its rollouts to stop, and they release their sandboxes.
-          parentClosePolicy: ParentClosePolicy.REQUEST_CANCEL,
-          workflowRunTimeout: input.rolloutTimeoutMs,
-        });
-      } catch (error) {
-        if (isCancellation(error)) throw error;
-        // The child failed, timed out or was terminated: the same as a FAILED rollout.
-        outcome = failedRolloutResult(rolloutId, describeFailure(error));
-      }
+      const rollout = { ...input.template, rolloutId, taskId: slot.taskId };
+      const outcome =
+        input.rolloutsAs === 'activities'
+          ? await rolloutInBatch(rollout, input.rolloutTimeoutMs)
+          : await rolloutAsChild(rollout, input.rolloutTimeoutMs);
       if (outcome.status === 'FAILED' && attempt < input.maxRetriesPerRollout) {
         attempt++;
         progress.retried++;

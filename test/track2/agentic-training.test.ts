@@ -157,7 +157,7 @@ describe('agenticTrainingWorkflow with the reference engine as policy and traine
 
     if (process.env.RECORD_HISTORIES) {
       await saveHistory(env, agenticWorkflowId(runId), 'agentic-training-workflow-results-in-store');
-      await saveHistory(env, `${agenticWorkflowId(runId)}-s1-b0`, 'rollout-batch-workflow-results-in-store');
+      await saveHistory(env, `${agenticWorkflowId(runId)}-s1-b0`, 'rollout-batch-workflow-in-batch');
     }
   }, 240_000);
 });
