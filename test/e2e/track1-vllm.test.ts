@@ -3,9 +3,12 @@
 // streaming, a tool loop); the recorded tokens are vLLM's own; the run trains epochs (combine: the teacher
 // log-probs come from vLLM too), publishes each version into vLLM, and the next turns are served and
 // recorded with the new version. Then vLLM is killed (-9) mid-stream and restarted: every turn that was
-// acknowledged is still there, the interrupted one is not, and its retry is recorded.
+// acknowledged is still there, the interrupted one is not, and its retry is recorded. First, a request that
+// names no sampling field: the gateway sends the model's generation_config.json values (what vLLM's own default,
+// `--generation-config auto`, would use), vLLM samples at exactly them and reports log-probs at them, and the
+// record says so.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -35,6 +38,7 @@ import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js'
 import { findRecordedTurn } from '../support/turn-lookup.js';
 
 const MODEL = 'default';
+const QWEN3_SAMPLING = { temperature: 0.6, top_p: 0.95, top_k: 20 };
 const TOOLS: ChatCompletionTool[] = [
   {
     type: 'function',
@@ -63,6 +67,11 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     env = await connectTestEnvironment();
     dir = await mkdtemp(join(tmpdir(), 'track1-vllm-'));
     model = await makeTinyModel(join(dir, 'model'), 0, 64);
+    // Sampling defaults as a Qwen3 checkpoint ships them (the project starts vLLM with `--generation-config vllm`,
+    // so only the gateway reads them).
+    const generationConfig = join(model, 'generation_config.json');
+    const shipped = JSON.parse(await readFile(generationConfig, 'utf8')) as Record<string, unknown>;
+    await writeFile(generationConfig, JSON.stringify({ ...shipped, ...QWEN3_SAMPLING }));
     vllmPort = await freePort();
     [vllm, trainer, judge] = await Promise.all([
       startVllm({ model, servedModelName: MODEL, device: 'cpu', port: vllmPort }),
@@ -157,6 +166,68 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
+
+  it("sends a request without sampling fields at the model's generation_config; vLLM samples at it, as recorded", async () => {
+    // The suite's gateway does not read the model folder (it sends the neutral values); this one does.
+    const reading = await startGateway(
+      { ...config, engine: { ...config.engine, model } },
+      { temporal: env.client, store, logger: false },
+    );
+    try {
+      const session = `vllm-defaults-${Date.now().toString(36)}`;
+      const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Name a colour.' }];
+      const openai = new OpenAI({ baseURL: `${reading.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      await openai.chat.completions.create(
+        { model: MODEL, messages, max_tokens: 6, seed: 5 },
+        {
+          headers: headers(session, true),
+        },
+      );
+      const recorded = await record(session, 1);
+      expect(recorded?.sampling).toEqual({
+        temperature: 0.6,
+        topP: 0.95,
+        topK: 20,
+        minP: null,
+        maxTokens: 6,
+        seed: 5,
+      });
+
+      // vLLM asked directly with those values gives the same tokens and the same log-probs (after temperature
+      // and top-k/top-p: `--logprobs-mode processed_logprobs`); at the neutral values the same seed gives other
+      // log-probs, so the record names the distribution the tokens were drawn from.
+      const sampled = async (sampling: Record<string, number>) => {
+        const response = await fetch(`${vllm.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: MODEL,
+            messages,
+            max_tokens: 6,
+            seed: 5,
+            logprobs: true,
+            return_token_ids: true,
+            ...sampling,
+          }),
+        });
+        const choice = (
+          (await response.json()) as {
+            choices: { token_ids: number[]; logprobs: { content: { logprob: number }[] } }[];
+          }
+        ).choices[0];
+        return { ids: choice?.token_ids, logprobs: choice?.logprobs.content.map((c) => c.logprob) ?? [] };
+      };
+      const same = await sampled(QWEN3_SAMPLING);
+      expect(same.ids).toEqual(recorded?.responseIds);
+      same.logprobs.forEach((lp, i) => {
+        expect(lp).toBeCloseTo(recorded?.responseLogProbs[i] ?? Number.NaN, 4);
+      });
+      const neutral = await sampled({ temperature: 1, top_p: 1, top_k: -1 });
+      expect(neutral.logprobs).not.toEqual(same.logprobs);
+    } finally {
+      await reading.close();
+    }
+  }, 120_000);
 
   it('captures vLLM tokens, trains, publishes into vLLM, and serves the next turns with the new version', async () => {
     const run = Date.now().toString(36);

@@ -55,7 +55,9 @@ describe('sessionWorkflow over a long session', () => {
         teacher: { url: engine.url },
         judge: { baseUrl: judge.url, model: 'fake', votes: 1 },
         training: { batchSize: 100 },
-        session: { idleTimeoutMs: 2_000, reopenHorizonMs: 0, continueAsNewAfterTurns: 2 },
+        // Longer than any gap between two recorded turns on a loaded machine (2 s was not): the session
+        // must stay open until all six arrive, then the test waits for the idle close once.
+        session: { idleTimeoutMs: 10_000, reopenHorizonMs: 0, continueAsNewAfterTurns: 2 },
         temporal: { taskQueue },
       },
     );

@@ -55,7 +55,8 @@ describe('Track 1 workflows end to end', () => {
         teacher: { url: engine.url },
         judge: { baseUrl: judge.url, model: 'fake-judge' },
         training: { batchSize: 2, learningRate: 1e-3 },
-        session: { idleTimeoutMs: 3000, reopenHorizonMs: 0 },
+        // Longer than any gap between two recorded turns on a loaded machine; session B waits for it once.
+        session: { idleTimeoutMs: 10_000, reopenHorizonMs: 0 },
       },
     );
     if (!loaded.ok) throw new Error(loaded.error);
