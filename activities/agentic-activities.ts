@@ -94,6 +94,8 @@ export function createAgenticActivities(deps: AgenticDependencies) {
       responseLength: record.responseIds.length,
       lossMask: record.responseIds.map(() => 1),
       rolloutLogProbs: record.responseLogProbs,
+      ...(record.temperature !== undefined &&
+        record.temperature !== 1 && { temperature: record.temperature }),
       reward: advantage,
       policyVersion: record.policyVersion,
       method: 'rl',

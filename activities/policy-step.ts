@@ -19,6 +19,7 @@ import {
   truncateTokensHeadTail,
 } from '../core/context-truncation.js';
 import { fnv1a64Hex } from '../core/fnv1a64.js';
+import { logprobTemperature } from '../core/logprob-temperature.js';
 import { parsePolicyVersion } from '../core/policy-version.js';
 import type { PolicySettings } from '../core/rollout-settings.js';
 import { rolloutSampleId } from '../core/sample-id.js';
@@ -278,6 +279,7 @@ export function createPolicyActivities(deps: PolicyDependencies) {
         promptIds,
         responseIds,
         responseLogProbs: logprobs,
+        temperature: logprobTemperature(sampling.temperature),
         policyVersion,
         finishReason: completion.finishReason,
         message,

@@ -50,6 +50,8 @@ export interface RolloutStepRecord {
   promptIds: number[];
   responseIds: number[];
   responseLogProbs: number[];
+  /** Temperature of those log-probs: the sampling temperature, 1 for greedy (absent in older records: 1). */
+  temperature?: number;
   policyVersion: number;
   finishReason: string;
   /** The assistant message appended to the transcript. */

@@ -3,8 +3,8 @@ import type { Client } from '@temporalio/client';
 import { nextStateOf } from '../core/chat-messages.js';
 import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-prompts.js';
 import type { JudgeScore } from '../core/judge-votes.js';
+import { logprobTemperature } from '../core/logprob-temperature.js';
 import { assembleSample as assemble, type HintOutcome } from '../core/sample-assembly.js';
-import { parseSampleId } from '../core/sample-id.js';
 import { appendHintToMessages } from '../core/teacher-context.js';
 import { exclusionKey, sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../core/turn-record.js';
 import type {
@@ -53,21 +53,29 @@ export interface AssembleSampleInput {
     evalVotes: (number | null)[] | null;
     hintVotes: (number | null)[] | null;
     hint: string | null;
+    /** A superseded turn trained as a rejection: the sibling the conversation continued instead. */
+    supersededBy?: string;
   };
 }
 
+/** The teacher record of a sample (`teacher/<sampleId>`); training reads its top-K rows from here. */
 interface StoredTeacher {
   logProbs: number[];
   topK: TeacherTopK | null;
+  /** The hinted prompt as the teacher's chat template rendered it (for audit). */
+  promptIds?: number[];
+  /** The temperature the prefill was asked for: the one the response was drawn at. */
+  temperature?: number;
 }
 
 export function createScoringActivities(deps: ScoringDependencies) {
   const { store } = deps;
 
   async function loadTurn(sampleId: string): Promise<TurnRecord> {
-    const parsed = parseSampleId(sampleId);
-    if (!parsed) throw ApplicationFailure.nonRetryable(`malformed sample id ${sampleId}`, 'InvalidInput');
-    const record = await store.get<TurnRecord>(turnRecordKey(parsed.owner, parsed.index));
+    const key = turnRecordKey(sampleId);
+    if (key === null)
+      throw ApplicationFailure.nonRetryable(`malformed sample id ${sampleId}`, 'InvalidInput');
+    const record = await store.get<TurnRecord>(key);
     // The gateway writes the record before it signals, so a missing one is a lost store, not a race.
     if (!record) throw ApplicationFailure.nonRetryable(`no turn record for ${sampleId}`, 'MissingTurnRecord');
     return record;
@@ -75,8 +83,11 @@ export function createScoringActivities(deps: ScoringDependencies) {
 
   /**
    * Teacher log-probs of the exact response tokens under the hinted prompt (spec 6.3-6.4): the hinted prompt
-   * is tokenised by the teacher's own chat template, the response ids are the ones the policy sampled, and
-   * the teacher's adapter aligns its engine's prefill log-probs to the response tokens.
+   * is tokenised by the teacher's own chat template with the turn's own `chat_template_kwargs` (so it is
+   * rendered after the same prefix as the student's), the response ids are the ones the policy sampled, the
+   * prefill is asked for the temperature the response was drawn at where the teacher can score at it (else at
+   * 1, recorded as such: docs/scoring.md), and the teacher's adapter aligns its engine's prefill log-probs to
+   * the response tokens.
    */
   async function teacherLogprobs(input: { sampleId: string; hint: string }): Promise<void> {
     const turn = await loadTurn(input.sampleId);
@@ -85,13 +96,17 @@ export function createScoringActivities(deps: ScoringDependencies) {
       model: turn.model,
       messages: hinted,
       tools: turn.tools,
+      chatTemplateKwargs: turn.chatTemplateKwargs ?? null,
     });
+    const sampled = logprobTemperature(turn.sampling?.temperature);
+    const temperature = deps.teacher.features.prefillTemperature ? sampled : 1;
     const { logprobs: logProbs, topK } = await deps.teacher.prefillLogprobs({
       inputIds: [...promptIds, ...turn.responseIds],
       responseLength: turn.responseIds.length,
       topK: deps.teacherTopK,
+      temperature,
     });
-    const stored: StoredTeacher = { logProbs, topK };
+    const stored: StoredTeacher = { logProbs, topK, promptIds, temperature };
     await store.put(teacherKey(input.sampleId), stored);
   }
 
@@ -129,12 +144,14 @@ export function createScoringActivities(deps: ScoringDependencies) {
       const assembled = assemble(
         input.method,
         {
+          sampleId: input.sampleId,
           sessionId: turn.sessionId,
           turn: turn.turn,
           promptIds: turn.promptIds,
           responseIds: turn.responseIds,
           responseLogProbs: turn.responseLogProbs,
           policyVersion: turn.policyVersion,
+          temperature: logprobTemperature(turn.sampling?.temperature),
         },
         {
           evalScore: input.evalScore,
@@ -147,9 +164,14 @@ export function createScoringActivities(deps: ScoringDependencies) {
         await store.put(exclusionKey(input.sampleId), { ...assembled.exclusion, judge: input.judgeRecord });
         return { ok: false, exclusion: assembled.exclusion };
       }
-      const sample: TrainingSample = assembled.sample;
+      const { teacherTopkLogProbs, teacherTopkIndices, ...sample } = assembled.sample;
+      // Top-K rows ([response][K]) stay in the teacher record; the sample refers to it.
+      const stored: TrainingSample =
+        teacherTopkLogProbs && teacherTopkIndices
+          ? { ...sample, teacherTopKKey: teacherKey(sample.sampleId) }
+          : sample;
       // First write wins: a retried activity finds its own sample and reports it again.
-      await store.putIfAbsent(sampleKey(sample.sampleId), { ...sample, judge: input.judgeRecord });
+      await store.putIfAbsent(sampleKey(sample.sampleId), { ...stored, judge: input.judgeRecord });
       const ref: SampleRef = {
         sampleId: sample.sampleId,
         method: sample.method,

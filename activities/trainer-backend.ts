@@ -18,7 +18,11 @@ export type TrainerSample = Pick<
   | 'teacherLogProbs'
   | 'teacherTopkLogProbs'
   | 'teacherTopkIndices'
->;
+  | 'temperature'
+> & {
+  /** This sample's π_old is its rollout log-probs (it is more than `maxPolicyLag` versions old). */
+  useRolloutLogprobs?: boolean;
+};
 
 export interface LossConfig {
   method: LossMethod;
@@ -29,6 +33,7 @@ export interface LossConfig {
   entropyCoef: number;
   wRl: number;
   wOpd: number;
+  /** Every sample's π_old is its rollout log-probs (a sample's own `useRolloutLogprobs` also sets it). */
   useRolloutLogprobs: boolean;
 }
 
@@ -69,6 +74,10 @@ export interface TrainerBackend {
   exportForServing(path: string): Promise<string>;
   /** Whether the trainer's current state already includes `stepId` (false after a restart from the base). */
   hasApplied(stepId: string): Promise<boolean>;
+  /** Back to the base model, no optimizer state, no step ids: a run that starts anew trains from there. */
+  resetToBase(): Promise<void>;
+  /** Whether the trainer has trained (or loaded) anything since its base. */
+  hasTrained(): Promise<boolean>;
 }
 
 export const defaultLossConfig: LossConfig = {

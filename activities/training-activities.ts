@@ -1,15 +1,24 @@
 import { existsSync } from 'node:fs';
+import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
+import { lineageKey, runRecordKey } from '../core/training-keys.js';
 import { exclusionKey, sampleKey } from '../core/turn-record.js';
-import type { Method, SampleExclusion, TrainingSample } from '../core/types.js';
+import type {
+  Method,
+  SampleExclusion,
+  SampleExclusionReason,
+  SampleRef,
+  TeacherTopK,
+  TrainingSample,
+} from '../core/types.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
 import { withHeartbeats } from './heartbeats.js';
 import type { SampleStore } from './sample-store.js';
-import { storeKey } from './sample-store.js';
 import type { LossMethod, TrainerBackend, TrainerSample } from './trainer-backend.js';
 import { TINKER_SAMPLER_FILE } from './trainer-backends/tinker-trainer.js';
+import { asTrainerRefusal, trainerRefusal } from './trainer-refusal.js';
 import { TRAINER_LOST_STEP } from './training-errors.js';
 
 export interface TrainingDependencies {
@@ -17,7 +26,7 @@ export interface TrainingDependencies {
   trainer: TrainerBackend;
   /** The serving engine that receives each new policy version. */
   serving: EngineAdapter;
-  /** Checkpoints go under `<checkpointDir>/<runId>/v<version>`. */
+  /** Checkpoints go under `<checkpointDir>/<runId>/<incarnation>/v<version>`. */
   checkpointDir: string;
 }
 
@@ -33,13 +42,51 @@ export interface TrainStepInput {
   method: Method;
   loss: LossSettings;
   optimizer: OptimizerSettings;
+  /** Every sample's π_old is its rollout log-probs (inputs from before `staleSampleIds` existed). */
   useRolloutLogprobs: boolean;
-  /** The run's last trained step and its checkpoint: a trainer that restarted is brought back to them first. */
-  resume: { lastStepId: string | null; lastCheckpoint: string | null };
+  /** The samples more than `maxPolicyLag` versions old: only they use their rollout log-probs as π_old. */
+  staleSampleIds?: string[];
+  /** opd with K > 0: top-K distillation against the teacher's K best log-probs (spec 6.6). */
+  distillTopK?: number;
+  /**
+   * The run's last trained step and its checkpoint: a trainer that restarted is brought back to them first.
+   * `fromBase`: the first step of a run (id) started anew, which trains from the base model whatever the
+   * trainer holds (another incarnation's weights must never become this one's).
+   */
+  resume: { lastStepId: string | null; lastCheckpoint: string | null; fromBase?: boolean };
+}
+
+export interface PublishInput {
+  runId: string;
+  stepId: string;
+  version: number;
+  /** The run's incarnation: its checkpoints live in a folder of their own (absent: the older layout). */
+  incarnation?: string;
+  /** Checkpoint folders of this incarnation kept after publishing, newest first; 0 or absent keeps all. */
+  keepCheckpoints?: number;
 }
 
 /** Track 1 methods map onto the trainer's loss: binary RL is GRPO with the judge's reward. */
 const LOSS_METHOD: Record<Method, LossMethod> = { rl: 'grpo', opd: 'opd', combine: 'combine' };
+
+/** The record of which incarnation of a run id is current (`runs/<runId>`, read by the engine launcher). */
+export interface RunRecord {
+  runId: string;
+  incarnation: string;
+  startedAt: string;
+}
+
+/** Where a published version's folder lives. */
+export function checkpointPath(
+  checkpointDir: string,
+  runId: string,
+  version: number,
+  incarnation?: string,
+): string {
+  return incarnation === undefined
+    ? join(checkpointDir, runId, `v${version}`)
+    : join(checkpointDir, runId, incarnation, `v${version}`);
+}
 
 /**
  * Whether `path` holds a whole published version: a Hugging Face folder, or a Tinker export naming its sampler
@@ -47,6 +94,10 @@ const LOSS_METHOD: Record<Method, LossMethod> = { rl: 'grpo', opd: 'opd', combin
  */
 export function isPublishedVersion(path: string): boolean {
   return existsSync(join(path, 'config.json')) || existsSync(join(path, TINKER_SAMPLER_FILE));
+}
+
+interface StoredTeacher {
+  topK: TeacherTopK | null;
 }
 
 /** A step's sample ids: inline, or read from the record at `sampleIdsKey`. */
@@ -64,51 +115,120 @@ async function sampleIdsOf(store: SampleStore, input: TrainStepInput): Promise<s
 export function createTrainingActivities(deps: TrainingDependencies) {
   const { store, trainer } = deps;
 
+  /** The trainer's view of a stored sample for this step: its flags, its teacher, its top-K rows. */
+  async function trainerSample(
+    sampleId: string,
+    stale: ReadonlySet<string>,
+    topK: number,
+  ): Promise<TrainerSample> {
+    const sample = await store.get<TrainingSample>(sampleKey(sampleId));
+    if (!sample) throw trainerRefusal(`sample ${sampleId} is not in the store`);
+    let rows =
+      sample.teacherTopkLogProbs && sample.teacherTopkIndices
+        ? { logProbs: sample.teacherTopkLogProbs, tokenIds: sample.teacherTopkIndices }
+        : null;
+    if (topK > 0 && rows === null && sample.teacherTopKKey)
+      rows = (await store.get<StoredTeacher>(sample.teacherTopKKey))?.topK ?? null;
+    if (topK > 0 && rows === null)
+      throw trainerRefusal(
+        `sample ${sampleId} has no teacher top-K log-probs for top-K distillation: the scoring worker computes them only with teacher.topK > 0 (OPENCLAW_TEACHER_TOP_K)`,
+      );
+    return {
+      tokens: sample.tokens,
+      responseLength: sample.responseLength,
+      lossMask: sample.lossMask,
+      rolloutLogProbs: sample.rolloutLogProbs,
+      reward: sample.reward,
+      // Combine's RL-only rows train without a teacher (term exactly 0); older ones stored the rollout
+      // log-probs as their teacher, which every trainer also reads as none.
+      teacherLogProbs: sample.kind === 'rl' ? undefined : sample.teacherLogProbs,
+      ...(topK > 0 &&
+        rows && {
+          teacherTopkLogProbs: rows.logProbs.map((row) => row.slice(0, topK)),
+          teacherTopkIndices: rows.tokenIds.map((row) => row.slice(0, topK)),
+        }),
+      ...(sample.temperature !== undefined && { temperature: sample.temperature }),
+      ...(stale.has(sampleId) && { useRolloutLogprobs: true }),
+    };
+  }
+
+  /** Moves samples to the exclusions with `reason` (their data kept for audit): a turn is never both. */
+  async function moveToExclusions(
+    sampleIds: readonly string[],
+    reason: SampleExclusionReason,
+    detail: string,
+  ): Promise<void> {
+    for (const sampleId of sampleIds) {
+      const sample = await store.get<TrainingSample>(sampleKey(sampleId));
+      const exclusion: SampleExclusion & { sample?: TrainingSample } = {
+        sampleId,
+        reason,
+        detail,
+        ...(sample && { sample }),
+      };
+      // Moved by an earlier attempt: its exclusion is already there.
+      if (sample === undefined && (await store.get(exclusionKey(sampleId))) !== undefined) continue;
+      await store.put(exclusionKey(sampleId), exclusion);
+      await store.delete(sampleKey(sampleId));
+    }
+  }
+
+  /** Removes this incarnation's checkpoint folders older than the newest `keep` (the published one stays). */
+  async function pruneCheckpoints(input: PublishInput, keep: number): Promise<void> {
+    const dir = join(deps.checkpointDir, input.runId, ...(input.incarnation ? [input.incarnation] : []));
+    const versions = (await readdir(dir).catch(() => [] as string[]))
+      .map((name) => /^v(\d+)$/.exec(name))
+      .filter((match): match is RegExpExecArray => match !== null)
+      .map((match) => Number(match[1]))
+      .filter((version) => version < input.version)
+      .sort((a, b) => b - a);
+    for (const version of versions.slice(Math.max(0, keep - 1)))
+      await rm(join(dir, `v${version}`), { recursive: true, force: true });
+  }
+
   return {
     async trainStep(input: TrainStepInput): Promise<Record<string, number>> {
       return withHeartbeats(input.stepId, async () => {
-        const { lastStepId, lastCheckpoint } = input.resume;
-        // A trainer process that restarted lost its state: resume it from the run's last checkpoint.
-        if (lastStepId && lastCheckpoint && !(await trainer.hasApplied(input.stepId))) {
-          if (!(await trainer.hasApplied(lastStepId))) await trainer.loadCheckpoint(lastCheckpoint);
+        const { lastStepId, lastCheckpoint, fromBase } = input.resume;
+        if (!(await trainer.hasApplied(input.stepId))) {
+          if (fromBase) {
+            // A run (id) started anew: whatever the trainer holds belongs to someone else.
+            if (await trainer.hasTrained()) await trainer.resetToBase();
+          } else if (lastStepId && lastCheckpoint && !(await trainer.hasApplied(lastStepId))) {
+            // A trainer process that restarted lost its state: resume it from the run's last checkpoint.
+            await trainer.loadCheckpoint(lastCheckpoint);
+          }
         }
+        const topK = input.method === 'opd' ? (input.distillTopK ?? 0) : 0;
+        const stale = new Set(input.staleSampleIds ?? []);
         const samples: TrainerSample[] = [];
-        for (const sampleId of await sampleIdsOf(store, input)) {
-          const sample = await store.get<TrainingSample>(sampleKey(sampleId));
-          if (!sample)
-            throw ApplicationFailure.nonRetryable(`sample ${sampleId} is not in the store`, 'MissingSample');
-          samples.push({
-            tokens: sample.tokens,
-            responseLength: sample.responseLength,
-            lossMask: sample.lossMask,
-            rolloutLogProbs: sample.rolloutLogProbs,
-            reward: sample.reward,
-            teacherLogProbs:
-              sample.teacherLogProbs ?? (input.method === 'rl' ? undefined : sample.rolloutLogProbs),
-            teacherTopkLogProbs: sample.teacherTopkLogProbs,
-            teacherTopkIndices: sample.teacherTopkIndices,
-          });
+        for (const sampleId of await sampleIdsOf(store, input))
+          samples.push(await trainerSample(sampleId, stale, topK));
+        let metrics: Awaited<ReturnType<TrainerBackend['trainStep']>>;
+        try {
+          metrics = await trainer.trainStep(
+            input.stepId,
+            samples,
+            {
+              method: topK > 0 ? 'topk_distill' : LOSS_METHOD[input.method],
+              epsClip: input.loss.epsClip,
+              epsClipHigh: input.loss.epsClipHigh,
+              klCoef: input.loss.klCoef,
+              klType: input.loss.klType === 'k3' ? 'low_var_kl' : input.loss.klType,
+              entropyCoef: input.loss.entropyCoef,
+              wRl: input.loss.wRl,
+              wOpd: input.loss.wOpd,
+              useRolloutLogprobs: input.useRolloutLogprobs,
+            },
+            {
+              lr: input.optimizer.learningRate,
+              weightDecay: input.optimizer.weightDecay,
+              betas: input.optimizer.betas,
+            },
+          );
+        } catch (error) {
+          throw asTrainerRefusal(error);
         }
-        const metrics = await trainer.trainStep(
-          input.stepId,
-          samples,
-          {
-            method: LOSS_METHOD[input.method],
-            epsClip: input.loss.epsClip,
-            epsClipHigh: input.loss.epsClipHigh,
-            klCoef: input.loss.klCoef,
-            klType: input.loss.klType === 'k3' ? 'low_var_kl' : input.loss.klType,
-            entropyCoef: input.loss.entropyCoef,
-            wRl: input.loss.wRl,
-            wOpd: input.loss.wOpd,
-            useRolloutLogprobs: input.useRolloutLogprobs,
-          },
-          {
-            lr: input.optimizer.learningRate,
-            weightDecay: input.optimizer.weightDecay,
-            betas: input.optimizer.betas,
-          },
-        );
         const numeric: Record<string, number> = {};
         for (const [key, value] of Object.entries(metrics))
           if (typeof value === 'number') numeric[key] = value;
@@ -116,10 +236,13 @@ export function createTrainingActivities(deps: TrainingDependencies) {
       });
     },
 
-    /** Saves the trained weights as version `version` and loads them into the serving engine. Idempotent. */
-    async publishWeights(input: { runId: string; stepId: string; version: number }): Promise<string> {
+    /**
+     * Saves the trained weights as version `version`, loads them into the serving engine, and prunes this
+     * incarnation's older checkpoint folders beyond `keepCheckpoints`. Idempotent.
+     */
+    async publishWeights(input: PublishInput): Promise<string> {
       return withHeartbeats(`publish v${input.version}`, async () => {
-        const path = join(deps.checkpointDir, input.runId, `v${input.version}`);
+        const path = checkpointPath(deps.checkpointDir, input.runId, input.version, input.incarnation);
         if (await trainer.hasApplied(input.stepId)) {
           await trainer.exportForServing(path);
         } else if (!isPublishedVersion(path)) {
@@ -132,12 +255,21 @@ export function createTrainingActivities(deps: TrainingDependencies) {
         }
         // Checkpoints are written atomically, so one that exists is whole: (re)load it into serving.
         await deps.serving.publishWeights({ path, version: String(input.version) });
+        if (input.keepCheckpoints) await pruneCheckpoints(input, input.keepCheckpoints);
         return path;
       });
     },
 
     async recordLineage(input: { runId: string; entry: LineageEntry }): Promise<void> {
-      await store.put(storeKey('lineage', input.runId, `v${input.entry.version}`), input.entry);
+      await store.put(lineageKey(input.runId, input.entry.version, input.entry.incarnation), input.entry);
+    },
+
+    /** Records which incarnation of the run id is current, so an engine restart serves only its weights. */
+    async beginIncarnation(input: { runId: string; incarnation: string }): Promise<void> {
+      const current = await store.get<RunRecord>(runRecordKey(input.runId));
+      if (current?.incarnation === input.incarnation) return;
+      const record: RunRecord = { ...input, startedAt: new Date().toISOString() };
+      await store.put(runRecordKey(input.runId), record);
     },
 
     async recordStaleExclusions(input: {
@@ -145,19 +277,37 @@ export function createTrainingActivities(deps: TrainingDependencies) {
       policyVersion: number;
       maxPolicyLag: number;
     }): Promise<void> {
-      // A dropped sample moves to the exclusions (with its data, for audit), so a turn is never both.
-      for (const sampleId of input.sampleIds) {
-        const sample = await store.get<TrainingSample>(sampleKey(sampleId));
-        if (sample === undefined) continue; // moved by an earlier attempt
-        const exclusion: SampleExclusion & { sample: TrainingSample } = {
-          sampleId,
-          reason: 'stale-policy',
-          detail: `more than ${input.maxPolicyLag} versions behind policy v${input.policyVersion}`,
-          sample,
-        };
-        await store.put(exclusionKey(sampleId), exclusion);
-        await store.delete(sampleKey(sampleId));
-      }
+      await moveToExclusions(
+        input.sampleIds,
+        'stale-policy',
+        `more than ${input.maxPolicyLag} versions behind policy v${input.policyVersion}`,
+      );
+    },
+
+    /** The samples of a batch the trainer refused become exclusions naming the step and the refusal. */
+    async recordRefusedBatch(input: { sampleIds: string[]; stepId: string; detail: string }): Promise<void> {
+      await moveToExclusions(
+        input.sampleIds,
+        'trainer-refused',
+        `the trainer refused step ${input.stepId}: ${input.detail}`,
+      );
+    },
+
+    /** Writes one chunk of waiting samples to the store, so the run's history need not carry them. */
+    async spillPending(input: { key: string; refs: SampleRef[] }): Promise<void> {
+      await store.put(input.key, input.refs);
+    },
+
+    /** Reads a spilled chunk back (it stays in the store until `dropBacklog`, so a retry reads it again). */
+    async loadBacklog(input: { key: string }): Promise<SampleRef[]> {
+      const refs = await store.get<SampleRef[]>(input.key);
+      if (refs === undefined)
+        throw ApplicationFailure.nonRetryable(`backlog chunk ${input.key} is missing`, 'MissingBacklog');
+      return refs;
+    },
+
+    async dropBacklog(input: { keys: string[] }): Promise<void> {
+      for (const key of input.keys) await store.delete(key);
     },
   };
 }

@@ -68,9 +68,11 @@ async function realSample(index: number): Promise<SampleRef> {
   const choice = ((await response.json()) as { choices: EngineChoice[] }).choices[0];
   if (!choice) throw new Error('engine returned no choice');
   const sessionId = `epoch-${index}`;
+  const sampleId = turnSampleId(sessionId, 1);
   const assembled = assembleSample(
     'rl',
     {
+      sampleId,
       sessionId,
       turn: 1,
       promptIds: choice.prompt_token_ids,
@@ -82,7 +84,7 @@ async function realSample(index: number): Promise<SampleRef> {
   );
   if (!assembled.ok) throw new Error(`sample ${index} excluded: ${assembled.exclusion.detail}`);
   const sample = assembled.sample;
-  await stack.store.put(sampleKey(turnSampleId(sessionId, 1)), sample);
+  await stack.store.put(sampleKey(sampleId), sample);
   return {
     sampleId: sample.sampleId,
     method: sample.method,

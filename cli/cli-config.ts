@@ -32,8 +32,9 @@ function integer(flag: string, value: string | undefined): number | undefined {
 
 /**
  * Defaults < Temporal profile < environment < flags (the profile, a `temporal.toml` that envconfig finds,
- * only gives the Temporal address and namespace here; connect.ts takes its TLS and API key). The judge and the teacher follow the engine unless set: as in the
- * original, the policy engine judges its own turns when no judge is configured.
+ * only gives the Temporal address and namespace here; connect.ts takes its TLS and API key). The judge and the
+ * teacher are the frozen judge engine unless set (the base checkpoint beside the policy, never updated, as the
+ * original's PRM engine).
  */
 export function configFromFlags(flags: CommonFlags, env: NodeJS.ProcessEnv = process.env): OpenClawConfig {
   const overrides: OpenClawConfigInput = {};
@@ -72,14 +73,7 @@ export function configFromFlags(flags: CommonFlags, env: NodeJS.ProcessEnv = pro
   if (flags.trainer !== undefined)
     overrides.trainer = { backend: flags.trainer as NonNullable<OpenClawConfigInput['trainer']>['backend'] };
 
-  const first = loadConfig(env, overrides);
-  if (!first.ok) throw new Error(first.error);
-  const engineUrl = first.config.engine.url.replace(/\/+$/, '');
-  const follow: OpenClawConfigInput = {};
-  if (judge.baseUrl === undefined && !env.OPENCLAW_JUDGE_URL)
-    follow.judge = { ...judge, baseUrl: `${engineUrl}/v1` };
-  if (!env.OPENCLAW_TEACHER_URL) follow.teacher = { url: engineUrl };
-  const final = loadConfig(env, { ...overrides, ...follow });
-  if (!final.ok) throw new Error(final.error);
-  return final.config;
+  const loaded = loadConfig(env, overrides);
+  if (!loaded.ok) throw new Error(loaded.error);
+  return loaded.config;
 }

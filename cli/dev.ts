@@ -13,7 +13,13 @@ import {
   describeTemporalConnection,
   temporalConnectionSettings,
 } from './connect.js';
-import { launchEngine, resolveModel, startTrainerBeside } from './engine-launch.js';
+import {
+  launchEngine,
+  launchJudgeEngine,
+  resolveModel,
+  startTrainerBeside,
+  usesJudgeEngine,
+} from './engine-launch.js';
 import {
   type DevServer,
   devServerUiPort,
@@ -21,15 +27,16 @@ import {
   splitAddress,
   startTemporalDevServer,
 } from './temporal-dev-server.js';
-import { ensureTrainingRun } from './training-run.js';
+import { ensureTrainingRun, trainingRunIsRunning } from './training-run.js';
 
 /**
  * The whole Track 1 stack in one process tree: a Temporal dev server unless one answers (its database in
  * the data dir, so a restart resumes), the policy engine of `engine.kind` unless one answers (the reference
- * engine, or vLLM with a reference trainer beside it), the control worker, the gateway and the training run.
- * Payloads are encrypted with a key ring it creates in the data dir (unless `payloads.encryption` is off or
- * keys are configured), and a codec server lets the dev server's UI show them decrypted. Prints the URLs, then
- * `ready`. Stops everything when `stop` resolves.
+ * engine, or vLLM with a reference trainer beside it), the frozen judge engine (the base checkpoint, never
+ * updated) unless the judge and teacher are elsewhere or one answers, the control worker, the gateway and the
+ * training run. Payloads are encrypted with a key ring it creates in the data dir (unless
+ * `payloads.encryption` is off or keys are configured), and a codec server lets the dev server's UI show them
+ * decrypted. Prints the URLs, then `ready`. Stops everything when `stop` resolves.
  */
 export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promise<void> {
   const cleanups: (() => Promise<void>)[] = [];
@@ -78,6 +85,11 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       temporalUi = server.uiUrl;
     }
 
+    const { client, close } = await connectClient(config);
+    cleanups.push(close);
+    // A run that is not running starts anew (a new incarnation, from the base): serve the base for it.
+    const resume = await trainingRunIsRunning(client, config.runId);
+
     const engine = policyEngineFromConfig(config);
     let policyVersion: number;
     if (await engine.health()) {
@@ -100,7 +112,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       say(
         `engine: starting ${config.engine.kind === 'vllm' ? 'vLLM' : 'the reference engine'} at ${config.engine.url}`,
       );
-      const launched = await launchEngine(config);
+      const launched = await launchEngine(config, () => {}, { resume });
       for (const started of launched.processes) cleanups.push(() => started.stop());
       policyVersion = launched.version;
       if (launched.trainerUrl) say(`trainer ${launched.trainerUrl} (reference engine)`);
@@ -109,8 +121,17 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       );
     }
 
-    const { client, close } = await connectClient(config);
-    cleanups.push(close);
+    if (usesJudgeEngine(config)) {
+      if (await createEngineAdapter('reference', config.judgeEngine.url).health()) {
+        say(`judge engine ${config.judgeEngine.url} (already running)`);
+      } else {
+        say(`judge engine: starting a frozen reference engine at ${config.judgeEngine.url}`);
+        const frozen = await launchJudgeEngine(config);
+        cleanups.push(() => frozen.engine.stop());
+        say(`judge engine ${frozen.engine.url} model=${frozen.model} (frozen: never updated)`);
+      }
+    }
+
     // One store for the worker and the gateway; the gateway's relay delivers the outbox.
     const store = storeFromConfig(config);
     cleanups.push(async () => store.close?.());
@@ -139,7 +160,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
     say(`gateway ${gateway.url}/v1`);
     say(`temporal ui ${temporalUi}`);
     if (codec) say(`codec server ${codec.url} (the Temporal UI decrypts payloads through it)`);
-    say(`judge ${config.judge.baseUrl} (model ${config.judge.model})`);
+    say(`judge ${config.judge.baseUrl} (model ${config.judge.model}), teacher ${config.teacher.url}`);
     say('ready');
     await Promise.race([stop, running]);
   } finally {

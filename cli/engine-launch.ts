@@ -1,7 +1,9 @@
 import { join, resolve } from 'node:path';
 import { storeFromConfig } from '../activities/store-from-config.js';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
+import type { RunRecord } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { runRecordKey } from '../core/training-keys.js';
 import { createEngineAdapter, withEngineAuth } from '../engines/engine-adapters.js';
 import { splitArgs } from '../engines/vllm-server-args.js';
 import { engineAccessEnv } from '../security/engine-token.js';
@@ -26,20 +28,34 @@ export async function resolveModel(config: OpenClawConfig): Promise<string> {
   return makeTinyModel(join(config.dataDir, 'tiny-model'));
 }
 
-/** The run's newest published checkpoint, from the lineage records in the sample store. */
+/**
+ * The newest checkpoint published by the run id's current incarnation (`runs/<runId>` names it; runs from
+ * before incarnations have none, and their entries have no incarnation either). Another incarnation's
+ * versions are never returned: a run id started again must not serve the weights of the one before.
+ */
 export async function latestPublished(config: OpenClawConfig): Promise<LineageEntry | null> {
   const store = storeFromConfig(config);
   try {
+    const run = await store.get<RunRecord>(runRecordKey(config.runId));
     const keys = await store.list(`lineage/${encodeURIComponent(config.runId)}`);
     let latest: LineageEntry | null = null;
     for (const key of keys) {
       const entry = await store.get<LineageEntry>(key);
-      if (entry && (latest === null || entry.version > latest.version)) latest = entry;
+      if (!entry || entry.incarnation !== run?.incarnation) continue;
+      if (latest === null || entry.version > latest.version) latest = entry;
     }
     return latest;
   } finally {
     await store.close?.();
   }
+}
+
+export interface LaunchOptions {
+  /**
+   * Load the run's newest published version (default). False when the run is about to start anew (its
+   * workflow is not running): the engine then serves the base, which is what the new incarnation trains from.
+   */
+  resume?: boolean;
 }
 
 export interface LaunchedEngine {
@@ -59,19 +75,25 @@ function hostAndPort(url: string, fallbackPort: number): { host: string; port: n
 }
 
 /**
- * The reference engine (serving and training) of `model` at `url`, with the config's device and LoRA rank, its
- * token, and the folders its requests may name: checkpoints under `<dataDir>/checkpoints`, weights also from
- * the trainer's shared folder (slime's checkpoints).
+ * The reference engine of `model` at `url` on the config's device: serving and training (with the config's LoRA
+ * rank), or serving only (the frozen judge engine); with the config's token, and the folders its requests may
+ * name: checkpoints under `<dataDir>/checkpoints`, weights also from the trainer's shared folder (slime's).
  */
-function startReferenceAt(config: OpenClawConfig, url: string, model: string, log: (line: string) => void) {
+function startReferenceAt(
+  config: OpenClawConfig,
+  url: string,
+  model: string,
+  log: (line: string) => void,
+  trainer = true,
+) {
   const { host, port } = hostAndPort(url, 30000);
   return startReferenceEngine({
     model,
     host,
     port,
-    trainer: true,
+    trainer,
     device: config.engine.device,
-    loraRank: config.engine.loraRank,
+    ...(trainer && { loraRank: config.engine.loraRank }),
     onLine: log,
     readyTimeoutMs: 600_000,
     checkpointRoots: [join(config.dataDir, 'checkpoints')],
@@ -95,6 +117,7 @@ export function startTrainerBeside(config: OpenClawConfig, model: string, log: (
 export async function launchEngine(
   config: OpenClawConfig,
   log: (line: string) => void = () => {},
+  options: LaunchOptions = {},
 ): Promise<LaunchedEngine> {
   const { host, port } = hostAndPort(config.engine.url, 30000);
   const model = await resolveModel(config);
@@ -127,7 +150,7 @@ export async function launchEngine(
       );
     }
     const engine = processes.at(-1) as EngineProcess;
-    const latest = await latestPublished(config);
+    const latest = options.resume === false ? null : await latestPublished(config);
     if (latest) {
       await createEngineAdapter(config.engine.kind, engine.url, withEngineAuth(config)).publishWeights({
         path: latest.checkpoint,
@@ -139,4 +162,25 @@ export async function launchEngine(
     for (const started of processes.reverse()) await started.stop().catch(() => undefined);
     throw error;
   }
+}
+
+/** Whether the judge or the teacher is the frozen judge engine (then `dev` must make sure one serves). */
+export function usesJudgeEngine(config: OpenClawConfig): boolean {
+  const frozen = config.judgeEngine.url;
+  const judge = config.judge.baseUrl.replace(/\/+$/, '');
+  return judge === `${frozen}/v1` || config.teacher.url.replace(/\/+$/, '') === frozen;
+}
+
+/**
+ * Starts the frozen judge engine: a reference engine serving the base checkpoint (or `judgeEngine.model`) on
+ * `judgeEngine.url`, without a trainer. Nothing ever publishes to it, so judging and teaching never drift
+ * with the policy (the original's PRM engine, never weight-updated).
+ */
+export async function launchJudgeEngine(
+  config: OpenClawConfig,
+  log: (line: string) => void = () => {},
+): Promise<{ engine: EngineProcess; model: string }> {
+  const model = config.judgeEngine.model || (await resolveModel(config));
+  const engine = await startReferenceAt(config, config.judgeEngine.url, model, log, false);
+  return { engine, model };
 }

@@ -299,10 +299,16 @@ export async function runEval(
       })
     : null;
   try {
+    const givenEngine = engine?.url ?? flags.engineUrl;
     const config = configFromFlags(
       {
-        engineUrl: engine?.url ?? flags.engineUrl,
-        judgeUrl: flags.judgeUrl,
+        engineUrl: givenEngine,
+        // Evaluating trains nothing, so the evaluated engine may judge itself unless a judge is named.
+        judgeUrl:
+          flags.judgeUrl ??
+          (env.OPENCLAW_JUDGE_URL || givenEngine === undefined
+            ? undefined
+            : `${givenEngine.replace(/\/+$/, '')}/v1`),
         judgeModel: flags.judgeModel,
         judgeApiKey: flags.judgeApiKey,
         temporalAddress: flags.temporalAddress,

@@ -8,6 +8,7 @@ import { startGateway } from '../gateway/main.js';
 import { sessionDelivery } from '../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../gateway/outbox-relay.js';
 import { createControlWorker } from '../workers/control-worker.js';
+import type { EngineProcess } from '../workers/reference-engine-process.js';
 import { pauseUpdate, resumeUpdate, trainingWorkflowId } from '../workflows/training-signals.js';
 import { type CommonFlags, configFromFlags } from './cli-config.js';
 import { registerCodecServerCommand } from './codec-server-command.js';
@@ -18,7 +19,7 @@ import {
   temporalConnectionSettings,
 } from './connect.js';
 import { runDev } from './dev.js';
-import { launchEngine } from './engine-launch.js';
+import { launchEngine, launchJudgeEngine } from './engine-launch.js';
 import { registerEvalCommand } from './eval-command.js';
 import { registerGpuCommands } from './gpu-commands.js';
 import { registerImageCommands } from './images-command.js';
@@ -45,6 +46,24 @@ function untilStopped(): Promise<void> {
     process.once('SIGINT', () => resolve());
     process.once('SIGTERM', () => resolve());
   });
+}
+
+/**
+ * Until Ctrl-C, then stops `processes` (last started first). An engine process that exits first is an error,
+ * so a supervisor (systemd, compose) restarts the command: an engine that died is a failure.
+ */
+async function serveUntilStopped(processes: readonly EngineProcess[]): Promise<void> {
+  const exited = processes.map(
+    (started) =>
+      new Promise<string>((resolve) =>
+        started.process.once('exit', (code, signal) =>
+          resolve(`an engine process exited (code ${code}, signal ${signal})`),
+        ),
+      ),
+  );
+  const outcome = await Promise.race([untilStopped().then(() => 'stopped'), ...exited]);
+  for (const started of [...processes].reverse()) await started.stop();
+  if (outcome !== 'stopped') throw new Error(outcome);
 }
 
 const common = {
@@ -218,18 +237,23 @@ program
     console.log(
       `engine ${launched.url} model=${launched.model} (${config.engine.kind}) policy version ${launched.version}`,
     );
-    const exited = launched.processes.map(
-      (started) =>
-        new Promise<string>((resolve) =>
-          started.process.once('exit', (code, signal) =>
-            resolve(`an engine process exited (code ${code}, signal ${signal})`),
-          ),
-        ),
-    );
-    const outcome = await Promise.race([untilStopped().then(() => 'stopped'), ...exited]);
-    for (const started of [...launched.processes].reverse()) await started.stop();
-    // A supervisor (systemd, compose) restarts on failure: an engine that died is one.
-    if (outcome !== 'stopped') throw new Error(outcome);
+    await serveUntilStopped(launched.processes);
+  });
+
+program
+  .command('judge-engine')
+  .description(
+    'run the frozen judge engine: the base checkpoint for judge calls and teacher log-probs, never updated',
+  )
+  .addOption(common.engineUrl())
+  .addOption(common.dataDir())
+  .addOption(common.model())
+  .addOption(common.device())
+  .action(async (flags: CommonFlags) => {
+    const config = configFromFlags(flags);
+    const { engine, model } = await launchJudgeEngine(config, (line) => console.error(line));
+    console.log(`judge engine ${engine.url} model=${model} (frozen: never updated)`);
+    await serveUntilStopped([engine]);
   });
 
 const train = program.command('train').description('look at and steer a training run');

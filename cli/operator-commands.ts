@@ -180,16 +180,23 @@ export function formatTrainingRuns(rows: WorkflowRow<TrainingRunStatus>[]): stri
   );
 }
 
+/** DONE once ended; IDLE while closed by its idle timer, its open turns waiting for a late reply. */
+function sessionStatusText(status: string, state: SessionStatus | null): string {
+  if (state?.done) return 'DONE';
+  if (status === 'RUNNING' && state?.phase === 'idle') return 'IDLE';
+  return statusText(status, state);
+}
+
 export function formatSessions(rows: WorkflowRow<SessionStatus>[]): string {
   if (rows.length === 0) return 'no sessions';
   return formatTable(
     ['SESSION', 'STATUS', 'TURNS', 'SCORED', 'WAITING', 'STARTED'],
     rows.map(({ workflowId, status, startTime, state }) => [
       state?.sessionId ?? workflowId.replace(/^session-/, ''),
-      state?.done ? 'DONE' : statusText(status, state),
-      state ? String(state.highestTurn) : '', // turns are numbered from 1
+      sessionStatusText(status, state),
+      state ? String(state.turnsReceived) : '',
       state ? String(state.turnsScored) : '',
-      state ? String(state.waitingTurns.length) : '',
+      state ? String(state.openTurns.length) : '',
       startTime,
     ]),
   );

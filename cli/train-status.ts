@@ -47,7 +47,7 @@ export function formatTrainingStatus(status: TrainingRunStatus): string {
     `run ${status.runId} (${status.method})${status.paused ? ' — PAUSED' : ''}`,
     `policy version   ${status.policyVersion}`,
     `epochs done      ${status.stepsCompleted}${status.lastStepId ? ` (last ${status.lastStepId})` : ''}`,
-    `samples waiting  ${status.pendingSamples} of a batch of ${status.settings.batchSize}`,
+    `samples waiting  ${status.pendingSamples} of a batch of ${status.settings.batchSize}${status.backlogSamples ? ` (${status.backlogSamples} of them in the store)` : ''}`,
     `samples trained  ${status.samplesTrained}`,
     `turns excluded   ${status.samplesExcluded}`,
   ];
@@ -61,7 +61,12 @@ export function formatTrainingStatus(status: TrainingRunStatus): string {
       .map((key) => `${key}=${Number(status.lastMetrics?.[key]).toPrecision(4)}`);
     lines.push(`last metrics     ${parts.join(' ')}`);
   }
+  if (status.lastRefusal)
+    lines.push(
+      `last refusal     ${status.lastRefusal.stepId}: ${status.lastRefusal.samples} samples excluded: ${status.lastRefusal.detail}`,
+    );
   if (status.lastCheckpoint) lines.push(`last checkpoint  ${status.lastCheckpoint}`);
+  if (status.incarnation) lines.push(`incarnation      ${status.incarnation}`);
   return lines.join('\n');
 }
 

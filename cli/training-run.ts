@@ -1,5 +1,5 @@
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { OpenClawConfig } from '../core/config.js';
 import { trainingInputFromConfig } from '../workers/control-worker.js';
 import { trainingWorkflowId } from '../workflows/training-signals.js';
@@ -19,6 +19,17 @@ export async function ensureTrainingRun(
     return 'started';
   } catch (error) {
     if (error instanceof WorkflowExecutionAlreadyStartedError) return 'running';
+    throw error;
+  }
+}
+
+/** Whether `training-<runId>` is running (false: never started, or closed, so a start begins it anew). */
+export async function trainingRunIsRunning(client: Client, runId: string): Promise<boolean> {
+  try {
+    const { status } = await client.workflow.getHandle(trainingWorkflowId(runId)).describe();
+    return status.name === 'RUNNING';
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return false;
     throw error;
   }
 }

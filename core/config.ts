@@ -4,6 +4,7 @@
 
 import { z } from 'zod';
 import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
+import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
 export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
@@ -11,6 +12,7 @@ export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
 export const PAYLOAD_ENCRYPTION_MODES = ['auto', 'required', 'off'] as const;
+export const SUPERSEDED_POLICIES = ['exclude', 'negative'] as const satisfies readonly SupersededPolicy[];
 export { ENGINE_KINDS, type EngineKind };
 export const STORE_BACKENDS = ['file', 'postgres'] as const;
 
@@ -46,6 +48,15 @@ const configObject = z.strictObject({
         .int()
         .min(1024)
         .default(16 * 1024 * 1024),
+      idempotencyTtlMs: z.number().int().min(1000).default(86_400_000),
+    })
+    .prefault({}),
+  sampling: z
+    .strictObject({
+      temperature: z.number().min(0).max(2).optional(),
+      topP: z.number().gt(0).max(1).optional(),
+      topK: z.number().int().min(-1).optional(),
+      minP: z.number().min(0).max(1).optional(),
     })
     .prefault({}),
   engine: z
@@ -71,9 +82,20 @@ const configObject = z.strictObject({
       heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
     })
     .prefault({}),
+  judgeEngine: z
+    .strictObject({
+      // Empty: the engine URL with the next port (http://127.0.0.1:30001 beside the default engine).
+      url: z.union([z.literal(''), httpUrl]).default(''),
+      // Empty: the policy's base checkpoint (`engine.model`, or the tiny model).
+      model: z.string().default(''),
+      // What serves there: the reference engine `dev` starts, or SGLang (compose's gpu-judge profile).
+      kind: z.enum(ENGINE_KINDS).default('reference'),
+    })
+    .prefault({}),
   judge: z
     .strictObject({
-      baseUrl: httpUrl.default('http://127.0.0.1:30000/v1'),
+      // Empty: the frozen judge engine's OpenAI endpoint.
+      baseUrl: z.union([z.literal(''), httpUrl]).default(''),
       model: z.string().min(1).default('default'),
       apiKey: z.string().default(''),
       votes: z.number().int().min(1).max(32).optional(),
@@ -83,7 +105,9 @@ const configObject = z.strictObject({
     .prefault({}),
   teacher: z
     .strictObject({
-      url: httpUrl.default('http://127.0.0.1:30000'),
+      // Empty: the frozen judge engine.
+      url: z.union([z.literal(''), httpUrl]).default(''),
+      // Empty: the frozen judge engine's kind when `url` is empty, else the policy engine's.
       kind: z.union([z.literal(''), z.enum(ENGINE_KINDS)]).default(''),
       topK: z.number().int().min(0).max(1024).default(0),
     })
@@ -97,6 +121,8 @@ const configObject = z.strictObject({
       maxPolicyLag: z.number().int().min(0).default(2),
       stalenessPolicy: z.enum(STALENESS_POLICIES).default('rollout-logprobs'),
       continueAsNewAfterSteps: z.number().int().min(1).default(50),
+      continueAsNewAfterEvents: z.number().int().min(200).max(40_000).default(10_000),
+      keepCheckpoints: z.number().int().min(0).default(3),
     })
     .prefault({}),
   loss: z
@@ -164,10 +190,37 @@ const configObject = z.strictObject({
   session: z
     .strictObject({
       idleTimeoutMs: z.number().int().min(1000).default(1_800_000),
+      reopenHorizonMs: z.number().int().min(0).default(86_400_000),
+      superseded: z.enum(SUPERSEDED_POLICIES).default('exclude'),
       continueAsNewAfterTurns: z.number().int().min(1).default(200),
     })
     .prefault({}),
 });
+
+/** Top-K distillation is a loss of opd runs (spec 6.6): computing the arrays for another method is a mistake. */
+function checkTopK(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (config.teacher.topK > 0 && config.method !== 'opd')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['teacher', 'topK'],
+      message: `top-K distillation trains opd runs only; set method opd, or teacher.topK 0 for ${config.method}`,
+    });
+}
+
+/**
+ * The frozen judge engine's URL: as configured, else the policy engine's URL with the next port (the one after
+ * next when the policy is not the reference engine, whose reference trainer then takes the next port).
+ */
+export function judgeEngineUrl(config: {
+  engine: { url: string; kind: EngineKind };
+  judgeEngine: { url: string };
+}): string {
+  if (config.judgeEngine.url) return config.judgeEngine.url.replace(/\/+$/, '');
+  const url = new URL(config.engine.url);
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  url.port = String(port + (config.engine.kind === 'reference' ? 1 : 2));
+  return url.toString().replace(/\/+$/, '');
+}
 
 /** A PostgreSQL store needs its server's URL. */
 function checkStore(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
@@ -196,18 +249,36 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
     });
 }
 
-/** The schema: validates, fills defaults, then fills the judge defaults that depend on the method. */
+/**
+ * The schema: validates, fills defaults, then fills the defaults that depend on other options: the judge's
+ * by method, and the frozen judge engine (judge and teacher point at it unless set).
+ */
 export const configSchema = configObject
   .superRefine(checkTrainer)
+  .superRefine(checkTopK)
   .superRefine(checkStore)
-  .transform((config) => ({
-    ...config,
-    judge: {
-      ...config.judge,
-      votes: config.judge.votes ?? JUDGE_DEFAULTS_BY_METHOD[config.method].votes,
-      maxTokens: config.judge.maxTokens ?? JUDGE_DEFAULTS_BY_METHOD[config.method].maxTokens,
-    },
-  }));
+  .transform((config) => {
+    const frozen = judgeEngineUrl(config);
+    return {
+      ...config,
+      judgeEngine: {
+        ...config.judgeEngine,
+        url: frozen,
+        model: config.judgeEngine.model || config.engine.model,
+      },
+      judge: {
+        ...config.judge,
+        baseUrl: config.judge.baseUrl || `${frozen}/v1`,
+        votes: config.judge.votes ?? JUDGE_DEFAULTS_BY_METHOD[config.method].votes,
+        maxTokens: config.judge.maxTokens ?? JUDGE_DEFAULTS_BY_METHOD[config.method].maxTokens,
+      },
+      teacher: {
+        ...config.teacher,
+        url: config.teacher.url || frozen,
+        kind: config.teacher.kind || (config.teacher.url ? ('' as const) : config.judgeEngine.kind),
+      },
+    };
+  });
 
 export type OpenClawConfig = z.output<typeof configSchema>;
 /** What overrides (a workflow start input, a test) may contain: every field optional. */
@@ -301,6 +372,42 @@ export const CONFIG_OPTIONS = [
     description: 'Largest request body the gateway reads; larger ones get 413.',
   },
   {
+    key: 'gateway.idempotencyTtlMs',
+    env: 'OPENCLAW_IDEMPOTENCY_TTL_MS',
+    kind: 'integer',
+    description:
+      'How long a response sent under an `Idempotency-Key` is kept for replay (per API key); after it the key may be reused.',
+  },
+  {
+    key: 'sampling.temperature',
+    env: 'OPENCLAW_SAMPLING_TEMPERATURE',
+    kind: 'number',
+    defaultNote: "the model's `generation_config.json`, else `1`",
+    description:
+      'Temperature the gateway sends when a client leaves it out (it always sends one, so every turn records the temperature the engine used).',
+  },
+  {
+    key: 'sampling.topP',
+    env: 'OPENCLAW_SAMPLING_TOP_P',
+    kind: 'number',
+    defaultNote: "the model's `generation_config.json`, else `1`",
+    description: '`top_p` the gateway sends when a client leaves it out.',
+  },
+  {
+    key: 'sampling.topK',
+    env: 'OPENCLAW_SAMPLING_TOP_K',
+    kind: 'integer',
+    defaultNote: "the model's `generation_config.json`, else `-1` (off)",
+    description: '`top_k` the gateway sends when a client leaves it out.',
+  },
+  {
+    key: 'sampling.minP',
+    env: 'OPENCLAW_SAMPLING_MIN_P',
+    kind: 'number',
+    defaultNote: "the model's `generation_config.json`, else `0`",
+    description: '`min_p` the gateway sends when a client leaves it out.',
+  },
+  {
     key: 'engine.kind',
     env: 'OPENCLAW_ENGINE_KIND',
     kind: 'enum',
@@ -391,10 +498,35 @@ export const CONFIG_OPTIONS = [
       'Long activities (judge calls, training steps, publishing) heartbeat; a worker silent this long is presumed dead and its activity retried.',
   },
   {
+    key: 'judgeEngine.url',
+    env: 'OPENCLAW_JUDGE_ENGINE_URL',
+    kind: 'string',
+    defaultNote: '`engine.url` with the next port (`http://127.0.0.1:30001`; with vLLM the one after next)',
+    description:
+      "The frozen judge engine: serves the base checkpoint for judge calls and teacher log-probs and is never updated (the original's PRM engine), so the policy never judges or teaches itself. `dev` starts a reference engine there unless one answers.",
+  },
+  {
+    key: 'judgeEngine.model',
+    env: 'OPENCLAW_JUDGE_ENGINE_MODEL',
+    kind: 'string',
+    defaultNote: '`engine.model` (the base checkpoint)',
+    description:
+      'Hugging Face model folder the frozen judge engine serves (original: `PRM_MODEL_PATH`, the base checkpoint by default).',
+  },
+  {
+    key: 'judgeEngine.kind',
+    env: 'OPENCLAW_JUDGE_ENGINE_KIND',
+    kind: 'enum',
+    description:
+      "Engine kind of the frozen judge engine: `reference` (what `dev` and compose start) or `sglang` (compose's gpu-judge profile); the teacher is of this kind unless `teacher.url` is set.",
+  },
+  {
     key: 'judge.baseUrl',
     env: 'OPENCLAW_JUDGE_URL',
     kind: 'string',
-    description: 'OpenAI-compatible base URL of the judge model (ends in `/v1`); an external API works.',
+    defaultNote: '`judgeEngine.url` + `/v1`',
+    description:
+      'OpenAI-compatible base URL of the judge model (ends in `/v1`); an external API works. Pointing it at the policy engine makes the live policy judge itself (a self-reward loop).',
   },
   {
     key: 'judge.model',
@@ -434,14 +566,15 @@ export const CONFIG_OPTIONS = [
     key: 'teacher.url',
     env: 'OPENCLAW_TEACHER_URL',
     kind: 'string',
+    defaultNote: '`judgeEngine.url`',
     description:
-      'SGLang-compatible engine that computes teacher log-probs (`/generate` prefill). The default, the policy engine, makes the current policy its own teacher; point it at a frozen copy of the base model to match the original.',
+      'SGLang-compatible engine that computes teacher log-probs (`/generate` prefill). The default, the frozen judge engine, is the base model, as in the original; the policy engine here would make the current policy its own teacher.',
   },
   {
     key: 'teacher.kind',
     env: 'OPENCLAW_TEACHER_KIND',
     kind: 'enum',
-    defaultNote: '`engine.kind`',
+    defaultNote: '`judgeEngine.kind` (`engine.kind` when `teacher.url` is set)',
     description: 'Engine kind of the teacher at `teacher.url`: `reference`, `sglang` or `vllm`.',
   },
   {
@@ -449,7 +582,7 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_TEACHER_TOP_K',
     kind: 'integer',
     description:
-      'Teacher top-K log-probs to store per response token for top-K distillation; 0 turns it off (original: `--distill-topk`).',
+      'opd only: top-K distillation (spec 6.6). The teacher prefill stores its K best log-probs per response token and the run trains the top-K reverse KL instead of the OPD advantage; 0 turns it off (original: `--distill-topk`, 50 in its top-K script).',
   },
   {
     key: 'training.batchSize',
@@ -495,6 +628,20 @@ export const CONFIG_OPTIONS = [
     kind: 'integer',
     description:
       'Training steps after which the training workflow continues as new, keeping its history short.',
+  },
+  {
+    key: 'training.continueAsNewAfterEvents',
+    env: 'OPENCLAW_TRAINING_CONTINUE_AS_NEW_EVENTS',
+    kind: 'integer',
+    description:
+      'History events after which the training workflow continues as new, also while it waits (a run receiving only exclusions, or a paused one); at most 40000 (Temporal refuses a history past 51200).',
+  },
+  {
+    key: 'training.keepCheckpoints',
+    env: 'OPENCLAW_KEEP_CHECKPOINTS',
+    kind: 'integer',
+    description:
+      'Published versions whose checkpoint folders are kept, the newest (the run resumes from the last); older folders are deleted after each publish. 0 keeps all. Lineage records are always kept.',
   },
   {
     key: 'loss.epsClip',
@@ -701,7 +848,22 @@ export const CONFIG_OPTIONS = [
     key: 'session.idleTimeoutMs',
     env: 'OPENCLAW_SESSION_IDLE_TIMEOUT_MS',
     kind: 'integer',
-    description: 'A session with no new turn for this long closes and settles its last turn.',
+    description:
+      'A session with no new turn for this long closes; its open turns wait for `session.reopenHorizonMs` before they are settled.',
+  },
+  {
+    key: 'session.reopenHorizonMs',
+    env: 'OPENCLAW_SESSION_REOPEN_HORIZON_MS',
+    kind: 'integer',
+    description:
+      "How long after a turn a reply still pairs with it, reopening a closed session; then the session's open turns settle as `no-next-state`. At most `idleTimeoutMs`: settle at the idle close.",
+  },
+  {
+    key: 'session.superseded',
+    env: 'OPENCLAW_SESSION_SUPERSEDED',
+    kind: 'enum',
+    description:
+      'A response the conversation did not continue while another response to the same request was: `exclude` (settled as `superseded`) or `negative` (trained with reward -1: the user asked for another answer; rl and combine).',
   },
   {
     key: 'session.continueAsNewAfterTurns',

@@ -3,7 +3,6 @@
 // never takes a batch slot (spec 13, item 13).
 
 import type { JudgeScore } from './judge-votes.js';
-import { turnSampleId } from './sample-id.js';
 import type {
   Method,
   SampleExclusion,
@@ -15,6 +14,8 @@ import type {
 
 /** A main turn as the gateway captured it: exact prompt and sampled response tokens. */
 export interface CapturedTurn {
+  /** The id the turn was recorded under; its sample keeps it. */
+  sampleId: string;
   sessionId: string;
   turn: number;
   promptIds: readonly number[];
@@ -22,6 +23,8 @@ export interface CapturedTurn {
   /** The engine's log-prob of each sampled response token. */
   responseLogProbs: readonly number[];
   policyVersion: number;
+  /** Temperature of those log-probs (core/logprob-temperature.ts); absent: 1. */
+  temperature?: number;
 }
 
 /** Whether the hint judge produced a hint; `HintSelection` from judge-votes fits. */
@@ -44,11 +47,12 @@ export type SampleAssembly = { ok: true; sample: TrainingSample } | { ok: false;
  * The sample a turn trains, or why it trains none:
  * - rl: judge vote +1 or -1 → reward = vote; 0 (neutral, tie, no valid vote) or not judged → excluded.
  * - opd: accepted hint → teacher log-probs, reward 0; otherwise excluded.
- * - combine: hint and vote → opd+rl; hint only → opd (reward 0); vote only → rl with the rollout log-probs as
- *   teacher (teacher term ≈ 0); neither → excluded.
+ * - combine: hint and vote → opd+rl; hint only → opd (reward 0); vote only → rl with no teacher, whose teacher
+ *   term every trainer makes exactly 0 (the original used the rollout log-probs as the teacher, which is 0 only
+ *   when π_old is exactly the sampling distribution); neither → excluded.
  */
 export function assembleSample(method: Method, turn: CapturedTurn, scoring: TurnScoring): SampleAssembly {
-  const sampleId = turnSampleId(turn.sessionId, turn.turn);
+  const { sampleId } = turn;
   const exclude = (reason: SampleExclusionReason, detail: string): SampleAssembly => ({
     ok: false,
     exclusion: { sampleId, reason, detail },
@@ -64,11 +68,7 @@ export function assembleSample(method: Method, turn: CapturedTurn, scoring: Turn
   const hintDetail =
     scoring.hint === null ? 'the hint judge was not asked' : `no hint accepted (${hintReason(scoring.hint)})`;
 
-  const build = (
-    kind: SampleKind,
-    reward: number,
-    teacher: 'hinted' | 'rollout' | 'none',
-  ): SampleAssembly => {
+  const build = (kind: SampleKind, reward: number, teacher: 'hinted' | 'none'): SampleAssembly => {
     const sample: TrainingSample = {
       sampleId,
       sessionId: turn.sessionId,
@@ -82,7 +82,7 @@ export function assembleSample(method: Method, turn: CapturedTurn, scoring: Turn
       method,
       kind,
     };
-    if (teacher === 'rollout') sample.teacherLogProbs = [...turn.responseLogProbs];
+    if (turn.temperature !== undefined && turn.temperature !== 1) sample.temperature = turn.temperature;
     if (teacher === 'hinted') {
       const problem = invalidTeacher(turn.responseIds.length, scoring);
       if (problem !== null) return exclude('invalid-input', problem);
@@ -104,7 +104,7 @@ export function assembleSample(method: Method, turn: CapturedTurn, scoring: Turn
     case 'combine':
       if (hasHint && hasVote) return build('opd+rl', vote, 'hinted');
       if (hasHint) return build('opd', 0, 'hinted');
-      if (hasVote) return build('rl', vote, 'rollout');
+      if (hasVote) return build('rl', vote, 'none');
       return exclude('no-signal', `${hintDetail}, and the judge vote is ${vote === null ? 'missing' : '0'}`);
   }
 }
@@ -129,6 +129,9 @@ function invalidTurn(turn: CapturedTurn): string | null {
     return 'token ids must be non-negative integers';
   }
   if (!turn.responseLogProbs.every(Number.isFinite)) return 'rollout log-probs must be finite numbers';
+  if (turn.temperature !== undefined && !(Number.isFinite(turn.temperature) && turn.temperature > 0)) {
+    return `the log-prob temperature must be a positive number, got ${turn.temperature}`;
+  }
   return null;
 }
 

@@ -25,6 +25,12 @@ export const trainingSettingsSchema = z.strictObject({
   maxPolicyLag: z.number().int().min(0).default(2),
   stalenessPolicy: z.enum(['drop', 'rollout-logprobs']).default('rollout-logprobs'),
   continueAsNewAfterSteps: z.number().int().min(1).default(50),
+  /** History events after which the run continues as new, also while it waits (a run of exclusions). */
+  continueAsNewAfterEvents: z.number().int().min(200).max(40_000).default(10_000),
+  /** Published versions whose checkpoint folders are kept (the newest); 0 keeps all. Lineage is always kept. */
+  keepCheckpoints: z.number().int().min(0).default(3),
+  /** opd only: train top-K distillation against the teacher's K best log-probs (spec 6.6); 0: the OPD advantage. */
+  distillTopK: z.number().int().min(0).max(1024).default(0),
   heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
   /** Where training steps and publishing run (`openclaw-rl worker trainer`); absent: the run's own queue. */
   trainerTaskQueue: z.string().min(1).optional(),
@@ -32,18 +38,24 @@ export const trainingSettingsSchema = z.strictObject({
   optimizer: optimizerSettingsSchema.prefault({}),
 });
 
-export const trainingInputSchema = z.strictObject({
-  runId: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'use 1-64 letters, digits, ".", "_" or "-"'),
-  method: z.enum(['rl', 'opd', 'combine']),
-  settings: trainingSettingsSchema.prefault({}),
-  initialPolicyVersion: z.number().int().min(0).default(0),
-  carried: z.unknown().optional(),
-});
+export const trainingInputSchema = z
+  .strictObject({
+    runId: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'use 1-64 letters, digits, ".", "_" or "-"'),
+    method: z.enum(['rl', 'opd', 'combine']),
+    settings: trainingSettingsSchema.prefault({}),
+    initialPolicyVersion: z.number().int().min(0).default(0),
+    carried: z.unknown().optional(),
+  })
+  .refine((input) => input.settings.distillTopK === 0 || input.method === 'opd', {
+    path: ['settings', 'distillTopK'],
+    message: 'top-K distillation is an opd loss: use method "opd" (or distillTopK 0)',
+  });
 
 export const reconfigurationSchema = z.strictObject({
   batchSize: z.number().int().min(1).max(4096).optional(),
   maxPolicyLag: z.number().int().min(0).optional(),
   stalenessPolicy: z.enum(['drop', 'rollout-logprobs']).optional(),
+  keepCheckpoints: z.number().int().min(0).optional(),
   loss: lossSettingsSchema.partial().strict().optional(),
   optimizer: optimizerSettingsSchema.partial().strict().optional(),
 });

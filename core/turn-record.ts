@@ -2,6 +2,8 @@
 // exact tokens included. Workflows never carry it; they carry its sample id and read it in activities.
 
 import type { ChatMessage } from './chat-messages.js';
+import { parseTurnSampleId } from './sample-id.js';
+import type { TurnPointer } from './types.js';
 
 export interface RecordedResponse {
   content: string;
@@ -24,12 +26,18 @@ export interface SamplingRecord {
 
 export interface TurnRecord {
   sessionId: string;
-  /** 1-based main-turn number within the session. */
+  /** 1-based position in the conversation: 1 + the assistant messages of the request. */
   turn: number;
-  /** `<sessionId>:<turn>`. */
+  /** `<sessionId>:<turn>-<digest of prefix and response>` (core/sample-id.ts). */
   sampleId: string;
-  /** Hash of the request's messages and tools: a retried request is recognised as the same turn. */
-  requestHash: string;
+  /**
+   * Chain hash of the request's normalised messages and tools (canonical JSON): the turn's identity. Turns with
+   * the same prefix are siblings (a retry or a regenerate). Records written when turns were numbered have a
+   * `requestHash` instead.
+   */
+  prefixHash: string;
+  /** The turn whose kept reply this request continues (its next state is this request's last message). */
+  continues: TurnPointer | null;
   /** ISO time the gateway recorded the turn. */
   recordedAt: string;
   model: string;
@@ -52,9 +60,16 @@ export interface TurnRecord {
   chatTemplateKwargs?: Record<string, unknown> | null;
 }
 
-/** Sample-store key of a turn's record. */
-export function turnRecordKey(sessionId: string, turn: number): string {
-  return ['turns', sessionId, String(turn)].map(encodeURIComponent).join('/');
+/** Sample-store key of a turn's record, from its sample id (either form); null when the id is malformed. */
+export function turnRecordKey(sampleId: string): string | null {
+  const parsed = parseTurnSampleId(sampleId);
+  if (parsed === null) return null;
+  return ['turns', parsed.sessionId, parsed.turnKey].map(encodeURIComponent).join('/');
+}
+
+/** Sample-store folder of a session's turn records. */
+export function sessionTurnsPrefix(sessionId: string): string {
+  return ['turns', sessionId].map(encodeURIComponent).join('/');
 }
 
 /** Sample-store keys of what scoring produces for a sample id. */

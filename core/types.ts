@@ -7,19 +7,50 @@ export type Method = 'rl' | 'opd' | 'combine';
 /** Main turns are trained; side turns (heartbeats, memory flushes) are served and never trained. */
 export type TurnType = 'main' | 'side';
 
+/**
+ * What a response the conversation did not continue becomes, when another response to the same request was
+ * continued: an exclusion, or a training sample with reward -1 (the user asked for another answer).
+ */
+export type SupersededPolicy = 'exclude' | 'negative';
+
 /** Which signals a training sample carries: a reward, a teacher, or both (spec section 7 table). */
 export type SampleKind = 'rl' | 'opd' | 'opd+rl';
+
+/**
+ * A recorded main turn as a later turn refers to it: enough to score it without reading its record. The
+ * gateway finds it in the store by the reply the next request kept (docs/gateway.md, "Turn identity").
+ */
+export interface TurnPointer {
+  sampleId: string;
+  /** Position in the conversation: 1 + the assistant messages of its request. */
+  turn: number;
+  policyVersion: number;
+  /** Chain hash of the turn's request (messages and tools); turns with the same prefix are siblings. */
+  prefixHash: string;
+  /** ISO time the gateway recorded it; the reopen horizon is measured from it. */
+  recordedAt: string;
+}
 
 /** A recorded main turn, as the gateway hands it to its session workflow. Token arrays stay in the store. */
 export interface TurnRef {
   sessionId: string;
-  /** 1-based position of the main turn within its session. */
+  /** 1-based position of the main turn within its conversation (1 + the assistant messages it was sent). */
   turn: number;
-  /** `<sessionId>:<turn>`: the id the turn's record and its training sample are stored under. */
+  /** The id the turn's record and its training sample are stored under (core/sample-id.ts). */
   sampleId: string;
   /** Weight version of the policy that produced the response. */
   policyVersion: number;
   kind: TurnType;
+  /** Chain hash of the request's messages and tools. Absent in refs from gateways that numbered turns. */
+  prefixHash?: string;
+  /** ISO time the gateway recorded the turn. */
+  recordedAt?: string;
+  /**
+   * The turn whose reply this request kept and continues: this request's last message is that turn's next
+   * state. Null when it continues none (a first turn, or a reply the gateway never recorded). Absent in refs
+   * from gateways that numbered turns; those are paired in turn order.
+   */
+  continues?: TurnPointer | null;
 }
 
 /** Teacher top-K log-probs for top-K distillation (spec 6.6): one row of K per response token. */
@@ -53,14 +84,22 @@ export interface TrainingSample {
   /** Top-K distillation only: the teacher's K best log-probs and their token ids, one row per response token. */
   teacherTopkLogProbs?: number[][];
   teacherTopkIndices?: number[][];
+  /**
+   * Top-K distillation: the store key of the teacher record holding those rows (`teacher/<sampleId>`), so the
+   * [response][K] arrays are stored once; the training step reads them from there.
+   */
+  teacherTopKKey?: string;
   policyVersion: number;
   method: Method;
   kind: SampleKind;
 }
 
 /**
- * Why a turn produced no sample. The first group comes from sample assembly; `no-next-state`, `judge-failed`
- * and `stale-policy` are for the workflows that settle turns without assembling them.
+ * Why a turn produced no sample. The first group comes from sample assembly; `no-next-state`, `superseded`,
+ * `judge-failed` and `stale-policy` are for the workflows that settle turns without assembling them
+ * (`superseded`: another response to the same request was the one the conversation continued);
+ * `trainer-refused` for the samples of a batch the trainer refused (a deterministic refusal: invalid,
+ * non-finite, unsupported).
  */
 export type SampleExclusionReason =
   | 'empty-response'
@@ -70,8 +109,10 @@ export type SampleExclusionReason =
   | 'no-hint'
   | 'no-signal'
   | 'no-next-state'
+  | 'superseded'
   | 'judge-failed'
-  | 'stale-policy';
+  | 'stale-policy'
+  | 'trainer-refused';
 
 export interface SampleExclusion {
   sampleId: string;

@@ -82,7 +82,9 @@ export class SglangAdapter implements EngineAdapter {
   readonly features: EngineFeatures = {
     weightVersionInResponse: { stream: false, nonStream: true },
     loraAdapters: true,
-    prefillTemperature: true,
+    // SGLang 0.5.23 scores prompt tokens untempered: layers/logprob_processor.py takes log_softmax of the raw
+    // logits for input positions, and the request's temperature (`temp_scaled_logprobs`) is never read there.
+    prefillTemperature: false,
     chatFromTokenIds: true,
   };
   protected readonly http: EngineHttp;

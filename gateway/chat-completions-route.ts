@@ -1,6 +1,7 @@
 // POST /v1/chat/completions: validate, identify the session and turn type, forward to the engine, and
 // answer. A non-streaming main turn is recorded before the JSON is sent; if that fails the client gets a
-// 503 to retry instead of a response whose turn could be lost.
+// 503 to retry instead of a response whose turn could be lost. A request with an `Idempotency-Key` already
+// answered gets that answer again, byte for byte, and the engine is not asked twice.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { identifySession } from '../core/session-id.js';
@@ -13,20 +14,31 @@ import {
   type ChatTurn,
   endSessionIfAsked,
   engineRequestBody,
+  keepForReplay,
   recordMainTurn,
 } from './chat-turn.js';
 import { clientResponse, clientWantsOf } from './client-response.js';
 import { clientSignalOf } from './client-signal.js';
 import { ClientGoneError } from './engine-upstream.js';
-import { badGateway } from './openai-errors.js';
+import {
+  IDEMPOTENT_REPLAYED_HEADER,
+  type IdempotencyClaim,
+  idempotencyKeyOf,
+  requestFingerprint,
+  type StoredResponse,
+} from './idempotency.js';
+import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
+import { explicitSampling } from './sampling.js';
 import { relayStream } from './stream-relay.js';
 
 /** What the gateway learnt about a request before its handler ran. */
 export interface RequestContext {
-  /** Names the caller's API key; keeps derived session ids of different keys apart. */
+  /** Names the caller's API key; keeps derived session ids and idempotency keys of different keys apart. */
   scope: string;
   startedAt: bigint;
 }
+
+const JSON_CONTENT_TYPE = 'application/json; charset=utf-8';
 
 export function chatCompletionsHandler(
   deps: ChatDeps,
@@ -35,11 +47,31 @@ export function chatCompletionsHandler(
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     const parsed = parseChatRequest(request.body);
     if (!parsed.ok) throw parsed.error;
+    const idempotencyKey = idempotencyKeyOf(request.headers);
     const chat = parsed.request;
     const context = contextOf(request);
     const identity = identifySession({ headers: request.headers, body: chat }, { scope: context.scope });
     const main = identity.sessionId !== null && identity.turnType === 'main';
+
+    let claim: IdempotencyClaim | null = null;
+    if (idempotencyKey !== null) {
+      const fingerprint = requestFingerprint({
+        body: request.body,
+        sessionId: identity.sessionId,
+        turnType: identity.turnType,
+        sessionDone: identity.sessionDone,
+      });
+      const started = await beginIdempotent(deps, context.scope, idempotencyKey, fingerprint);
+      if (started.kind === 'replay') {
+        deps.metrics.idempotentReplays.inc();
+        request.log.info({ sessionId: identity.sessionId }, 'replayed the response of an Idempotency-Key');
+        return sendReplay(reply, started.response);
+      }
+      claim = started.claim;
+    }
+
     deps.metrics.turns.inc({ turn_type: main ? 'main' : 'side' });
+    const sampling = explicitSampling(chat, deps.sampling);
     const engine = deps.upstream.engine;
     const clientSignal = clientSignalOf(reply);
     // Read before the engine is asked, so the version recorded is never newer than the one that answered.
@@ -52,15 +84,47 @@ export function chatCompletionsHandler(
       identity,
       main,
       wants: clientWantsOf(chat),
-      engineBody: engineRequestBody(engine, chat, main),
+      sampling,
+      idempotency: claim,
+      engineBody: engineRequestBody(engine, chat, main, sampling),
       versionBefore,
       clientSignal,
       startedAt: context.startedAt,
       log: request.log.child({ sessionId: identity.sessionId, turnType: main ? 'main' : 'side' }),
     };
-    if (chat.stream) await relayStream(deps, turn, reply);
-    else await answerOnce(deps, turn, reply);
+    try {
+      if (chat.stream) await relayStream(deps, turn, reply);
+      else await answerOnce(deps, turn, reply);
+    } finally {
+      // A request that did not complete frees its key, so the client's retry is answered afresh.
+      await claim?.releaseUnlessCompleted().catch((error: unknown) => {
+        turn.log.warn(
+          { err: error },
+          'Idempotency-Key could not be released; it frees itself when its lease ends',
+        );
+      });
+    }
   };
+}
+
+async function beginIdempotent(deps: ChatDeps, scope: string, key: string, fingerprint: string) {
+  try {
+    return await deps.idempotency.begin({ scope, key, fingerprint });
+  } catch (error) {
+    if (error instanceof OpenAIError) throw error;
+    throw serviceUnavailable(
+      `the Idempotency-Key record could not be read: ${String(error)}`,
+      'idempotency_unavailable',
+    );
+  }
+}
+
+function sendReplay(reply: FastifyReply, response: StoredResponse): FastifyReply {
+  return reply
+    .code(response.status)
+    .header('content-type', response.contentType)
+    .header(IDEMPOTENT_REPLAYED_HEADER, 'true')
+    .send(response.body);
 }
 
 async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): Promise<void> {
@@ -69,6 +133,7 @@ async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): 
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw badGateway('the policy engine returned a response that is not a JSON object', 'upstream_failed');
   const body = deps.upstream.engine.canonicalResponse(raw as Record<string, unknown>);
+  let recorded = null;
   if (turn.main) {
     const parsed = engineChatResponseSchema.safeParse(body);
     if (!parsed.success) {
@@ -80,8 +145,11 @@ async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): 
     }
     // Nobody is waiting for this response any more: record nothing.
     if (turn.clientSignal.aborted) throw new ClientGoneError();
-    await recordMainTurn(deps, turn, TurnCapture.fromResponse(parsed.data));
+    recorded = await recordMainTurn(deps, turn, TurnCapture.fromResponse(parsed.data));
   }
   await endSessionIfAsked(deps, turn);
-  await reply.send(clientResponse(body, turn.wants, turn.identity.sessionId));
+  // Serialised here, once, so a replay sends exactly these bytes.
+  const text = JSON.stringify(clientResponse(body, turn.wants, turn.identity.sessionId));
+  await keepForReplay(turn, { status: 200, contentType: JSON_CONTENT_TYPE, body: text }, recorded);
+  await reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(text);
 }

@@ -57,6 +57,9 @@ export const chatRequestSchema = z
     stream_options: z.looseObject({ include_usage: flag }).nullable().optional(),
     temperature: z.number().min(0).max(2).nullable().optional(),
     top_p: z.number().gt(0).max(1).nullable().optional(),
+    // SGLang's and vLLM's extensions; -1 (or 0 for vLLM) turns top-k off.
+    top_k: z.number().int().min(-1).nullable().optional(),
+    min_p: z.number().min(0).max(1).nullable().optional(),
     max_tokens: tokenLimit,
     max_completion_tokens: tokenLimit,
     n: z.literal(1, 'n must be 1: the gateway serves one choice per request').nullable().optional(),
@@ -73,6 +76,8 @@ export const chatRequestSchema = z
     tool_choice: toolChoice.nullable().optional(),
     parallel_tool_calls: flag,
     user: z.string().optional(),
+    // Rendered into the prompt by the engine's chat template (e.g. enable_thinking); recorded with the turn.
+    chat_template_kwargs: z.record(z.string(), z.unknown()).nullable().optional(),
     // SGLang's exact-token extensions: a client may ask for them too.
     return_prompt_token_ids: flag,
     return_token_ids: flag,

@@ -10,14 +10,19 @@ import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { ChatRequest } from './chat-request-schema.js';
 import type { ClientWants } from './client-response.js';
 import type { EngineUpstream } from './engine-upstream.js';
+import type { IdempotencyClaim, IdempotencyKeys, StoredResponse } from './idempotency.js';
 import type { GatewayMetrics } from './metrics.js';
 import { badGateway, serviceUnavailable } from './openai-errors.js';
+import type { ExplicitSampling, SamplingDefaults } from './sampling.js';
 import type { RecordedTurn, TurnRecorder } from './turn-recorder.js';
 
 export interface ChatDeps {
   upstream: EngineUpstream;
   recorder: TurnRecorder;
   metrics: GatewayMetrics;
+  /** What the gateway sends for sampling fields a client leaves out. */
+  sampling: SamplingDefaults;
+  idempotency: IdempotencyKeys;
 }
 
 export interface ChatTurn {
@@ -26,6 +31,10 @@ export interface ChatTurn {
   /** A main turn of a known session: captured exactly and recorded. */
   main: boolean;
   wants: ClientWants;
+  /** The sampling parameters sent to the engine, all explicit, and what the record keeps of them. */
+  sampling: ExplicitSampling;
+  /** The request's hold on its `Idempotency-Key`, if it sent one: completed with the response it is sent. */
+  idempotency: IdempotencyClaim | null;
   /** The body sent to the engine. */
   engineBody: Record<string, unknown>;
   /**
@@ -42,16 +51,17 @@ export interface ChatTurn {
 }
 
 /**
- * The client's body without session fields, in the engine's spelling; for a main turn, plus the engine's
- * exact-token extensions and, when streaming, usage in the stream (the client's own choices are restored in
- * what it sees).
+ * The client's body without session fields and with every sampling parameter explicit, in the engine's
+ * spelling; for a main turn, plus the engine's exact-token extensions and, when streaming, usage in the stream
+ * (the client's own choices are restored in what it sees).
  */
 export function engineRequestBody(
   engine: EngineAdapter,
   request: ChatRequest,
   main: boolean,
+  sampling: ExplicitSampling,
 ): Record<string, unknown> {
-  const body = stripSessionFields(request);
+  const body: Record<string, unknown> = { ...stripSessionFields(request), ...sampling.engineFields };
   if (main && request.stream)
     body.stream_options = { ...(request.stream_options ?? {}), include_usage: true };
   return engine.chatBody(body, { capture: main });
@@ -102,10 +112,18 @@ export async function recordMainTurn(
       responseLogProbs,
       policyVersion,
       finishReason,
+      sampling: turn.sampling.record,
+      chatTemplateKwargs: turn.request.chat_template_kwargs ?? null,
     });
-    deps.metrics.turnRecorded(recorded.duplicate ? 'duplicate' : 'recorded');
+    deps.metrics.turnRecorded(recorded.duplicate ? 'duplicate' : 'recorded', recorded.pairing);
     turn.log.info(
-      { turn: recorded.turn, duplicate: recorded.duplicate, tokens: responseIds.length },
+      {
+        sampleId: recorded.ref.sampleId,
+        duplicate: recorded.duplicate,
+        pairing: recorded.pairing,
+        continues: recorded.ref.continues?.sampleId ?? null,
+        tokens: responseIds.length,
+      },
       'main turn recorded',
     );
     return recorded;
@@ -113,6 +131,28 @@ export async function recordMainTurn(
     deps.metrics.recordFailures.inc();
     turn.log.error({ err: error }, 'main turn could not be recorded');
     throw serviceUnavailable('the turn could not be recorded; retry the request', 'turn_not_recorded');
+  }
+}
+
+/**
+ * Keeps the response for `Idempotency-Key` replay, exactly as it is about to be sent; call before its last
+ * byte goes out. Throws the error the client should get when it cannot be kept (the request then releases
+ * its key, and the client's retry is answered afresh).
+ */
+export async function keepForReplay(
+  turn: ChatTurn,
+  response: StoredResponse,
+  recorded: RecordedTurn | null,
+): Promise<void> {
+  if (turn.idempotency === null) return;
+  try {
+    await turn.idempotency.complete(response, recorded?.ref.sampleId ?? null);
+  } catch (error) {
+    turn.log.error({ err: error }, 'response could not be kept for Idempotency-Key replay');
+    throw serviceUnavailable(
+      'the response could not be stored for Idempotency-Key replay; retry the request',
+      'idempotency_not_recorded',
+    );
   }
 }
 

@@ -15,9 +15,11 @@ import type { OpenClawConfig } from '../core/config.js';
 import { type ConfiguredApiKeys, configuredApiKeys } from '../security/api-keys.js';
 import { engineAuthHeaders } from '../security/engine-token.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
+import { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics } from './metrics.js';
 import { sessionDelivery } from './outbox-delivery.js';
 import { OutboxRelay } from './outbox-relay.js';
+import { loadSamplingDefaults } from './sampling.js';
 import { createGateway } from './server.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
@@ -37,7 +39,8 @@ export interface GatewayDeps {
   env?: Readonly<Record<string, string | undefined>>;
   /** Task queue session workflows are started on (default: the config's `temporal.taskQueue`). */
   taskQueue?: string;
-  /** Replaces the durable recorder altogether (no relay runs then). */
+  /** Replaces the durable recorder altogether (no relay runs then; the store still keeps Idempotency-Key
+   *  responses). */
   recorder?: TurnRecorder;
   /** Relay settings (tests shorten the lease and the poll; benchmarks time deliveries). */
   relay?: { leaseMs?: number; pollMs?: number; onDelivered?: (lagMs: number) => void };
@@ -59,23 +62,28 @@ export interface RunningGateway {
 /** Where the gateway's filesystem sample store lives under the data directory. */
 export const sampleStoreRoot = fileStoreRoot;
 
+/** How often expired `Idempotency-Key` entries are removed from the store. */
+const IDEMPOTENCY_SWEEP_MS = 60 * 60 * 1000;
+
 export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {}): Promise<RunningGateway> {
   const apiKeys = gatewayApiKeys(config);
   const cleanups: (() => Promise<void>)[] = [];
   const cleanUp = async () => {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   };
+  const sampling = await loadSamplingDefaults(config);
+  let store = deps.store;
+  if (!store) {
+    const owned = storeFromConfig(config);
+    cleanups.push(async () => owned.close?.());
+    store = owned;
+  }
+  const idempotency = new IdempotencyKeys({ store, ttlMs: config.gateway.idempotencyTtlMs });
   let recorder = deps.recorder;
   let relay: OutboxRelay | null = null;
   let metrics: GatewayMetrics;
   if (recorder) metrics = new GatewayMetrics({ processMetrics: true });
   else {
-    let store = deps.store;
-    if (!store) {
-      const owned = storeFromConfig(config);
-      cleanups.push(async () => owned.close?.());
-      store = owned;
-    }
     let temporal = deps.temporal;
     if (!temporal) {
       // Lazy: connects on the first delivery, so neither starting nor serving needs Temporal up.
@@ -126,6 +134,8 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     engineKind: config.engine.kind,
     engineHeaders: engineAuthHeaders(config),
     recorder,
+    idempotency,
+    sampling: sampling.defaults,
     apiKeys: apiKeys.keys,
     bodyLimitBytes: deps.bodyLimitBytes ?? config.gateway.bodyLimitBytes,
     rateLimitPerMinute: config.gateway.rateLimitPerMinute,
@@ -152,11 +162,22 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     },
     'gateway listening',
   );
+  app.log.info(
+    { sampling: sampling.defaults, from: sampling.source },
+    'sampling defaults for requests without them',
+  );
+  const sweep = setInterval(() => {
+    idempotency
+      .sweepExpired()
+      .catch((error: unknown) => app.log.warn({ err: error }, 'expired Idempotency-Key entries not removed'));
+  }, IDEMPOTENCY_SWEEP_MS);
+  sweep.unref();
   return {
     url,
     app,
     relay,
     async close() {
+      clearInterval(sweep);
       await app.close();
       await cleanUp();
     },

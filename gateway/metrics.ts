@@ -5,6 +5,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { Outbox } from '../activities/outbox.js';
 import type { UpstreamErrorKind } from './engine-upstream.js';
 import type { RelayEvents } from './outbox-relay.js';
+import type { Pairing } from './turn-recorder.js';
 
 export type RecordOutcome = 'recorded' | 'duplicate';
 
@@ -44,6 +45,19 @@ export class GatewayMetrics {
     name: 'openclaw_gateway_turns_recorded_total',
     help: 'Main turns made durable in the sample store with their outbox entry, by outcome.',
     labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
+
+  readonly turnPairings = new Counter({
+    name: 'openclaw_gateway_turn_pairings_total',
+    help: 'New main turns by how the turn they continue was found: continuation (reply and exact prefix), reply (reply only: a compacted conversation), unmatched (a kept reply the gateway never recorded), none (nothing to continue).',
+    labelNames: ['pairing'] as const,
+    registers: [this.registry],
+  });
+
+  readonly idempotentReplays = new Counter({
+    name: 'openclaw_gateway_idempotent_replays_total',
+    help: 'Requests answered with the stored response of their Idempotency-Key, without asking the engine.',
     registers: [this.registry],
   });
 
@@ -145,6 +159,8 @@ export class GatewayMetrics {
     ] as const)
       this.upstreamErrors.inc({ kind }, 0);
     for (const outcome of ['recorded', 'duplicate'] as const) this.turnsRecorded.inc({ outcome }, 0);
+    for (const pairing of ['continuation', 'reply', 'unmatched', 'none'] as const)
+      this.turnPairings.inc({ pairing }, 0);
   }
 
   upstreamError(kind: UpstreamErrorKind | 'stream'): void {
@@ -163,7 +179,8 @@ export class GatewayMetrics {
     };
   }
 
-  turnRecorded(outcome: RecordOutcome): void {
+  turnRecorded(outcome: RecordOutcome, pairing: Pairing): void {
     this.turnsRecorded.inc({ outcome });
+    if (outcome === 'recorded') this.turnPairings.inc({ pairing });
   }
 }

@@ -1,13 +1,7 @@
-// Recognises a retried request: the same messages and tools hash the same, whatever order the client
-// wrote the keys of its JSON objects in.
+// Hashes of JSON values that do not depend on how a client wrote them: object keys are sorted at every depth,
+// so the same request hashes the same whatever order its keys came in.
 
 import { createHash } from 'node:crypto';
-
-export function requestHash(messages: unknown, tools: unknown): string {
-  return createHash('sha256')
-    .update(canonicalJson({ messages, tools: tools ?? null }))
-    .digest('hex');
-}
 
 /** JSON with object keys sorted at every depth (undefined members dropped, as JSON.stringify does). */
 export function canonicalJson(value: unknown): string {
@@ -19,4 +13,9 @@ export function canonicalJson(value: unknown): string {
     return `{${entries.map(([key, member]) => `${JSON.stringify(key)}:${canonicalJson(member)}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';
+}
+
+/** SHA-256 of the parts joined by NUL (none of them contains one: they are hex digests or JSON), as hex. */
+export function sha256Hex(...parts: string[]): string {
+  return createHash('sha256').update(parts.join('\0')).digest('hex');
 }

@@ -17,6 +17,7 @@ import { type ApiKeyCheck, createApiKeyCheck } from './auth.js';
 import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
 import { clientSignalOf } from './client-signal.js';
 import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
+import type { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics } from './metrics.js';
 import {
   internalError,
@@ -26,6 +27,7 @@ import {
   payloadTooLarge,
   rateLimited,
 } from './openai-errors.js';
+import { NEUTRAL_SAMPLING, type SamplingDefaults } from './sampling.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
 export interface GatewayOptions {
@@ -38,6 +40,10 @@ export interface GatewayOptions {
   /** Replaces the adapter built from `engineUrl` and `engineKind`. */
   engine?: EngineAdapter;
   recorder: TurnRecorder;
+  /** Where `Idempotency-Key` responses are kept (the sample store, shared by every gateway). */
+  idempotency: IdempotencyKeys;
+  /** Sampling values sent when a client leaves them out (default: the engines' neutral ones). */
+  sampling?: SamplingDefaults;
   /**
    * Bearer keys clients must send; empty means an open gateway (a warning is logged; startGateway refuses
    * that beyond loopback unless `gateway.allowNoKeys`).
@@ -152,7 +158,16 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
 
     routes.post(
       '/v1/chat/completions',
-      chatCompletionsHandler({ upstream, recorder: options.recorder, metrics }, contextOf),
+      chatCompletionsHandler(
+        {
+          upstream,
+          recorder: options.recorder,
+          metrics,
+          sampling: options.sampling ?? NEUTRAL_SAMPLING,
+          idempotency: options.idempotency,
+        },
+        contextOf,
+      ),
     );
   });
 

@@ -1,17 +1,28 @@
 // Streaming chat completions: each engine chunk is relayed to the client as it arrives, and captured. Only
 // the final `data: [DONE]` is held back until a main turn is recorded; if recording fails the client gets an
 // error event and the stream ends without [DONE], so a client that saw [DONE] can count on its turn. A
-// client that disconnects aborts the engine request, and nothing is recorded.
+// client that disconnects aborts the engine request, and nothing is recorded. Under an `Idempotency-Key` the
+// events sent are kept as they were written, and stored (with the final [DONE]) before [DONE] goes out.
 
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 import { TurnCapture } from '../engines/chat-capture.js';
 import { engineChatChunkSchema } from '../engines/chat-schema.js';
-import { type ChatDeps, type ChatTurn, endSessionIfAsked, recordMainTurn } from './chat-turn.js';
+import {
+  type ChatDeps,
+  type ChatTurn,
+  endSessionIfAsked,
+  keepForReplay,
+  recordMainTurn,
+} from './chat-turn.js';
 import { clientChunk } from './client-response.js';
 import { parseSseEvents } from './engine-stream.js';
 import { ClientGoneError } from './engine-upstream.js';
 import { badGateway, internalError, OpenAIError } from './openai-errors.js';
+import type { RecordedTurn } from './turn-recorder.js';
+
+const SSE_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
+const DONE_EVENT = 'data: [DONE]\n\n';
 
 export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): Promise<void> {
   // Errors before the engine answers (unreachable, 4xx) are thrown here and sent as plain JSON errors.
@@ -22,7 +33,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
   reply.hijack();
   const raw = reply.raw;
   raw.writeHead(200, {
-    'content-type': 'text/event-stream; charset=utf-8',
+    'content-type': SSE_CONTENT_TYPE,
     'cache-control': 'no-cache',
     connection: 'keep-alive',
     'x-accel-buffering': 'no',
@@ -31,6 +42,13 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
 
   const capture = new TurnCapture();
   const sessionId = turn.identity.sessionId;
+  // What the client was sent, event by event, when a replay may need it.
+  const sent: string[] | null = turn.idempotency ? [] : null;
+  const writeEvent = (payload: unknown) => writeSseEvent(raw, payload, sent);
+  const endWithError = async (error: OpenAIError) => {
+    await writeEvent(error.toJSON());
+    raw.end();
+  };
   let sawDone = false;
   let sawToken = false;
   try {
@@ -44,7 +62,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
         // The engine failed mid-stream and said so: pass its error on, record nothing.
         deps.metrics.upstreamError('stream');
         turn.log.warn({ error: chunk.error }, 'the engine reported an error mid-stream');
-        await writeEvent(raw, { error: chunk.error });
+        await writeEvent({ error: chunk.error });
         raw.end();
         return;
       }
@@ -54,7 +72,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
         deps.metrics.timeToFirstToken.observe(secondsSince(turn.startedAt));
       }
       const view = clientChunk(chunk, turn.wants, sessionId);
-      if (view !== null) await writeEvent(raw, view);
+      if (view !== null) await writeEvent(view);
     }
   } catch (error) {
     await body.cancel().catch(() => {});
@@ -62,26 +80,29 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
     if (failure instanceof ClientGoneError) return clientGone(deps, turn);
     deps.metrics.upstreamError('stream');
     turn.log.warn({ err: failure }, 'the engine stream failed');
-    return endWithError(raw, asOpenAIError(failure));
+    return endWithError(asOpenAIError(failure));
   }
   if (turn.clientSignal.aborted) return clientGone(deps, turn);
   if (!sawDone) {
     deps.metrics.upstreamError('stream');
     return endWithError(
-      raw,
       badGateway('the policy engine ended the stream before it was complete', 'upstream_failed'),
     );
   }
 
-  if (turn.main) {
-    try {
-      await recordMainTurn(deps, turn, capture);
-    } catch (error) {
-      return endWithError(raw, asOpenAIError(error));
-    }
+  try {
+    const recorded: RecordedTurn | null = turn.main ? await recordMainTurn(deps, turn, capture) : null;
+    await endSessionIfAsked(deps, turn);
+    if (sent !== null)
+      await keepForReplay(
+        turn,
+        { status: 200, contentType: SSE_CONTENT_TYPE, body: sent.join('') + DONE_EVENT },
+        recorded,
+      );
+  } catch (error) {
+    return endWithError(asOpenAIError(error));
   }
-  await endSessionIfAsked(deps, turn);
-  raw.end('data: [DONE]\n\n');
+  raw.end(DONE_EVENT);
 }
 
 function parseChunk(data: string): Record<string, unknown> {
@@ -126,15 +147,15 @@ function clientGone(deps: ChatDeps, turn: ChatTurn): void {
   turn.log.info('client disconnected mid-stream; nothing recorded');
 }
 
-async function endWithError(raw: ServerResponse, error: OpenAIError): Promise<void> {
-  await writeEvent(raw, error.toJSON());
-  raw.end();
-}
-
-/** Writes one SSE event, waiting for the socket to drain when the client reads slower than the engine. */
-function writeEvent(raw: ServerResponse, payload: unknown): Promise<void> {
+/**
+ * Writes one SSE event (and notes it in `sent`), waiting for the socket to drain when the client reads slower
+ * than the engine.
+ */
+function writeSseEvent(raw: ServerResponse, payload: unknown, sent: string[] | null): Promise<void> {
   if (raw.destroyed || raw.writableEnded) return Promise.resolve();
-  if (raw.write(`data: ${JSON.stringify(payload)}\n\n`)) return Promise.resolve();
+  const event = `data: ${JSON.stringify(payload)}\n\n`;
+  sent?.push(event);
+  if (raw.write(event)) return Promise.resolve();
   return new Promise((resolve) => {
     const done = () => {
       raw.off('drain', done);

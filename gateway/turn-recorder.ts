@@ -2,15 +2,24 @@
 // the sample store, so the response may complete; the relay delivers it to its session workflow later.
 
 import type { TurnRecord } from '../core/turn-record.js';
+import type { TurnRef } from '../core/types.js';
 
-/** Everything a turn record holds except what the recorder decides: its number, id, hash and time. */
-export type TurnDraft = Omit<TurnRecord, 'turn' | 'sampleId' | 'requestHash' | 'recordedAt'>;
+/** Everything a turn record holds except what the recorder decides: its identity, pairing and time. */
+export type TurnDraft = Omit<TurnRecord, 'turn' | 'sampleId' | 'prefixHash' | 'continues' | 'recordedAt'>;
+
+/**
+ * How the turn this request continues was found: by its reply and exact prefix, by its reply alone (the prefix
+ * changed: compaction), not at all although the request keeps a reply (`unmatched`: a reply the gateway never
+ * recorded, or one the client rewrote), or there was no reply to look for (`none`: a first turn).
+ */
+export type Pairing = 'continuation' | 'reply' | 'unmatched' | 'none';
 
 export interface RecordedTurn {
-  turn: number;
-  sampleId: string;
-  /** True when the same request was already recorded (a client retry): that earlier turn is returned. */
+  /** What the session workflow receives. */
+  ref: TurnRef;
+  /** True when this exact request and response were already recorded: that turn is returned. */
   duplicate: boolean;
+  pairing: Pairing;
 }
 
 export interface TurnRecorder {

@@ -42,3 +42,13 @@ export async function ensureEngineTokenFile(path: string): Promise<{ created: bo
   if (existsSync(path)) return { created: false };
   return { created: await writeSecretFile(path, `ocrl-engine-${randomBytes(32).toString('base64url')}\n`) };
 }
+
+/**
+ * The key of judge calls: `judge.apiKey`, else the engine token when the judge is the project's own frozen judge
+ * engine (a reference engine that requires it); never the token for a judge elsewhere.
+ */
+export function judgeApiKey(config: OpenClawConfig): string {
+  if (config.judge.apiKey) return config.judge.apiKey;
+  const ownEngine = config.judge.baseUrl.replace(/\/+$/, '') === `${config.judgeEngine.url}/v1`;
+  return ownEngine ? (engineToken(config) ?? '') : '';
+}

@@ -11,6 +11,7 @@ import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
 import type { Method } from '../core/types.js';
 import { policyEngineFromConfig, teacherEngineFromConfig } from '../engines/engine-adapters.js';
+import { judgeApiKey } from '../security/engine-token.js';
 import type { TrainingInput } from '../workflows/training-signals.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -35,6 +36,9 @@ export function trainingInputFromConfig(
       maxPolicyLag: config.training.maxPolicyLag,
       stalenessPolicy: config.training.stalenessPolicy,
       continueAsNewAfterSteps: config.training.continueAsNewAfterSteps,
+      continueAsNewAfterEvents: config.training.continueAsNewAfterEvents,
+      keepCheckpoints: config.training.keepCheckpoints,
+      ...(method === 'opd' && config.teacher.topK > 0 && { distillTopK: config.teacher.topK }),
       heartbeatTimeoutMs: config.temporal.heartbeatTimeoutMs,
       ...(config.trainer.taskQueue && { trainerTaskQueue: config.trainer.taskQueue }),
       loss: { ...config.loss },
@@ -65,7 +69,7 @@ export async function createControlWorker(
     new OpenAIJudge({
       baseUrl: config.judge.baseUrl,
       model: config.judge.model,
-      apiKey: config.judge.apiKey,
+      apiKey: judgeApiKey(config),
       temperature: config.judge.temperature,
       maxTokens: config.judge.maxTokens,
     });

@@ -11,7 +11,7 @@ import {
   parseJudgeVote,
   selectHint,
 } from '../core/judge-votes.js';
-import type { Method, SampleExclusion, SampleRef, TurnRef } from '../core/types.js';
+import type { Method, SampleExclusion, SampleRef, SupersededPolicy, TurnRef } from '../core/types.js';
 
 export interface ScoreTurnInput {
   runId: string;
@@ -22,6 +22,16 @@ export interface ScoreTurnInput {
   turn: TurnRef;
   /** The turn whose request carries this turn's next state; null when the session ended first. */
   nextSampleId: string | null;
+  /**
+   * Set when the conversation continued from another response to the same request (`by`): the turn is
+   * settled without a judge, as an exclusion or (`negative`, rl and combine) a sample with reward -1.
+   */
+  superseded?: { by: string; as: SupersededPolicy };
+}
+
+/** One scoring workflow per turn: a second delivery of the same turn cannot score it twice. */
+export function scoreTurnWorkflowId(sampleId: string): string {
+  return `score-${sampleId}`;
 }
 
 export type ScoreTurnResult = { ok: true; sample: SampleRef } | { ok: false; exclusion: SampleExclusion };
@@ -63,6 +73,28 @@ export async function scoreTurnWorkflow(input: ScoreTurnInput): Promise<ScoreTur
     await scoring.deliverToTraining({ runId: input.runId, method: input.method, result });
     return result;
   };
+
+  if (input.superseded) {
+    const { by, as } = input.superseded;
+    if (as === 'negative' && input.method !== 'opd') {
+      // The user asked for another answer to the same request: a vote of -1, without asking a judge.
+      const assembled = await scoring.assembleSample({
+        method: input.method,
+        sampleId,
+        evalScore: -1,
+        hint: null,
+        teacherStored: false,
+        judgeRecord: { evalVotes: null, hintVotes: null, hint: null, supersededBy: by },
+      });
+      return finish(assembled);
+    }
+    const exclusion = await scoring.recordExclusion({
+      sampleId,
+      reason: 'superseded',
+      detail: `the conversation continued from another response to the same request (${by})`,
+    });
+    return finish({ ok: false, exclusion });
+  }
 
   if (input.nextSampleId === null) {
     const exclusion = await scoring.recordExclusion({

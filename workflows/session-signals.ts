@@ -1,7 +1,8 @@
 // Signals and queries of sessionWorkflow, in a file of their own so the gateway can import them without
 // pulling workflow code into its process.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
-import type { Method, TurnRef } from '../core/types.js';
+import type { PairingState } from '../core/session-pairing.js';
+import type { Method, SupersededPolicy, TurnRef } from '../core/types.js';
 
 /** A main turn was recorded in the sample store; sent by the gateway with signal-with-start. */
 export const turnRecordedSignal = defineSignal<[TurnRef]>('turnRecorded');
@@ -9,12 +10,24 @@ export const turnRecordedSignal = defineSignal<[TurnRef]>('turnRecorded');
 /** The client said the session is over (`X-Session-Done: true`); settle the last turn now. */
 export const sessionDoneSignal = defineSignal<[]>('sessionDone');
 
+/** `active`: turns are arriving; `idle`: closed by the idle timer, its open turns wait for the horizon. */
+export type SessionPhase = 'active' | 'idle' | 'done';
+
 export interface SessionStatus {
   sessionId: string;
-  /** Turns received and not yet handed to scoring (at most the latest, waiting for its next state). */
+  /** Positions of the turns waiting for their next state. */
   waitingTurns: number[];
+  /** Sample ids of the turns waiting for their next state. */
+  openTurns: string[];
+  turnsReceived: number;
+  /** Turns handed to scoring (with a next state, superseded, or without one at the end). */
   turnsScored: number;
+  /** Of those, settled as superseded by a sibling the conversation continued. */
+  turnsSuperseded: number;
   highestTurn: number;
+  /** Times a turn arrived while the session was idle (closed by the idle timer). */
+  reopened: number;
+  phase: SessionPhase;
   done: boolean;
 }
 
@@ -35,16 +48,34 @@ export interface SessionInput {
   method: Method;
   /** Judge votes per turn (m). */
   judgeVotes: number;
-  /** A session with no new turn for this long closes and settles its last turn. */
+  /** A session with no new turn for this long closes; its open turns then wait for the reopen horizon. */
   idleTimeoutMs: number;
+  /**
+   * How long after the latest turn a reply still pairs (reopening a closed session); then the open turns are
+   * settled without a next state. Absent, or at most `idleTimeoutMs`: they are settled at the idle close.
+   */
+  reopenHorizonMs?: number;
+  /** A sibling nobody continued: an exclusion (default) or a sample with reward -1. */
+  superseded?: SupersededPolicy;
   continueAsNewAfterTurns: number;
   /** Heartbeat timeout of scoring's long activities (default 30 s). */
   heartbeatTimeoutMs?: number;
   /** State carried over continue-as-new; absent on a fresh start. */
-  carried?: SessionCarry;
+  carried?: SessionCarry | SequentialSessionCarry;
 }
 
 export interface SessionCarry {
+  pairing: PairingState;
+  phase: Exclude<SessionPhase, 'done'>;
+  turnsReceived: number;
+  turnsScored: number;
+  turnsSuperseded: number;
+  reopened: number;
+  highestTurn: number;
+}
+
+/** What runs started before turns were paired by their kept reply carry (they pair in turn order). */
+export interface SequentialSessionCarry {
   waiting: TurnRef[];
   /** Turns at or below this number were already handed to scoring: duplicates of them are ignored. */
   highestScored: number;

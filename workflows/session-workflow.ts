@@ -1,30 +1,43 @@
-// One workflow per conversation. It pairs every main turn with the turn that follows it (whose request
-// ends with the next state: the user's reply or a tool result), hands each pair to scoring, and closes on
-// X-Session-Done or after an idle timeout, settling its last turn as well (spec 3.7-3.8, 13).
+// One workflow per conversation. Each turn arrives (signal-with-start from the gateway) saying which earlier
+// turn it continues; that turn is then scored against it (its next state is this request's last message), and
+// the other answers to that same request are settled as superseded (core/session-pairing.ts). The session
+// closes on X-Session-Done, settling every open turn at once, or when it has been idle for `idleTimeoutMs`;
+// an idle session's open turns wait until `reopenHorizonMs` after its latest turn, so a personal agent's user
+// who answers an hour later still trains the turn they answer (the session reopens). At the horizon they are
+// settled without a next state (spec 3.7-3.8, 13).
 
-import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   allHandlersFinished,
   condition,
   continueAsNew,
-  ParentClosePolicy,
+  patched,
   setHandler,
-  startChild,
-  WorkflowIdReusePolicy,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { TurnRef } from '../core/types.js';
-import type { ScoreTurnInput } from './score-turn-workflow.js';
 import {
+  DEFAULT_PAIRING_LIMITS,
+  emptyPairingState,
+  type OpenTurn,
+  SessionPairing,
+  type Settlement,
+} from '../core/session-pairing.js';
+import type { TurnRef } from '../core/types.js';
+import { startScoreTurn } from './score-turn-child.js';
+import type { ScoreTurnInput } from './score-turn-workflow.js';
+import { sequentialSession } from './session-sequential.js';
+import {
+  type SequentialSessionCarry,
   type SessionCarry,
   type SessionInput,
+  type SessionPhase,
   type SessionStatus,
   sessionDoneSignal,
   sessionStatusQuery,
   turnRecordedSignal,
 } from './session-signals.js';
 
-export type SessionEnd = 'done-signal' | 'idle';
+/** How the session ended: the client said so, it was idle with nothing open, or its reopen horizon passed. */
+export type SessionEnd = 'done-signal' | 'idle' | 'horizon';
 
 export interface SessionResult {
   sessionId: string;
@@ -32,12 +45,18 @@ export interface SessionResult {
   turnsScored: number;
 }
 
+/** Marks runs that pair turns by their kept reply; runs started before it replay the sequential loop. */
+export const PAIRING_BY_KEPT_REPLY = 'pairing-by-kept-reply';
+
 export async function sessionWorkflow(input: SessionInput): Promise<SessionResult> {
-  const carried: SessionCarry = input.carried ?? { waiting: [], highestScored: 0, turnsScored: 0 };
-  // Turns received and not yet handed to scoring, kept sorted by turn number.
-  const waiting: TurnRef[] = [...carried.waiting];
-  let highestScored = carried.highestScored;
-  let turnsScored = carried.turnsScored;
+  if (!patched(PAIRING_BY_KEPT_REPLY)) return sequentialSession(input);
+
+  const idleTimeoutMs = input.idleTimeoutMs;
+  const horizonMs = Math.max(input.reopenHorizonMs ?? idleTimeoutMs, idleTimeoutMs);
+  const carried = carriedState(input.carried, Date.now());
+  const pairing = new SessionPairing(carried.pairing, { ...DEFAULT_PAIRING_LIMITS, horizonMs });
+  let { phase, turnsReceived, turnsScored, turnsSuperseded, reopened } = carried;
+  let highestTurn = carried.highestTurn;
   let turnsThisRun = 0;
   let done = false;
   const inbox: TurnRef[] = [];
@@ -52,73 +71,116 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
     sessionStatusQuery,
     (): SessionStatus => ({
       sessionId: input.sessionId,
-      waitingTurns: waiting.map((t) => t.turn),
+      waitingTurns: pairing.openTurns.map((t) => t.ref.turn),
+      openTurns: pairing.openTurns.map((t) => t.ref.sampleId),
+      turnsReceived,
       turnsScored,
-      highestTurn: Math.max(highestScored, ...waiting.map((t) => t.turn)),
+      turnsSuperseded,
+      highestTurn,
+      reopened,
+      phase: done ? ('done' as SessionPhase) : phase,
       done,
     }),
   );
 
-  const score = async (turn: TurnRef, next: TurnRef | null): Promise<void> => {
+  const settle = async (settlement: Settlement): Promise<void> => {
+    const { turn } = settlement;
     const scoreInput: ScoreTurnInput = {
       runId: input.runId,
       method: input.method,
       judgeVotes: input.judgeVotes,
       ...(input.heartbeatTimeoutMs !== undefined && { heartbeatTimeoutMs: input.heartbeatTimeoutMs }),
       turn,
-      nextSampleId: next?.sampleId ?? null,
+      nextSampleId: settlement.kind === 'next-state' ? settlement.nextSampleId : null,
+      ...(settlement.kind === 'superseded' && {
+        superseded: { by: settlement.by, as: input.superseded ?? 'exclude' },
+      }),
     };
-    try {
-      // Abandoned, not owned: scoring outlives this run when the session continues-as-new or closes.
-      await startChild('scoreTurnWorkflow', {
-        workflowId: `score-${turn.sampleId}`,
-        args: [scoreInput],
-        parentClosePolicy: ParentClosePolicy.ABANDON,
-        workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
-      });
-    } catch (error) {
-      // Already scored (a duplicate delivery after a restart): the first scoring stands.
-      if (!(error instanceof WorkflowExecutionAlreadyStartedError)) throw error;
-    }
-    highestScored = Math.max(highestScored, turn.turn);
+    // Already scored (a duplicate delivery, or an earlier run of this session): the first scoring stands.
+    if (!(await startScoreTurn(scoreInput))) return;
     turnsScored++;
-    turnsThisRun++;
+    if (settlement.kind === 'superseded') turnsSuperseded++;
   };
 
-  const takeInbox = (): void => {
+  const takeInbox = async (): Promise<void> => {
     for (const ref of inbox.splice(0)) {
-      const duplicate = ref.turn <= highestScored || waiting.some((t) => t.turn === ref.turn);
-      if (duplicate || ref.kind !== 'main') continue;
-      waiting.push(ref);
+      const { fresh, settlements } = pairing.receive(ref, Date.now());
+      if (!fresh) continue; // a duplicate delivery, or a side turn
+      turnsReceived++;
+      // Counted as they arrive: a session whose turns nobody continues must continue-as-new too.
+      turnsThisRun++;
+      highestTurn = Math.max(highestTurn, ref.turn);
+      if (phase === 'idle') {
+        phase = 'active';
+        reopened++;
+      }
+      for (const settlement of settlements) await settle(settlement);
     }
-    waiting.sort((a, b) => a.turn - b.turn);
   };
 
   let end: SessionEnd = 'done-signal';
   for (;;) {
-    const woke = await condition(() => inbox.length > 0 || done, input.idleTimeoutMs);
-    takeInbox();
-    // Every turn but the latest now has its next state: the turn after it.
-    while (waiting.length > 1) {
-      const [turn, next] = waiting as [TurnRef, TurnRef, ...TurnRef[]];
-      await score(turn, next);
-      waiting.shift();
+    const timeout =
+      phase === 'active'
+        ? idleTimeoutMs
+        : Math.max(1, (pairing.latestTurnAt ?? Date.now()) + horizonMs - Date.now());
+    const woke = await condition(() => inbox.length > 0 || done, timeout);
+    await takeInbox();
+    if (done) break;
+    if (!woke) {
+      // Idle: close, and keep the open turns for a late reply until the horizon (if it is later).
+      if (phase === 'active' && horizonMs > idleTimeoutMs && pairing.openTurns.length > 0) {
+        phase = 'idle';
+        continue;
+      }
+      end = phase === 'active' ? 'idle' : 'horizon';
+      break;
     }
-    if (!woke) end = 'idle';
-    if (done || !woke) break;
     if (turnsThisRun >= input.continueAsNewAfterTurns || workflowInfo().continueAsNewSuggested) {
       await allHandlersFinished();
-      takeInbox();
-      await continueAsNew<typeof sessionWorkflow>({
-        ...input,
-        carried: { waiting: [...waiting], highestScored, turnsScored },
-      });
+      await takeInbox();
+      const carry: SessionCarry = {
+        pairing: pairing.state(),
+        phase,
+        turnsReceived,
+        turnsScored,
+        turnsSuperseded,
+        reopened,
+        highestTurn,
+      };
+      await continueAsNew<typeof sessionWorkflow>({ ...input, carried: carry });
     }
   }
 
-  // The session is over: the last turn has no next state. Scoring records it (an exclusion by default).
+  // The session is over: open turns get no next state (superseded ones aside). Scoring records them.
   await allHandlersFinished();
-  takeInbox();
-  for (const [index, turn] of waiting.entries()) await score(turn, waiting[index + 1] ?? null);
+  await takeInbox();
+  for (const settlement of pairing.closeAll()) await settle(settlement);
   return { sessionId: input.sessionId, end, turnsScored };
+}
+
+/** The carried state, also from a run of the sequential loop that continued as new into this code. */
+function carriedState(carried: SessionInput['carried'], now: number): SessionCarry {
+  if (carried === undefined)
+    return {
+      pairing: emptyPairingState(),
+      phase: 'active',
+      turnsReceived: 0,
+      turnsScored: 0,
+      turnsSuperseded: 0,
+      reopened: 0,
+      highestTurn: 0,
+    };
+  if ('pairing' in carried) return carried;
+  const sequential: SequentialSessionCarry = carried;
+  const open: OpenTurn[] = sequential.waiting.map((ref) => ({ ref, arrivedAt: now }));
+  return {
+    pairing: { open, settled: [], lastTurnAt: now },
+    phase: 'active',
+    turnsReceived: sequential.turnsScored + open.length,
+    turnsScored: sequential.turnsScored,
+    turnsSuperseded: 0,
+    reopened: 0,
+    highestTurn: Math.max(sequential.highestScored, ...open.map((t) => t.ref.turn)),
+  };
 }

@@ -1,5 +1,12 @@
 // Signals, updates and queries of trainingWorkflow, importable by clients (gateway, CLI, scoring).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { z } from 'zod';
+import type {
+  lossSettingsSchema,
+  optimizerSettingsSchema,
+  ResolvedTrainingSettings,
+  trainingSettingsSchema,
+} from '../core/training-settings.js';
 import type { Method, SampleExclusion, SampleRef, TrainingStatus } from '../core/types.js';
 
 export type SampleDelivery = { ok: true; sample: SampleRef } | { ok: false; exclusion: SampleExclusion };
@@ -15,39 +22,16 @@ export const reconfigureUpdate = defineUpdate<TrainingRunStatus, [TrainingReconf
 export const trainingStatusQuery = defineQuery<TrainingRunStatus>('status');
 export const lineageQuery = defineQuery<LineageEntry[], [{ version?: number }?]>('lineage');
 
-export interface LossSettings {
-  epsClip: number;
-  epsClipHigh: number;
-  klCoef: number;
-  klType: 'low_var_kl' | 'k1' | 'k2' | 'k3';
-  entropyCoef: number;
-  wRl: number;
-  wOpd: number;
-}
-
-export interface OptimizerSettings {
-  learningRate: number;
-  weightDecay: number;
-  betas: [number, number];
-}
-
-export interface TrainingSettings {
-  batchSize: number;
-  maxPolicyLag: number;
-  stalenessPolicy: 'drop' | 'rollout-logprobs';
-  continueAsNewAfterSteps: number;
-  /** A trainer activity silent this long is presumed dead and retried. */
-  heartbeatTimeoutMs: number;
-  /** Task queue of trainStep and publishWeights (a trainer worker on the GPU host); absent: this run's queue. */
-  trainerTaskQueue?: string;
-  loss: LossSettings;
-  optimizer: OptimizerSettings;
-}
+/** Loss, optimizer and run settings: one zod schema (core/training-settings.ts), these types inferred from it. */
+export type LossSettings = z.output<typeof lossSettingsSchema>;
+export type OptimizerSettings = z.output<typeof optimizerSettingsSchema>;
+export type TrainingSettings = ResolvedTrainingSettings;
 
 export interface TrainingReconfiguration {
   batchSize?: number;
   maxPolicyLag?: number;
   stalenessPolicy?: 'drop' | 'rollout-logprobs';
+  keepCheckpoints?: number;
   loss?: Partial<LossSettings>;
   optimizer?: Partial<OptimizerSettings>;
 }
@@ -59,6 +43,21 @@ export interface LineageEntry {
   sampleIds: string[];
   checkpoint: string;
   metrics: Record<string, number>;
+  /** The run's incarnation that published it (absent in entries written before incarnations existed). */
+  incarnation?: string;
+}
+
+/** Waiting sample references spilled to the store under `key` (core/training-keys.ts). */
+export interface BacklogChunk {
+  key: string;
+  count: number;
+}
+
+/** The last batch the trainer refused: its samples became `trainer-refused` exclusions. */
+export interface TrainerRefusal {
+  stepId: string;
+  samples: number;
+  detail: string;
 }
 
 export interface TrainingCarry {
@@ -67,6 +66,7 @@ export interface TrainingCarry {
   samplesTrained: number;
   samplesExcluded: number;
   exclusionsByReason: Record<string, number>;
+  /** The oldest waiting samples, in arrival order (at most a bound's worth is carried; the rest is backlog). */
   pending: SampleRef[];
   /** Sample ids seen lately (pending, trained or excluded): a late duplicate delivery is ignored. */
   recentIds: string[];
@@ -75,6 +75,21 @@ export interface TrainingCarry {
   lastMetrics: Record<string, number> | null;
   lineage: LineageEntry[];
   paused: boolean;
+  /**
+   * This run id's incarnation: the first run id of its chain of executions. Step ids and checkpoint folders
+   * carry it, so a run started again under the same id never meets another incarnation's steps or weights.
+   */
+  incarnation?: string;
+  /** Chunks of waiting samples spilled to the store, oldest first (they come after `pending`). */
+  backlog?: BacklogChunk[];
+  /** Samples received while there was a backlog (they come after it). */
+  tail?: SampleRef[];
+  /** Spilled chunks written so far: the next one's number. */
+  backlogSeq?: number;
+  /** Backlog chunks already read back, deleted at the next continue-as-new. */
+  consumedBacklog?: string[];
+  backlogSamples?: number;
+  lastRefusal?: TrainerRefusal | null;
 }
 
 /** The start input: one JSON object, pasteable into the Temporal UI's Start Workflow form. */
@@ -82,7 +97,7 @@ export interface TrainingInput {
   runId: string;
   method: Method;
   /** Anything left out takes its default (docs/configuration.md). */
-  settings?: Partial<Omit<TrainingSettings, 'loss' | 'optimizer'>> & {
+  settings?: Partial<Omit<z.input<typeof trainingSettingsSchema>, 'loss' | 'optimizer'>> & {
     loss?: Partial<LossSettings>;
     optimizer?: Partial<OptimizerSettings>;
   };
@@ -96,6 +111,11 @@ export interface TrainingRunStatus extends TrainingStatus {
   lastMetrics: Record<string, number> | null;
   lastCheckpoint: string | null;
   settings: TrainingSettings;
+  /** The run id's incarnation (absent for runs started before incarnations existed). */
+  incarnation?: string;
+  /** Of `pendingSamples`, those spilled to the store (the history carries at most a bound's worth). */
+  backlogSamples?: number;
+  lastRefusal?: TrainerRefusal | null;
 }
 
 export function trainingWorkflowId(runId: string): string {

@@ -6,6 +6,7 @@ import type {
   TrainerSample,
   TrainStepMetrics,
 } from '../trainer-backend.js';
+import { asTrainerRefusal } from '../trainer-refusal.js';
 import { trainStepRequest } from './train-step-request.js';
 
 /**
@@ -29,7 +30,11 @@ export class ReferenceTrainerBackend implements TrainerBackend {
     optimizer: OptimizerConfig,
   ): Promise<TrainStepMetrics> {
     const body = trainStepRequest(stepId, samples, loss, optimizer);
-    return (await this.client.json('POST', '/train_step', body)) as TrainStepMetrics;
+    try {
+      return (await this.client.json('POST', '/train_step', body)) as TrainStepMetrics;
+    } catch (error) {
+      throw asTrainerRefusal(error);
+    }
   }
 
   async saveCheckpoint(path: string): Promise<void> {
@@ -41,8 +46,20 @@ export class ReferenceTrainerBackend implements TrainerBackend {
   }
 
   async hasApplied(stepId: string): Promise<boolean> {
+    return (await this.stepIds()).includes(stepId);
+  }
+
+  async hasTrained(): Promise<boolean> {
+    return (await this.stepIds()).length > 0;
+  }
+
+  async resetToBase(): Promise<void> {
+    await this.client.json('POST', '/reset_to_base', {});
+  }
+
+  private async stepIds(): Promise<string[]> {
     const info = (await this.client.json('GET', '/trainer_info')) as { step_ids?: string[] };
-    return (info.step_ids ?? []).includes(stepId);
+    return info.step_ids ?? [];
   }
 
   /** The engine's checkpoints are already Hugging Face model folders that SGLang and the engine load. */

@@ -38,6 +38,11 @@ export interface SlimeSettings {
   maxTokensPerGpu?: number;
   /** Top-K of the teacher's distribution for `topk_distill` (spec 6.6: 50). */
   distillTopk?: number;
+  /**
+   * The temperature the batch was drawn at: slime divides the logits by it for every log-prob it computes
+   * (π_θ, π_old, the reference), as the engine did for the rollout log-probs. Default 1.
+   */
+  rolloutTemperature?: number;
   /** LoRA on slime's FSDP backend (spec 8.1); without it the Megatron backend trains all weights. */
   lora?: SlimeLoraSettings;
   actorGpus?: number;
@@ -114,6 +119,8 @@ export function slimeArguments(settings: SlimeSettings): string[] {
     '1',
     '--reward-key',
     'score',
+    '--rollout-temperature',
+    String(settings.rolloutTemperature ?? 1),
     ...methodArguments(settings),
     // Loss (spec 5, 7): KL term present with its coefficient (0.0 in every Track-1 script), PPO clip.
     '--use-kl-loss',

@@ -17,6 +17,10 @@ export interface EpochFiles {
   checkpointOut: string;
   loss: LossConfig;
   optimizer: OptimizerConfig;
+  /** The temperature every sample of the batch was drawn at (slime's `--rollout-temperature`). */
+  temperature: number;
+  /** Width of the teacher's top-K rows, for top-K distillation. */
+  distillTopk?: number;
 }
 
 export interface EpochCommand {
@@ -62,7 +66,9 @@ export function slimeEpochCommand(
   return (epoch: EpochFiles): EpochCommand => {
     const full: SlimeSettings = {
       rolloutBatchSize: epoch.sampleCount,
+      ...(epoch.distillTopk !== undefined && { distillTopk: epoch.distillTopk }),
       ...settings,
+      rolloutTemperature: epoch.temperature,
       hfCheckpoint: epoch.baseModel,
       load: epoch.checkpointIn,
       save: epoch.checkpointOut,

@@ -20,11 +20,14 @@ import type {
   TrainerSample,
   TrainStepMetrics,
 } from '../trainer-backend.js';
+import { trainerRefusal } from '../trainer-refusal.js';
 import { type EpochCommandBuilder, referenceEpochCommand } from './slime-epoch-command.js';
 import { trainStepRequest } from './train-step-request.js';
 
 /** Failure type of a trainer container that did not finish its epoch (retryable: the next try starts over). */
 export const TRAINER_EPOCH_FAILED = 'TrainerEpochFailed';
+/** Exit status of an epoch container that refused its batch file (slime_plugin/epoch.py, train_epoch.py). */
+export const EPOCH_REFUSED = 66;
 export const EPOCH_LABEL = 'openclaw.trainer-epoch';
 /** Where slime's launcher keeps slime's own checkpoint inside a published one (slime_plugin/epoch.py). */
 export const SLIME_RAW_CHECKPOINT = 'slime';
@@ -126,6 +129,12 @@ export class SlimeTrainerBackend implements TrainerBackend {
       return { ...saved, duplicate: true };
     }
 
+    const temperature = batchTemperature(samples);
+    // slime's --use-rollout-logprobs is one switch per step: a stale sample sets it for its whole batch.
+    const stepLoss = {
+      ...loss,
+      useRolloutLogprobs: loss.useRolloutLogprobs || samples.some((s) => s.useRolloutLogprobs === true),
+    };
     const batchFile = join(this.sharedDir, 'batches', `${key}.json`);
     await mkdir(dirname(batchFile), { recursive: true });
     await mkdir(dirname(checkpointOut), { recursive: true });
@@ -139,8 +148,10 @@ export class SlimeTrainerBackend implements TrainerBackend {
       sampleCount: samples.length,
       checkpointIn: current,
       checkpointOut,
-      loss,
+      loss: stepLoss,
       optimizer,
+      temperature,
+      distillTopk: samples[0]?.teacherTopkIndices?.[0]?.length,
     });
     const metrics = await this.recordedMetrics(checkpointOut, stepId);
     if (!metrics)
@@ -157,6 +168,15 @@ export class SlimeTrainerBackend implements TrainerBackend {
   async hasApplied(stepId: string): Promise<boolean> {
     const current = await this.currentCheckpoint();
     return current !== null && (await this.recordedMetrics(current, stepId)) !== undefined;
+  }
+
+  async hasTrained(): Promise<boolean> {
+    return (await this.currentCheckpoint()) !== null;
+  }
+
+  /** The next epoch starts from the base model (`--load` none); the checkpoints stay until pruned. */
+  async resetToBase(): Promise<void> {
+    await rm(join(this.sharedDir, 'LATEST'), { force: true });
   }
 
   /** Copies the current checkpoint to `path` (temp folder + rename, so `path` is whole or absent). */
@@ -280,6 +300,10 @@ export class SlimeTrainerBackend implements TrainerBackend {
       stderr.flush();
       (stream as unknown as { destroy(): void }).destroy();
       if (context?.cancellationSignal.aborted) throw context.cancellationSignal.reason;
+      if (StatusCode === EPOCH_REFUSED)
+        throw trainerRefusal(
+          `the trainer container refused the batch of step ${epoch.stepId}:\n${tail.slice(-5).join('\n')}`,
+        );
       if (StatusCode !== 0)
         throw ApplicationFailure.retryable(
           `trainer container for step ${epoch.stepId} exited with ${StatusCode}:\n${tail.slice(-10).join('\n')}`,
@@ -331,6 +355,19 @@ export class SlimeTrainerBackend implements TrainerBackend {
       if (entry.startsWith('.') && entry.includes('.tmp-'))
         await rm(join(dir, entry), { recursive: true, force: true });
   }
+}
+
+/**
+ * The one temperature slime computes a step's log-probs at (`--rollout-temperature`): every sample of the batch
+ * must have been drawn at it, or the step is refused (slime has no per-sample temperature).
+ */
+export function batchTemperature(samples: readonly TrainerSample[]): number {
+  const temperatures = [...new Set(samples.map((s) => s.temperature ?? 1))];
+  if (temperatures.length > 1)
+    throw trainerRefusal(
+      `slime trains a step at one --rollout-temperature, and this batch mixes temperatures ${temperatures.join(', ')}`,
+    );
+  return temperatures[0] ?? 1;
 }
 
 /** Docker's GPU request: the listed devices, else any `count` of them; none on CPU. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { LossConfig, OptimizerConfig, TrainerSample, TrainStepMetrics } from '../trainer-backend.js';
+import { trainerRefusal } from '../trainer-refusal.js';
 import { ReferenceTrainerBackend } from './reference-trainer.js';
 
 /** What an export folder holds: the sampler weights' `tinker://` path (written by the sidecar, atomically). */
@@ -23,7 +24,10 @@ export class TinkerTrainerBackend extends ReferenceTrainerBackend {
     loss: LossConfig,
     optimizer: OptimizerConfig,
   ): Promise<TrainStepMetrics> {
-    if (loss.method === 'topk_distill') throw new Error('Tinker has no top-K distillation loss');
+    if (loss.method === 'topk_distill')
+      throw trainerRefusal(
+        'Tinker has no top-K distillation loss: train opd with distillTopK 0, or use slime',
+      );
     return super.trainStep(stepId, samples, loss, optimizer);
   }
 

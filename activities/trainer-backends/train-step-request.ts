@@ -19,6 +19,8 @@ export function trainStepRequest(
       teacher_log_probs: s.teacherLogProbs,
       teacher_topk_log_probs: s.teacherTopkLogProbs,
       teacher_topk_indices: s.teacherTopkIndices,
+      ...(s.temperature !== undefined && s.temperature !== 1 && { temperature: s.temperature }),
+      ...(s.useRolloutLogprobs !== undefined && { use_rollout_logprobs: s.useRolloutLogprobs }),
     })),
     loss: {
       method: loss.method,

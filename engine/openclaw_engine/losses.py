@@ -66,6 +66,26 @@ def opd_advantages(teacher_log_probs: Tensor, old_log_probs: Tensor) -> Tensor:
     return teacher_log_probs - old_log_probs
 
 
+def teacher_or_old(
+    teacher_log_probs: Tensor | None, old_log_probs: Tensor, rollout_log_probs: Tensor
+) -> Tensor:
+    """The teacher of one sample's OPD term: its own, or π_old when it has none (combine's RL-only rows).
+
+    The original builds an RL-only row with teacher = rollout log-probs, so its term is `rollout − old`,
+    which is 0 only when π_old is exactly the sampling policy (and a systematic bias when the trainer's π_old
+    is at another temperature). A row without a teacher, or whose teacher *is* its rollout log-probs, gets
+    π_old instead, which makes its OPD term exactly 0. Tensors are one sample's, any matching shape.
+    """
+    if teacher_log_probs is None or torch.equal(teacher_log_probs, rollout_log_probs):
+        return old_log_probs
+    return teacher_log_probs
+
+
+def tempered(logits: Tensor, temperature: float) -> Tensor:
+    """Logits of the distribution a sample was drawn from: `logits / T` (engines report log_softmax of it)."""
+    return logits if temperature == 1.0 else logits / temperature
+
+
 def combine_advantages(
     teacher_log_probs: Tensor, old_log_probs: Tensor, rewards: Tensor, w_opd: float = 1.0, w_rl: float = 1.0
 ) -> Tensor:

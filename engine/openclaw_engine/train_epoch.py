@@ -58,7 +58,14 @@ def run_epoch(
     return metrics
 
 
+# The batch is invalid for the trainer (EngineError 4xx: a field, a non-finite gradient): retrying the same
+# batch cannot help, so the caller makes its samples exclusions (docs/slime.md, the epoch contract).
+EPOCH_REFUSED = 66
+
+
 def main(args: Any) -> int:
+    from .errors import EngineError
+
     try:
         metrics = run_epoch(
             args.base,
@@ -69,6 +76,14 @@ def main(args: Any) -> int:
             lora_alpha=args.lora_alpha,
             device=args.device,
         )
+    except EngineError as exc:
+        if exc.status >= 500:
+            _event("failed", error=f"EngineError: {exc}")
+            print(f"train-epoch failed: {exc}", file=sys.stderr, flush=True)
+            return 1
+        _event("refused", error=str(exc), status=exc.status)
+        print(f"train-epoch refused the batch: {exc}", file=sys.stderr, flush=True)
+        return EPOCH_REFUSED
     except Exception as exc:  # the exit status is the contract; the message goes to the logs
         _event("failed", error=f"{type(exc).__name__}: {exc}")
         print(f"train-epoch failed: {exc}", file=sys.stderr, flush=True)

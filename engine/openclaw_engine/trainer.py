@@ -29,7 +29,7 @@ from transformers import AutoModelForCausalLM, PreTrainedModel
 
 from .durable_files import fsync_tree
 from .errors import EngineError
-from .losses import compute_loss, entropy_from_logits, sum_of_sample_mean
+from .losses import compute_loss, entropy_from_logits, sum_of_sample_mean, teacher_or_old, tempered
 from .training_schemas import (
     OptimizerRequest,
     TrainSample,
@@ -87,21 +87,8 @@ class Trainer:
         self.lora_alpha = (lora_alpha if lora_alpha is not None else 2 * lora_rank) if lora_rank else None
         self.lora_target_modules = list(lora_target_modules or DEFAULT_LORA_TARGETS) if lora_rank else None
         self._lock = threading.Lock()
-        # fork_rng: seeding LoRA's random init must not reset the RNG of a server sharing this process.
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            model = self._load_base()
-            self.vocab_size = int(model.get_input_embeddings().num_embeddings)
-            if lora_rank:
-                with warnings.catch_warnings():
-                    # peft calls a transformers API deprecated in v5: their warning, nothing to act on here.
-                    warnings.filterwarnings(
-                        "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
-                    )
-                    model = get_peft_model(model, self._lora_config())
-        # eval(): no dropout, so a step is a deterministic function of weights and batch and the log-probs
-        # of the gradient pass are exactly the pre-update policy's (π_old, see _train).
-        self.model: PreTrainedModel | PeftModel = model.to(self.device).eval()
+        self.model: PreTrainedModel | PeftModel = self._base_policy()
+        self.vocab_size = int(self.model.get_input_embeddings().num_embeddings)
         self._optimizer: torch.optim.AdamW | None = None
         self._ref_model: PreTrainedModel | None = None
         self._steps: dict[str, StepRecord] = {}
@@ -137,12 +124,28 @@ class Trainer:
             self._steps[req.step_id] = StepRecord(metrics=metrics, fingerprint=fingerprint)
             return {**metrics, "duplicate": False}
 
-    def response_log_probs(self, tokens: list[int], response_length: int) -> list[float]:
-        """log π(response token | prefix) under the current weights, one per response token."""
+    def response_log_probs(
+        self, tokens: list[int], response_length: int, temperature: float = 1.0
+    ) -> list[float]:
+        """log π_T(response token | prefix) under the current weights, one per response token."""
         with self._lock, torch.no_grad():
             ids = torch.tensor(tokens, device=self.device)
-            logits = self._response_logits(self.model, ids, response_length)
+            logits = tempered(self._response_logits(self.model, ids, response_length), temperature)
             return _gather(torch.log_softmax(logits, dim=-1), ids[-response_length:]).tolist()
+
+    def reset(self) -> dict[str, Any]:
+        """Back to the base model: weights (or a fresh adapter), no optimizer state, no step ids.
+
+        A training run that starts anew under a run id used before must not train on top of what another
+        incarnation left in this process (the workflow asks for this on its first step).
+        """
+        with self._lock:
+            self.model = self._base_policy()
+            self._optimizer = None
+            self._steps = {}
+            self.step_count = 0
+            self.rng = torch.Generator().manual_seed(self.seed)
+            return {"step_count": 0, "steps_seen": 0, "lora": self._lora_info()}
 
     def info(self) -> dict[str, Any]:
         """Cheap snapshot for GET /trainer_info; reads without the lock so it answers during a step."""
@@ -281,20 +284,30 @@ class Trainer:
         # and compute_loss divides by the global batch size so the summed gradient is the full-batch one.
         for sample in req.samples:
             batch = self._sample_tensors(sample)
-            logits = self._response_logits(self.model, batch["ids"], sample.response_length)
+            # Every log-prob of a sample is of the distribution it was drawn from: log_softmax(logits / T),
+            # as the engine reported its rollout log-probs (slime divides by --rollout-temperature alike).
+            logits = tempered(
+                self._response_logits(self.model, batch["ids"], sample.response_length), sample.temperature
+            )
             log_probs_all = torch.log_softmax(logits, dim=-1)
             lp = _gather(log_probs_all, batch["targets"])[None]
             # π_old: the step makes exactly one optimizer update, after every sample's forward pass, so the
             # detached log-probs of this forward ARE the pre-update policy's (slime recomputes them the same
-            # way before its single step); this saves a second forward pass.
-            old = batch["rollout"] if loss_cfg.use_rollout_logprobs else lp.detach()
+            # way before its single step); this saves a second forward pass. A sample flagged as too many
+            # policy versions old uses its rollout log-probs instead.
+            old = batch["rollout"] if loss_cfg.rollout_old(sample) else lp.detach()
+            teacher = batch.get("teacher")
+            if loss_cfg.method == "combine":
+                teacher = teacher_or_old(teacher, old, batch["rollout"])
             if hp.entropy_coef != 0.0:
                 entropy = entropy_from_logits(logits)[None]
             else:
                 with torch.no_grad():
                     entropy = entropy_from_logits(logits.detach())[None]
             ref = (
-                self._ref_log_probs(batch["ids"], sample.response_length, batch["targets"])
+                self._ref_log_probs(
+                    batch["ids"], sample.response_length, batch["targets"], sample.temperature
+                )
                 if hp.kl_coef
                 else None
             )
@@ -307,7 +320,7 @@ class Trainer:
                 old_log_probs=old,
                 mask=batch["mask"],
                 rewards=batch["reward"],
-                teacher_log_probs=batch.get("teacher"),
+                teacher_log_probs=teacher,
                 ref_log_probs=ref,
                 entropy=entropy,
                 student_topk_log_probs=student_topk,
@@ -370,8 +383,10 @@ class Trainer:
         return out.logits[0].float()
 
     @torch.no_grad()
-    def _ref_log_probs(self, ids: Tensor, response_length: int, targets: Tensor) -> Tensor:
-        """log π_ref for the KL term: the adapter switched off (LoRA), or the frozen source model."""
+    def _ref_log_probs(
+        self, ids: Tensor, response_length: int, targets: Tensor, temperature: float = 1.0
+    ) -> Tensor:
+        """log π_ref at the sample's temperature: the adapter switched off (LoRA), or the frozen base."""
         if self.is_lora:
             assert isinstance(self.model, PeftModel)
             with self.model.disable_adapter():
@@ -381,7 +396,7 @@ class Trainer:
                 # Loaded from model_dir (not copied from the live model) so it is the base even after resumes.
                 self._ref_model = self._load_base().to(self.device).eval().requires_grad_(False)
             logits = self._response_logits(self._ref_model, ids, response_length)
-        return _gather(torch.log_softmax(logits, dim=-1), targets)[None]
+        return _gather(torch.log_softmax(tempered(logits, temperature), dim=-1), targets)[None]
 
     def _new_optimizer(self, cfg: OptimizerRequest) -> torch.optim.AdamW:
         decay, no_decay = [], []
@@ -460,6 +475,23 @@ class Trainer:
             },
         }
         (state_dir / "state.json").write_text(json.dumps(state, indent=1))
+
+    def _base_policy(self) -> PreTrainedModel | PeftModel:
+        """The source model (with a freshly initialised adapter for LoRA), on the device, in eval mode."""
+        # fork_rng: seeding LoRA's random init must not reset the RNG of a server sharing this process.
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(self.seed)
+            model = self._load_base()
+            if self.is_lora:
+                with warnings.catch_warnings():
+                    # peft calls a transformers API deprecated in v5: their warning, nothing to act on here.
+                    warnings.filterwarnings(
+                        "ignore", message=".*is_gradient_checkpointing.*", category=FutureWarning
+                    )
+                    model = get_peft_model(model, self._lora_config())
+        # eval(): no dropout, so a step is a deterministic function of weights and batch and the log-probs
+        # of the gradient pass are exactly the pre-update policy's (π_old, see _train).
+        return model.to(self.device).eval()
 
     def _load_base(self) -> PreTrainedModel:
         # fp32 master weights whatever the source dtype: Adam updates of 1e-5 vanish in bf16.

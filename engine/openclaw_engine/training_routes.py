@@ -1,4 +1,4 @@
-"""HTTP routes of the trainer: train_step, save/load checkpoint, trainer_info.
+"""HTTP routes of the trainer: train_step, save/load checkpoint, reset to the base, trainer_info.
 
 Every blocking call runs in a worker thread (`run_in_threadpool`), so a server that mounts this router
 next to its serving routes keeps answering generation requests while a step trains. The Trainer's own
@@ -37,6 +37,10 @@ def make_training_router(trainer: Trainer, roots: PathRoots) -> APIRouter:
     async def load_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
         path = str(roots.readable(request.path, "path"))
         return await run_in_threadpool(trainer.load_checkpoint, path)
+
+    @router.post("/reset_to_base")
+    async def reset_to_base() -> dict[str, Any]:
+        return await run_in_threadpool(trainer.reset)
 
     @router.get("/trainer_info")
     async def trainer_info() -> dict[str, Any]:

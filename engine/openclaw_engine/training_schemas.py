@@ -46,6 +46,11 @@ class LossRequest(_Strict):
     # False: π_old is recomputed by the trainer (slime's default); True: the samples' rollout log-probs.
     use_rollout_logprobs: bool = False
 
+    def rollout_old(self, sample: TrainSample) -> bool:
+        """Whether π_old of `sample` is its rollout log-probs (its own flag, else the step's)."""
+        flag = sample.use_rollout_logprobs
+        return self.use_rollout_logprobs if flag is None else flag
+
     def hyper_params(self) -> LossHyperParams:
         return LossHyperParams(
             eps_clip=self.eps_clip,
@@ -89,6 +94,12 @@ class TrainSample(_Strict):
     teacher_log_probs: list[LogProb] | None = None
     teacher_topk_log_probs: list[list[LogProb]] | None = None
     teacher_topk_indices: list[list[TokenId]] | None = None
+    # The temperature the sample was drawn at (and its log-probs reported at): every log-prob the trainer
+    # computes for it is log_softmax(logits / temperature). Greedy samples are reported at 1 (SGLang).
+    temperature: float = Field(1.0, gt=0.0, le=100.0)
+    # Per sample π_old: None follows `loss.use_rollout_logprobs`; True uses this sample's rollout log-probs
+    # (a sample too many policy versions old), False the trainer's recomputed ones.
+    use_rollout_logprobs: bool | None = None
 
     @field_validator("response_length")
     @classmethod
@@ -153,10 +164,13 @@ def parse_train_step(request: TrainStepRequest | dict) -> TrainStepRequest:
 
 
 def check_for_method(request: TrainStepRequest) -> None:
-    """Per-method required fields: the teacher signal for opd/combine, the top-K arrays for topk_distill."""
+    """Per-method required fields: the teacher signal for opd, the top-K arrays for topk_distill.
+
+    A combine sample without teacher log-probs is one of combine's RL-only rows: its teacher term is 0.
+    """
     method = request.loss.method
     for i, sample in enumerate(request.samples):
-        if method in ("opd", "combine") and sample.teacher_log_probs is None:
+        if method == "opd" and sample.teacher_log_probs is None:
             raise EngineError(
                 f"samples[{i}].teacher_log_probs is required by loss method {method!r}",
                 param=f"samples[{i}].teacher_log_probs",

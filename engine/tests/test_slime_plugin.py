@@ -119,6 +119,23 @@ def test_combine_loss_matches_the_shared_combine_loss(use_rollout: bool, monkeyp
     assert logits.grad is not None and logits.grad.abs().sum() > 0
 
 
+def test_combine_rl_only_rows_have_a_teacher_term_of_exactly_zero() -> None:
+    """A row whose teacher is its rollout log-probs (the batch loader fills RL-only rows so) is grpo."""
+    logits, batch = packed_batch(seed=2)
+    batch["teacher_log_probs"] = [t.clone() for t in batch["rollout_log_probs"]]
+    args = slime_args(rollout_temperature=0.6)
+    loss, _ = combine_loss_function(args, batch, logits, slime_reducer(MASKS))
+    expected, _ = compute_loss(
+        "grpo",
+        log_probs=padded(reference_log_probs(logits, batch, 0.6)),
+        old_log_probs=padded(batch["log_probs"]),
+        mask=padded(batch["loss_masks"]),
+        rewards=torch.tensor([1.0, -1.0]),
+        batch_size=1,
+    )
+    torch.testing.assert_close(loss, expected, rtol=0, atol=0)
+
+
 def test_combine_loss_applies_temperature_kl_and_entropy_coefficients() -> None:
     logits, batch = packed_batch(seed=1)
     args = slime_args(rollout_temperature=0.6, kl_loss_coef=0.1, entropy_coef=0.01, kl_loss_type="k2")
@@ -222,6 +239,23 @@ def test_batch_loader_returns_one_group_per_sample_with_slime_sample_fields(
     assert first.teacher_log_probs.dtype == torch.float32
     torch.testing.assert_close(first.teacher_log_probs, torch.tensor([-0.4, -1.0]))
     assert batch_loader.generate_rollout_from_batch_file(SimpleNamespace(), 0, None, evaluation=True) == {}
+
+
+def test_batch_loader_gives_rl_only_rows_their_rollout_log_probs_and_checks_the_temperature(
+    tmp_path: Path, monkeypatch
+) -> None:
+    request = batch_request()
+    del request["samples"][1]["teacher_log_probs"]
+    for sample in request["samples"]:
+        sample["temperature"] = 0.6
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps(request))
+    monkeypatch.setenv(batch_loader.BATCH_FILE_ENV, str(path))
+    args = SimpleNamespace(rollout_batch_size=2, rollout_temperature=0.6)
+    groups = batch_loader.generate_rollout_from_batch_file(args, 0, None)
+    torch.testing.assert_close(groups[1][0].teacher_log_probs, torch.tensor([-2.0]))
+    with pytest.raises(ValueError, match="drawn at temperature 0.6 but slime trains this step at"):
+        batch_loader.generate_rollout_from_batch_file(SimpleNamespace(rollout_batch_size=2), 0, None)
 
 
 def test_batch_loader_refuses_a_wrong_batch_size_and_invalid_batches(tmp_path: Path, monkeypatch) -> None:
@@ -428,6 +462,21 @@ def test_epoch_launcher_leaves_nothing_when_slime_fails(
     ckpts = tmp_path / "checkpoints"
     assert run_launcher(tmp_path, "run:1", None, ckpts / "s1", monkeypatch, tiny_model_dir, exit_code=3) == 3
     assert list(ckpts.iterdir()) == []  # neither s1 nor its temporary folder
+
+
+def test_epoch_launcher_refuses_an_invalid_batch_with_its_own_exit_status(
+    tmp_path: Path, monkeypatch, tiny_model_dir: Path
+) -> None:
+    batch = tmp_path / "bad.json"
+    bad = batch_request("run:9")
+    bad["samples"][0]["temperature"] = 0.6  # slime would train it at --rollout-temperature 1
+    batch.write_text(json.dumps(bad))
+    monkeypatch.setenv(batch_loader.BATCH_FILE_ENV, str(batch))
+    code = epoch.main(
+        ["--step-id", "run:9", "--train-command", "false", "--", "--save", str(tmp_path / "out")]
+    )
+    assert code == epoch.EPOCH_REFUSED
+    assert not (tmp_path / "out").exists()
 
 
 def test_epoch_launcher_parses_slime_metric_lines() -> None:

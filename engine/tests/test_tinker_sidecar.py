@@ -120,6 +120,36 @@ def test_refusals(sidecar) -> None:
     assert outside.status_code == 403 and outside.json()["error"]["param"] == "path"
 
 
+def test_a_combine_row_without_a_teacher_has_teacher_term_zero(sidecar) -> None:
+    client, fake = sidecar
+    rl_only = {k: v for k, v in SAMPLE.items() if k != "teacher_log_probs"}
+    step(client, "rl-only", {"method": "combine", "w_rl": 1.0, "w_opd": 1.0}, [{**rl_only, "reward": -1.0}])
+    assert sent(fake)["advantages"] == [0.0, 0.0, -1.0, 0.0, -1.0]
+    # The original's RL-only row (teacher = rollout log-probs) trains the same.
+    as_original = {**SAMPLE, "teacher_log_probs": SAMPLE["rollout_log_probs"], "reward": -1.0}
+    step(client, "rl-only-2", {"method": "combine"}, [as_original])
+    assert sent(fake)["advantages"] == [0.0, 0.0, -1.0, 0.0, -1.0]
+
+
+def test_a_sample_drawn_at_another_temperature_is_refused(sidecar) -> None:
+    client, fake = sidecar
+    refused = client.post(
+        "/train_step",
+        json={"step_id": "warm", "samples": [{**SAMPLE, "temperature": 0.6}], "loss": {"method": "grpo"}},
+    )
+    assert refused.status_code == 400 and "temperature 0.6" in refused.text
+    assert fake.forward_backward_calls == []
+
+
+def test_reset_starts_a_fresh_training_client(sidecar) -> None:
+    client, fake = sidecar
+    step(client, "before", {"method": "grpo"})
+    assert client.post("/reset_to_base", json={}).status_code == 200
+    info = client.get("/trainer_info").json()
+    assert info["step_ids"] == []
+    step(client, "before", {"method": "grpo"})  # the same id trains again: it is a new incarnation's
+
+
 def test_save_and_load_state_restore_weights_and_step_ids(sidecar, tmp_path: Path) -> None:
     client, fake = sidecar
     step(client, "s1", {"method": "grpo"})

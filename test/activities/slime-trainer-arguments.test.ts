@@ -180,6 +180,7 @@ describe('slimeArguments', () => {
       checkpointOut: '/ckpt/checkpoints/run_7',
       loss: { ...defaultLossConfig, method: 'opd' },
       optimizer: defaultOptimizerConfig,
+      temperature: 0.6,
     });
     expect(command.cmd.slice(0, 6)).toEqual([
       'python3',
@@ -194,6 +195,8 @@ describe('slimeArguments', () => {
     expect(flag(command.cmd, '--advantage-estimator')).toBe('on_policy_distillation');
     expect(flag(command.cmd, '--train-backend')).toBe('fsdp');
     expect(flag(command.cmd, '--rollout-batch-size')).toBe('5');
+    // slime divides the logits by the temperature the batch was drawn at for every log-prob it computes.
+    expect(flag(command.cmd, '--rollout-temperature')).toBe('0.6');
     expect(command.env[SLIME_BATCH_FILE_ENV]).toBe('/ckpt/batches/run_7.json');
   });
 });

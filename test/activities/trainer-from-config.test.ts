@@ -33,6 +33,7 @@ const epoch = {
   checkpointOut: '/c',
   loss: defaultLossConfig,
   optimizer: defaultOptimizerConfig,
+  temperature: 1,
 };
 
 describe('trainerFromConfig', () => {

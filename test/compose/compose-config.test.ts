@@ -44,7 +44,7 @@ describe('compose with the example .env files', () => {
     (service?.volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
 
   it('gpu.env: SGLang serves, the trainer-worker runs slime epochs on host paths', async () => {
-    const { services, started } = await resolved('docs/examples/gpu.env', ['gpu']);
+    const { services, started } = await resolved('docs/examples/gpu.env', ['gpu', 'gpu-judge']);
     expect(started).toEqual(
       expect.arrayContaining(['sglang', 'trainer-worker', 'gateway', 'control-worker']),
     );
@@ -71,6 +71,12 @@ describe('compose with the example .env files', () => {
       ]),
     );
     expect(services.sglang?.environment?.CUDA_VISIBLE_DEVICES).toBe('0');
+    // The frozen judge and teacher: SGLang on the base checkpoint (gpu-judge), beside the policy.
+    expect(started).toContain('judge');
+    expect(services['control-worker']?.environment?.OPENCLAW_JUDGE_ENGINE_URL).toBe('http://judge:30000');
+    expect(mounts(services.judge)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^\/srv\/models\/Qwen3-4B:\/models\/judge/)]),
+    );
     expect(mounts(services.sglang)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^\/srv\/models\/Qwen3-4B:\/models\/policy/)]),
     );
@@ -96,6 +102,15 @@ describe('compose with the example .env files', () => {
     expect(started).not.toContain('trainer-worker');
     expect(services.gateway?.environment?.OPENCLAW_ENGINE_URL).toBe('http://engine:30000');
     expect(services['control-worker']?.environment?.OPENCLAW_TRAINER_TASK_QUEUE ?? '').toBe('');
+    // The judge and the teacher are a frozen engine on the same checkpoint: served, never trained.
+    expect(started).toContain('judge-engine');
+    expect(services['control-worker']?.environment?.OPENCLAW_JUDGE_ENGINE_URL).toBe(
+      'http://judge-engine:30000',
+    );
+    const frozen = (services['judge-engine']?.command ?? []).join(' ');
+    expect(frozen).toContain('openclaw_engine serve');
+    expect(frozen).not.toContain('--trainer');
+    expect(mounts(services['judge-engine'])).toEqual(mounts(services.engine));
     // One PostgreSQL store for every process; the gateway starts without waiting for Temporal.
     for (const name of ['gateway', 'control-worker', 'env-worker']) {
       expect(services[name]?.environment?.OPENCLAW_STORE, name).toBe('postgres');

@@ -200,7 +200,7 @@ describe('docker compose up (local images)', () => {
 
   /** A session of three turns: thanks → the first is +1, wrong → the second is -1, the last has no next state. */
   async function session(name: string): Promise<void> {
-    const conversation = new Conversation(`${name}-${process.pid}`, openai());
+    const conversation = new Conversation(`${name}-${process.pid}`, openai(), store());
     conversations.push(conversation);
     await conversation.send('Hello, what is the weather like?', { stream: false, maxTokens: 8 });
     await conversation.send('thanks, and tomorrow?', { stream: true, maxTokens: 8 });
@@ -342,7 +342,8 @@ describe('docker compose up (local images)', () => {
       );
 
       const expected = new Map<string, ExpectedOutcome>();
-      for (const c of conversations) for (const [id, outcome] of c.expectations()) expected.set(id, outcome);
+      for (const c of conversations)
+        for (const [id, outcome] of await c.expectations()) expected.set(id, outcome);
       expect(expected.size).toBe(12);
       const result = await fullCount(ctx(), expected, [], () => 'see the compose logs below', 5 * 60_000);
       expect(result.status.policyVersion).toBeGreaterThanOrEqual(2);
@@ -392,8 +393,10 @@ describe('docker compose up (local images)', () => {
       const [entry] = await handle.query(lineageQuery, { version: 1 });
       // Figures only the slime backend reports: the step ran in an epoch container.
       expect(entry?.metrics.epoch_container_s).toBeGreaterThan(0);
-      expect(entry?.checkpoint).toBe('/data/checkpoints/smoke-gpu/v1');
-      expect(await stat(join(dataDir, 'checkpoints/smoke-gpu/v1/config.json'))).toBeTruthy();
+      expect(entry?.checkpoint).toBe(`/data/checkpoints/smoke-gpu/${entry?.incarnation}/v1`);
+      expect(
+        await stat(join(dataDir, `checkpoints/smoke-gpu/${entry?.incarnation}/v1/config.json`)),
+      ).toBeTruthy();
       expect(await servedVersion(engine())).toBe(1);
       const { stdout } = await composeRun(['logs', '--no-color', 'trainer-worker']);
       expect(stdout).toMatch(/trainer worker on task queue trainer .*slime epochs in openclaw\/engine:dev/);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { flattenContent, nextStateOf, normaliseMessagesForTemplate } from '../../core/chat-messages.js';
 import { codePointLength, pythonStrip } from '../../core/python-text.js';
-import { parseSampleId, rolloutSampleId, turnSampleId } from '../../core/sample-id.js';
+import { parseTurnSampleId, rolloutSampleId, turnSampleId } from '../../core/sample-id.js';
 
 describe('flattenContent', () => {
   it('joins text parts with one space and drops the rest', () => {
@@ -59,16 +59,26 @@ describe('python text rules', () => {
 });
 
 describe('sample ids', () => {
-  it('formats and parses <owner>:<index>, even when the owner has colons', () => {
+  it('formats and parses <session>:<turn>-<digest>, and the numbered form, even when the session has colons', () => {
+    const digest = '0123456789abcdef';
+    expect(turnSampleId('openai:alice', 2, digest)).toBe(`openai:alice:2-${digest}`);
+    expect(parseTurnSampleId(`openai:alice:2-${digest}`)).toEqual({
+      sessionId: 'openai:alice',
+      turn: 2,
+      turnKey: `2-${digest}`,
+    });
     expect(turnSampleId('openai:alice', 2)).toBe('openai:alice:2');
-    expect(parseSampleId('openai:alice:2')).toEqual({ owner: 'openai:alice', index: 2 });
+    expect(parseTurnSampleId('openai:alice:2')).toEqual({ sessionId: 'openai:alice', turn: 2, turnKey: '2' });
     expect(rolloutSampleId('r-1', 0)).toBe('r-1:0');
-    expect(parseSampleId('nocolon')).toBeNull();
-    expect(parseSampleId('a:01')).toBeNull();
+    expect(parseTurnSampleId('nocolon')).toBeNull();
+    expect(parseTurnSampleId('a:01')).toBeNull();
+    expect(parseTurnSampleId('a:1-XYZ')).toBeNull();
+    expect(parseTurnSampleId(':1')).toBeNull();
   });
 
-  it('rejects turn 0 and negative steps', () => {
+  it('rejects turn 0, malformed digests and negative steps', () => {
     expect(() => turnSampleId('s', 0)).toThrow(/positive integer/);
+    expect(() => turnSampleId('s', 1, 'abc')).toThrow(/hex digits/);
     expect(() => rolloutSampleId('r', -1)).toThrow(/non-negative/);
   });
 });

@@ -26,7 +26,10 @@ describe('loadConfig defaults', () => {
         allowNoKeys: false,
         rateLimitPerMinute: 600,
         bodyLimitBytes: 16 * 1024 * 1024,
+        idempotencyTtlMs: 86_400_000,
       },
+      // Unset: the model's generation_config.json, else the engines' neutral values.
+      sampling: {},
       engine: {
         kind: 'reference',
         url: 'http://127.0.0.1:30000',
@@ -44,15 +47,16 @@ describe('loadConfig defaults', () => {
         taskQueue: 'control',
         heartbeatTimeoutMs: 30_000,
       },
+      judgeEngine: { url: 'http://127.0.0.1:30001', model: '', kind: 'reference' },
       judge: {
-        baseUrl: 'http://127.0.0.1:30000/v1',
+        baseUrl: 'http://127.0.0.1:30001/v1',
         model: 'default',
         apiKey: '',
         votes: 1,
         temperature: 0.6,
         maxTokens: 8192,
       },
-      teacher: { url: 'http://127.0.0.1:30000', kind: '', topK: 0 },
+      teacher: { url: 'http://127.0.0.1:30001', kind: 'reference', topK: 0 },
       training: {
         batchSize: 16,
         learningRate: 1e-5,
@@ -61,6 +65,8 @@ describe('loadConfig defaults', () => {
         maxPolicyLag: 2,
         stalenessPolicy: 'rollout-logprobs',
         continueAsNewAfterSteps: 50,
+        continueAsNewAfterEvents: 10_000,
+        keepCheckpoints: 3,
       },
       loss: {
         epsClip: 0.2,
@@ -88,7 +94,12 @@ describe('loadConfig defaults', () => {
       store: { backend: 'file', url: '', outboxLeaseMs: 10_000 },
       payloads: { encryption: 'auto', keys: [], keyId: '', keysFile: '' },
       codecServer: { host: '127.0.0.1', port: 8234, corsOrigins: [] },
-      session: { idleTimeoutMs: 1_800_000, continueAsNewAfterTurns: 200 },
+      session: {
+        idleTimeoutMs: 1_800_000,
+        reopenHorizonMs: 86_400_000,
+        superseded: 'exclude',
+        continueAsNewAfterTurns: 200,
+      },
     });
   });
 
@@ -187,6 +198,22 @@ describe('loadConfig errors', () => {
     expect(error).toContain('training.betas (OPENCLAW_ADAM_BETAS)');
   });
 
+  it('reads the session, idempotency and sampling options from the environment', () => {
+    const config = load({
+      OPENCLAW_SESSION_REOPEN_HORIZON_MS: '0',
+      OPENCLAW_SESSION_SUPERSEDED: 'negative',
+      OPENCLAW_IDEMPOTENCY_TTL_MS: '3600000',
+      OPENCLAW_SAMPLING_TEMPERATURE: '0.6',
+      OPENCLAW_SAMPLING_TOP_K: '20',
+    });
+    expect(config.session).toMatchObject({ reopenHorizonMs: 0, superseded: 'negative' });
+    expect(config.gateway.idempotencyTtlMs).toBe(3_600_000);
+    expect(config.sampling).toEqual({ temperature: 0.6, topK: 20 });
+    const bad = loadConfig({ OPENCLAW_SESSION_SUPERSEDED: 'maybe', OPENCLAW_SAMPLING_TOP_P: '0' });
+    expect(bad.ok ? '' : bad.error).toContain('session.superseded (OPENCLAW_SESSION_SUPERSEDED)');
+    expect(bad.ok ? '' : bad.error).toContain('sampling.topP (OPENCLAW_SAMPLING_TOP_P)');
+  });
+
   it('refuses a slime trainer without an image or a base model, naming the variables', () => {
     const result = loadConfig({ OPENCLAW_TRAINER: 'slime' });
     expect(result.ok).toBe(false);
@@ -198,6 +225,35 @@ describe('loadConfig errors', () => {
     expect(ok.trainer.backend).toBe('slime');
     expect(loadConfig({ OPENCLAW_TRAINER: 'megatron' }).ok).toBe(false);
     expect(loadConfig({ OPENCLAW_TINKER_URL: 'tinker://x' }).ok).toBe(false);
+  });
+
+  it('judges and teaches with a frozen engine beside the policy unless told otherwise', () => {
+    const frozen = load({ OPENCLAW_ENGINE_URL: 'http://10.0.0.5:31000', OPENCLAW_MODEL: '/models/base' });
+    expect(frozen.judgeEngine).toEqual({
+      url: 'http://10.0.0.5:31001',
+      model: '/models/base',
+      kind: 'reference',
+    });
+    expect(frozen.teacher.kind).toBe('reference');
+    // A vLLM policy has its reference trainer on the next port: the frozen engine takes the one after.
+    expect(load({ OPENCLAW_ENGINE_KIND: 'vllm' }).judgeEngine.url).toBe('http://127.0.0.1:30002');
+    expect(frozen.judge.baseUrl).toBe('http://10.0.0.5:31001/v1');
+    expect(frozen.teacher.url).toBe('http://10.0.0.5:31001');
+    const external = load({
+      OPENCLAW_JUDGE_ENGINE_URL: 'http://judge:30000/',
+      OPENCLAW_JUDGE_URL: 'https://api.example.com/v1',
+    });
+    expect(external.judge.baseUrl).toBe('https://api.example.com/v1');
+    expect(external.teacher.url).toBe('http://judge:30000');
+  });
+
+  it('allows top-K distillation only for opd runs', () => {
+    const result = loadConfig({ OPENCLAW_TEACHER_TOP_K: '50' });
+    expect(result.ok).toBe(false);
+    expect(result.ok ? '' : result.error).toContain(
+      'teacher.topK (OPENCLAW_TEACHER_TOP_K): top-K distillation',
+    );
+    expect(load({ OPENCLAW_TEACHER_TOP_K: '50', OPENCLAW_METHOD: 'opd' }).teacher.topK).toBe(50);
   });
 
   it('rejects unknown override fields instead of ignoring a typo', () => {
@@ -212,7 +268,9 @@ describe('loadConfig errors', () => {
 describe('the option table', () => {
   it('has exactly one entry per config field, each with its own variable', () => {
     const keys = CONFIG_OPTIONS.map((o) => o.key);
-    expect([...keys].sort()).toEqual(leafKeys(load({})).sort());
+    // Options without a default (unset unless given) appear once they are set.
+    const withOptional = load({}, { sampling: { temperature: 1, topP: 1, topK: -1, minP: 0 } });
+    expect([...keys].sort()).toEqual(leafKeys(withOptional).sort());
     const envs = CONFIG_OPTIONS.map((o) => o.env);
     expect(new Set(envs).size).toBe(envs.length);
     expect(ENV_VARS['judge.votes']).toBe('OPENCLAW_JUDGE_VOTES');
@@ -224,6 +282,7 @@ describe('the option table', () => {
     for (const option of CONFIG_OPTIONS) {
       let value: unknown = defaults;
       for (const part of option.key.split('.')) value = (value as Record<string, unknown>)[part];
+      if (value === undefined) continue; // no default: unset round-trips as unset
       env[option.env] = Array.isArray(value) ? value.join(',') : String(value);
     }
     expect(load(env)).toEqual(defaults);

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { assembleSample, type CapturedTurn, type TurnScoring } from '../../core/sample-assembly.js';
 
 const turn: CapturedTurn = {
+  sampleId: 'sess-1:3-0123456789abcdef',
   sessionId: 'sess-1',
   turn: 3,
   promptIds: [101, 102],
@@ -27,7 +28,7 @@ describe('assembleSample: common fields', () => {
     expect(result).toEqual({
       ok: true,
       sample: {
-        sampleId: 'sess-1:3',
+        sampleId: 'sess-1:3-0123456789abcdef',
         sessionId: 'sess-1',
         turn: 3,
         tokens: [101, 102, 7, 8, 9],
@@ -43,16 +44,31 @@ describe('assembleSample: common fields', () => {
   });
 
   it('does not share arrays with its input', () => {
-    const result = assembleSample('combine', turn, score(-1, null));
+    const result = assembleSample('combine', turn, score(-1, accepted));
     if (!result.ok) throw new Error('expected a sample');
     expect(result.sample.rolloutLogProbs).not.toBe(turn.responseLogProbs);
-    expect(result.sample.teacherLogProbs).not.toBe(result.sample.rolloutLogProbs);
+    expect(result.sample.teacherLogProbs).not.toBe(teacher);
+  });
+
+  it('records the temperature of the log-probs when it is not 1, and refuses a bad one', () => {
+    const warm = assembleSample('rl', { ...turn, temperature: 0.6 }, score(1, null));
+    expect(warm).toMatchObject({ ok: true, sample: { temperature: 0.6 } });
+    const plain = assembleSample('rl', { ...turn, temperature: 1 }, score(1, null));
+    expect(plain.ok && plain.sample.temperature).toBeUndefined();
+    expect(assembleSample('rl', { ...turn, temperature: 0 }, score(1, null))).toMatchObject({
+      ok: false,
+      exclusion: { reason: 'invalid-input' },
+    });
   });
 
   it('excludes empty responses and inconsistent input', () => {
     expect(assembleSample('rl', { ...turn, responseIds: [], responseLogProbs: [] }, score(1, null))).toEqual({
       ok: false,
-      exclusion: { sampleId: 'sess-1:3', reason: 'empty-response', detail: 'the response has no tokens' },
+      exclusion: {
+        sampleId: 'sess-1:3-0123456789abcdef',
+        reason: 'empty-response',
+        detail: 'the response has no tokens',
+      },
     });
     expect(assembleSample('rl', { ...turn, responseLogProbs: [-0.1] }, score(1, null))).toMatchObject({
       ok: false,
@@ -105,7 +121,11 @@ describe('assembleSample: opd', () => {
   it('no accepted hint → excluded, whatever the vote', () => {
     expect(assembleSample('opd', turn, score(1, rejected))).toEqual({
       ok: false,
-      exclusion: { sampleId: 'sess-1:3', reason: 'no-hint', detail: 'no hint accepted (no-positive-vote)' },
+      exclusion: {
+        sampleId: 'sess-1:3-0123456789abcdef',
+        reason: 'no-hint',
+        detail: 'no hint accepted (no-positive-vote)',
+      },
     });
     expect(assembleSample('opd', turn, score(1, null))).toMatchObject({ exclusion: { reason: 'no-hint' } });
   });
@@ -162,18 +182,17 @@ describe('assembleSample: combine (spec section 7 table)', () => {
     });
   });
 
-  it('vote, no hint: rl with the rollout log-probs as teacher', () => {
-    expect(assembleSample('combine', turn, score(1, rejected))).toMatchObject({
-      ok: true,
-      sample: { kind: 'rl', reward: 1, teacherLogProbs: [-0.1, -0.2, -0.3] },
-    });
+  it('vote, no hint: rl with no teacher (every trainer gives it a teacher term of exactly 0)', () => {
+    const result = assembleSample('combine', turn, score(1, rejected));
+    expect(result).toMatchObject({ ok: true, sample: { kind: 'rl', reward: 1 } });
+    expect(result.ok && result.sample.teacherLogProbs).toBeUndefined();
   });
 
   it('neither: excluded with both reasons', () => {
     expect(assembleSample('combine', turn, score(0, rejected))).toEqual({
       ok: false,
       exclusion: {
-        sampleId: 'sess-1:3',
+        sampleId: 'sess-1:3-0123456789abcdef',
         reason: 'no-signal',
         detail: 'no hint accepted (no-positive-vote), and the judge vote is 0',
       },

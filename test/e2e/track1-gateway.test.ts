@@ -20,6 +20,7 @@ import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../wor
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { findRecordedTurn } from '../support/turn-lookup.js';
 
 // A user's view of Track 1, per method: an OpenAI client talks to the gateway (non-streaming, streaming,
 // and a tool loop), the fake judge votes by rule, and the run trains and publishes new policy versions.
@@ -124,25 +125,38 @@ describe('Track 1 through the gateway', () => {
       const b1 = await stream(ids.s2, n1);
       await stream(ids.s2, [...n1, b1, { role: 'user', content: 'haha thanks' }], true);
 
-      // s3: a tool loop; the tool's result is the next state of the turn that called it.
+      // s3: a tool loop; the tool's result is the next state of the turn that called it. The agent sends the
+      // model's own reply back (with whatever tool call it made), then the tool's output.
       const t1: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
-      await chat(ids.s3, t1, false, { tools: TOOLS });
-      const call = {
-        id: 'call_1',
-        type: 'function' as const,
-        function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
-      };
+      const called = (await chat(ids.s3, t1, false, { tools: TOOLS })) as { tool_calls?: { id: string }[] };
       await chat(
         ids.s3,
         [
           ...t1,
-          { role: 'assistant', content: null, tool_calls: [call] },
-          { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21C; thanks for asking' },
+          called as ChatCompletionMessageParam,
+          {
+            role: 'tool',
+            tool_call_id: called.tool_calls?.[0]?.id ?? 'call_1',
+            content: 'sunny, 21C; thanks for asking',
+          },
         ],
         true,
         { tools: TOOLS },
       );
 
+      // The expectations name turns by session and position; the store knows their ids.
+      const resolve = async <T>(byPosition: Record<string, T>): Promise<Record<string, T>> => {
+        const resolved: Record<string, T> = {};
+        for (const [key, value] of Object.entries(byPosition)) {
+          const colon = key.lastIndexOf(':');
+          const record = await findRecordedTurn(store, key.slice(0, colon), Number(key.slice(colon + 1)));
+          if (!record) throw new Error(`${method}: no turn recorded for ${key}`);
+          resolved[record.sampleId] = value;
+        }
+        return resolved;
+      };
+      want.samples = await resolve(want.samples);
+      want.exclusions = await resolve(want.exclusions);
       const settledIds = [...Object.keys(want.samples), ...Object.keys(want.exclusions)];
       const training = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
       const trainedSamples = Object.keys(want.samples).length;

@@ -3,9 +3,12 @@
 // streaming, a tool loop); the recorded tokens are vLLM's own; the run trains epochs (combine: the teacher
 // log-probs come from vLLM too), publishes each version into vLLM, and the next turns are served and
 // recorded with the new version. Then vLLM is killed (-9) mid-stream and restarted: every turn that was
-// acknowledged is still there, the interrupted one is not, and its retry is recorded.
+// acknowledged is still there, the interrupted one is not, and its retry is recorded. First, a request that
+// names no sampling field: the gateway sends the model's generation_config.json values (what vLLM's own default,
+// `--generation-config auto`, would use), vLLM samples at exactly them and reports log-probs at them, and the
+// record says so.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -19,7 +22,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { latestPublished } from '../../cli/engine-launch.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
-import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import { VllmAdapter } from '../../engines/vllm-adapter.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { createControlWorker } from '../../workers/control-worker.js';
@@ -33,8 +35,10 @@ import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/trainin
 import { freePort } from '../gateway/gateway-fixture.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { findRecordedTurn } from '../support/turn-lookup.js';
 
 const MODEL = 'default';
+const QWEN3_SAMPLING = { temperature: 0.6, top_p: 0.95, top_k: 20 };
 const TOOLS: ChatCompletionTool[] = [
   {
     type: 'function',
@@ -63,6 +67,11 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     env = await connectTestEnvironment();
     dir = await mkdtemp(join(tmpdir(), 'track1-vllm-'));
     model = await makeTinyModel(join(dir, 'model'), 0, 64);
+    // Sampling defaults as a Qwen3 checkpoint ships them (the project starts vLLM with `--generation-config vllm`,
+    // so only the gateway reads them).
+    const generationConfig = join(model, 'generation_config.json');
+    const shipped = JSON.parse(await readFile(generationConfig, 'utf8')) as Record<string, unknown>;
+    await writeFile(generationConfig, JSON.stringify({ ...shipped, ...QWEN3_SAMPLING }));
     vllmPort = await freePort();
     [vllm, trainer, judge] = await Promise.all([
       startVllm({ model, servedModelName: MODEL, device: 'cpu', port: vllmPort }),
@@ -112,7 +121,7 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     'X-Session-Id': session,
     ...(done && { 'X-Session-Done': 'true' }),
   });
-  const record = (session: string, turn: number) => store.get<TurnRecord>(turnRecordKey(session, turn));
+  const record = (session: string, turn: number) => findRecordedTurn(store, session, turn);
 
   async function chat(session: string, messages: ChatCompletionMessageParam[], done = false, extra = {}) {
     const body = { model: MODEL, messages, max_tokens: 6, temperature: 1, seed: messages.length, ...extra };
@@ -158,6 +167,68 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     }
   }
 
+  it("sends a request without sampling fields at the model's generation_config; vLLM samples at it, as recorded", async () => {
+    // The suite's gateway does not read the model folder (it sends the neutral values); this one does.
+    const reading = await startGateway(
+      { ...config, engine: { ...config.engine, model } },
+      { temporal: env.client, store, logger: false },
+    );
+    try {
+      const session = `vllm-defaults-${Date.now().toString(36)}`;
+      const messages: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Name a colour.' }];
+      const openai = new OpenAI({ baseURL: `${reading.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      await openai.chat.completions.create(
+        { model: MODEL, messages, max_tokens: 6, seed: 5 },
+        {
+          headers: headers(session, true),
+        },
+      );
+      const recorded = await record(session, 1);
+      expect(recorded?.sampling).toEqual({
+        temperature: 0.6,
+        topP: 0.95,
+        topK: 20,
+        minP: null,
+        maxTokens: 6,
+        seed: 5,
+      });
+
+      // vLLM asked directly with those values gives the same tokens and the same log-probs (after temperature
+      // and top-k/top-p: `--logprobs-mode processed_logprobs`); at the neutral values the same seed gives other
+      // log-probs, so the record names the distribution the tokens were drawn from.
+      const sampled = async (sampling: Record<string, number>) => {
+        const response = await fetch(`${vllm.url}/v1/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({
+            model: MODEL,
+            messages,
+            max_tokens: 6,
+            seed: 5,
+            logprobs: true,
+            return_token_ids: true,
+            ...sampling,
+          }),
+        });
+        const choice = (
+          (await response.json()) as {
+            choices: { token_ids: number[]; logprobs: { content: { logprob: number }[] } }[];
+          }
+        ).choices[0];
+        return { ids: choice?.token_ids, logprobs: choice?.logprobs.content.map((c) => c.logprob) ?? [] };
+      };
+      const same = await sampled(QWEN3_SAMPLING);
+      expect(same.ids).toEqual(recorded?.responseIds);
+      same.logprobs.forEach((lp, i) => {
+        expect(lp).toBeCloseTo(recorded?.responseLogProbs[i] ?? Number.NaN, 4);
+      });
+      const neutral = await sampled({ temperature: 1, top_p: 1, top_k: -1 });
+      expect(neutral.logprobs).not.toEqual(same.logprobs);
+    } finally {
+      await reading.close();
+    }
+  }, 120_000);
+
   it('captures vLLM tokens, trains, publishes into vLLM, and serves the next turns with the new version', async () => {
     const run = Date.now().toString(36);
     const s1 = `vllm-s1-${run}`;
@@ -186,19 +257,20 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
 
     // s3: a tool loop (vLLM's hermes parser); the tool's result is the next state of the turn that called it.
     const t1: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Weather in Paris?' }];
-    await chat(s3, t1, false, { tools: TOOLS });
+    // The agent sends the model's own reply back (with whatever tool call it made), then the tool's output: a
+    // turn pairs with the reply it kept.
+    const called = (await chat(s3, t1, false, { tools: TOOLS })) as { tool_calls?: { id: string }[] };
     expect((await record(s3, 1))?.tools).toEqual(TOOLS);
-    const call = {
-      id: 'call_1',
-      type: 'function' as const,
-      function: { name: 'get_weather', arguments: '{"city":"Paris"}' },
-    };
     await chat(
       s3,
       [
         ...t1,
-        { role: 'assistant', content: null, tool_calls: [call] },
-        { role: 'tool', tool_call_id: 'call_1', content: 'sunny, 21C; thanks for asking' },
+        called as ChatCompletionMessageParam,
+        {
+          role: 'tool',
+          tool_call_id: called.tool_calls?.[0]?.id ?? 'call_1',
+          content: 'sunny, 21C; thanks for asking',
+        },
       ],
       true,
       { tools: TOOLS },

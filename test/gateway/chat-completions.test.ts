@@ -1,8 +1,7 @@
 // The gateway in front of a real reference engine, recording into a real FileSampleStore and handing turns
 // to the run's real Temporal server, driven by the `openai` client as any user's agent would.
 
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { APIError } from 'openai';
@@ -16,22 +15,18 @@ import type {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { deriveSessionId } from '../../core/session-id.js';
-import type { TurnRecord } from '../../core/turn-record.js';
+import { sessionTurnsPrefix } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
+import type { EngineProcess } from '../../workers/reference-engine-process.js';
+import { findRecordedTurn, recordedTurns } from '../support/turn-lookup.js';
 import {
-  type EngineProcess,
-  makeTinyModel,
-  startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { connectTestEnvironment } from '../support/temporal.js';
-import {
+  type EngineStack,
   sessionSignals,
   sessionStartInput,
+  startEngineStack,
   startTestGateway,
   TEST_SESSION_SETTINGS,
   type TestGateway,
-  terminateSessions,
-  uniqueSessionId,
 } from './gateway-fixture.js';
 
 type Completion = ChatCompletion & { session_id?: string };
@@ -59,40 +54,26 @@ const WEATHER_TOOL: ChatCompletionTool = {
 };
 
 describe('gateway chat completions against a real engine and Temporal', () => {
+  let stack: EngineStack;
   let dir: string;
   let engine: EngineProcess;
   let env: TestWorkflowEnvironment;
   let gateway: TestGateway;
-  const sessions = new Set<string>();
-
-  const session = (label: string) => {
-    const id = uniqueSessionId(label);
-    sessions.add(id);
-    return id;
-  };
+  const session = (label: string) => stack.session(label);
 
   beforeAll(async () => {
-    dir = await mkdtemp(join(tmpdir(), 'openclaw-gateway-engine-'));
-    const [model, connected] = await Promise.all([
-      makeTinyModel(join(dir, 'model')),
-      connectTestEnvironment(),
-    ]);
-    env = connected;
-    engine = await startReferenceEngine({ model });
+    stack = await startEngineStack('gateway-engine');
+    ({ dir, engine, env } = stack);
     gateway = await startTestGateway({ engineUrl: engine.url, client: env.client });
   }, 180_000);
 
   afterAll(async () => {
     await gateway?.close();
-    if (env) await terminateSessions(env, sessions);
-    await env?.teardown();
-    await engine?.stop();
-    if (dir) await rm(dir, { recursive: true, force: true });
+    await stack?.close();
   });
 
-  const record = (sessionId: string, turn: number) =>
-    gateway.store.get<TurnRecord>(`turns/${encodeURIComponent(sessionId)}/${turn}`);
-  const recordsOf = (sessionId: string) => gateway.store.list(`turns/${encodeURIComponent(sessionId)}`);
+  const record = (sessionId: string, turn: number) => findRecordedTurn(gateway.store, sessionId, turn);
+  const recordsOf = (sessionId: string) => gateway.store.list(sessionTurnsPrefix(sessionId));
 
   /** The same request straight to the engine, with its exact-token extensions. */
   async function engineDirect(body: Record<string, unknown>): Promise<EngineChoice> {
@@ -150,8 +131,11 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     expect(recorded).toMatchObject({
       sessionId,
       turn: 1,
-      sampleId: `${sessionId}:1`,
+      continues: null,
       policyVersion: 0,
+      // Every sampling parameter the engine used, explicit in what the gateway sent.
+      sampling: { temperature: 1, topP: 1, topK: null, minP: null, maxTokens: 8, seed: 7 },
+      chatTemplateKwargs: null,
       finishReason: 'length',
       tools: null,
       promptIds: direct.prompt_token_ids,
@@ -164,10 +148,20 @@ describe('gateway chat completions against a real engine and Temporal', () => {
       expect(lp).toBeCloseTo(direct.logprobs.content[i]?.logprob ?? Number.NaN, 5);
     });
     expect(recorded?.messages).toEqual(body.messages);
-    expect(recorded?.requestHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(recorded?.prefixHash).toMatch(/^[0-9a-f]{64}$/);
+    expect(recorded?.sampleId).toMatch(new RegExp(`^${sessionId}:1-[0-9a-f]{16}$`));
 
     expect(await turnRefs(sessionId)).toEqual([
-      { sessionId, turn: 1, sampleId: `${sessionId}:1`, policyVersion: 0, kind: 'main' },
+      {
+        sessionId,
+        turn: 1,
+        sampleId: recorded?.sampleId,
+        policyVersion: 0,
+        kind: 'main',
+        prefixHash: recorded?.prefixHash,
+        recordedAt: recorded?.recordedAt,
+        continues: null,
+      },
     ]);
     expect(await sessionStartInput(env.client, sessionId)).toEqual({ sessionId, ...TEST_SESSION_SETTINGS });
   });
@@ -332,7 +326,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     const messages = [{ role: 'user' as const, content: `an unpatched client ${Math.random()}` }];
     const derived = (await client.chat.completions.create(plain({ messages, max_tokens: 2 }))) as Completion;
     const expected = deriveSessionId(messages);
-    sessions.add(expected ?? '');
+    stack.sessions.add(expected ?? '');
     expect(derived.session_id).toBe(expected);
     expect(await recordsOf(expected ?? '')).toHaveLength(1);
     expect(await turnRefs(expected ?? '')).toHaveLength(1);
@@ -356,31 +350,39 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     expect(await sessionSignals(env.client, sessionId)).toEqual([]);
   });
 
-  it('recognises a retried request: one record, the same turn, the signal sent again', async () => {
+  it('records a retry as its own turn unless it got the very same answer', async () => {
     const sessionId = session('retry');
     const messages = [
       { role: 'user', content: 'first' },
       { role: 'assistant', content: 'ok' },
       { role: 'user', content: 'second' },
     ];
-    const body = plain({ messages, max_tokens: 3 });
     const headers = { 'X-Session-Id': sessionId };
-    await gateway.openai().chat.completions.create(body, { headers });
-    await gateway.openai().chat.completions.create(body, { headers });
-    // One assistant message before: this is turn 2, and only one record exists.
-    expect(await recordsOf(sessionId)).toEqual([`turns/${encodeURIComponent(sessionId)}/2`]);
-    expect((await turnRefs(sessionId)).map((ref) => ref.turn)).toEqual([2, 2]);
+    // With a seed, the retry gets the same tokens: the same turn, recorded once, its signal sent again.
+    const seeded = plain({ messages, max_tokens: 3, seed: 5 });
+    await gateway.openai().chat.completions.create(seeded, { headers });
+    await gateway.openai().chat.completions.create(seeded, { headers });
+    expect(await recordsOf(sessionId)).toHaveLength(1);
+    const refs = await turnRefs(sessionId);
+    expect(refs.map((ref) => ref.sampleId)).toEqual([refs[0]?.sampleId, refs[0]?.sampleId]);
 
-    // A different request claiming the same number moves on to the next one.
-    await gateway.openai().chat.completions.create(
-      plain({
-        messages: [...messages.slice(0, 2), { role: 'user', content: 'another branch' }],
-        max_tokens: 3,
-      }),
-      { headers },
+    // Without one, the retry is answered afresh: a sibling (same prefix), recorded as its own turn.
+    const unseeded = plain({ messages, max_tokens: 8, ignore_eos: true });
+    const a = await gateway.openai().chat.completions.create(unseeded, { headers });
+    const b = await gateway.openai().chat.completions.create(unseeded, { headers });
+    expect(a.choices[0]?.message.content).not.toBe(b.choices[0]?.message.content);
+    const turns = await recordedTurns(gateway.store, sessionId);
+    expect(turns).toHaveLength(3);
+    expect(new Set(turns.map((t) => t.prefixHash)).size).toBe(1);
+    expect(turns.slice(1).map((t) => t.response.content)).toEqual([
+      a.choices[0]?.message.content,
+      b.choices[0]?.message.content,
+    ]);
+    // "ok" was never a reply of this gateway: the requests continue no recorded turn.
+    expect(turns.every((t) => t.continues === null && t.turn === 2)).toBe(true);
+    expect((await turnRefs(sessionId)).map((ref) => ref.sampleId).slice(2)).toEqual(
+      turns.slice(1).map((t) => t.sampleId),
     );
-    expect((await turnRefs(sessionId)).map((ref) => ref.turn)).toEqual([2, 2, 3]);
-    expect((await record(sessionId, 3))?.messages.at(-1)?.content).toBe('another branch');
   });
 
   it('ends a session on X-Session-Done after recording its last turn', async () => {

@@ -1,6 +1,8 @@
-// Turn numbering without memory: two recorders (two gateways) on one store agree on numbers, a retried
-// request is recognised, and every recorded turn reaches its session workflow on the real Temporal server
-// through the outbox relay. A crash between the record and its outbox entry loses nothing acknowledged.
+// Turn identity without memory: two recorders (two gateways) on one store agree on every turn's id, a request
+// finds the turn whose reply it kept by its exact prefix or, after compaction, by the reply alone, the work per
+// turn is a constant number of store operations however long the session, and every recorded turn reaches its
+// session workflow on the real Temporal server through the outbox relay. A crash between the record and its
+// outbox entry loses nothing acknowledged.
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -14,6 +16,7 @@ import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import type { TurnDraft } from '../../gateway/turn-recorder.js';
+import { CountingStore } from '../support/counting-store.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import {
   outboxEmpty,
@@ -26,7 +29,7 @@ import {
 describe('DurableTurnRecorder', () => {
   let env: TestWorkflowEnvironment;
   let dir: string;
-  let store: FileSampleStore;
+  let store: CountingStore;
   let relay: OutboxRelay;
   const sessions: string[] = [];
   const taskQueue = uniqueTaskQueue('recorder');
@@ -34,7 +37,7 @@ describe('DurableTurnRecorder', () => {
   beforeAll(async () => {
     env = await connectTestEnvironment();
     dir = await mkdtemp(join(tmpdir(), 'openclaw-recorder-'));
-    store = new FileSampleStore(join(dir, 'store'));
+    store = new CountingStore(join(dir, 'store'));
     relay = new OutboxRelay({ outbox: store.outbox, deliver: sessionDelivery(env.client), pollMs: 50 });
     relay.start();
   });
@@ -46,7 +49,7 @@ describe('DurableTurnRecorder', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const recorder = (on = store) =>
+  const recorder = (on: FileSampleStore = store) =>
     new DurableTurnRecorder({
       store: on,
       session: TEST_SESSION_SETTINGS,
@@ -55,60 +58,127 @@ describe('DurableTurnRecorder', () => {
       onQueued: () => relay.notify(),
     });
 
-  const draft = (sessionId: string, messages: ChatMessage[]): TurnDraft => ({
+  const draft = (sessionId: string, messages: ChatMessage[], reply = 'ok', ids = [3]): TurnDraft => ({
     sessionId,
     model: 'm',
     messages,
     tools: null,
-    response: { content: 'ok', reasoningContent: null, toolCalls: null },
+    response: { content: reply, reasoningContent: null, toolCalls: null },
     promptIds: [1, 2],
-    responseIds: [3],
-    responseLogProbs: [-0.5],
+    responseIds: ids,
+    responseLogProbs: ids.map(() => -0.5),
     policyVersion: 2,
     finishReason: 'stop',
+    sampling: { temperature: 1, topP: 1, topK: null, minP: null, maxTokens: null, seed: null },
+    chatTemplateKwargs: null,
   });
 
-  it('gives concurrent different requests different numbers and identical ones the same', async () => {
+  it('gives the same request and response one id on every gateway, and another response another id', async () => {
     const sessionId = uniqueSessionId('rec');
     sessions.push(sessionId);
     const [a, b] = [recorder(), recorder()];
-    const history: ChatMessage[] = [
-      { role: 'user', content: 'q1' },
-      { role: 'assistant', content: 'a1' },
-    ];
-    const left = draft(sessionId, [...history, { role: 'user', content: 'left' }]);
-    const right = draft(sessionId, [...history, { role: 'user', content: 'right' }]);
-    const results = await Promise.all([a.record(left), b.record(right), a.record(left), b.record(left)]);
+    const messages: ChatMessage[] = [{ role: 'user', content: 'q1' }];
+    const same = draft(sessionId, messages, 'a1', [5, 6]);
+    const other = draft(sessionId, messages, 'a1 again', [7]);
+    const [first, second, sibling] = await Promise.all([a.record(same), b.record(same), a.record(other)]);
 
-    const [leftFirst, rightOnly, ...leftRetries] = results;
-    const lefts = [leftFirst, ...leftRetries];
-    // The three copies of `left` share one turn, recorded once; `right` got the other number.
-    expect(new Set(lefts.map((r) => r?.turn)).size).toBe(1);
-    expect(lefts.filter((r) => r?.duplicate === false)).toHaveLength(1);
-    expect(rightOnly?.duplicate).toBe(false);
-    expect([leftFirst?.turn, rightOnly?.turn].sort()).toEqual([2, 3]);
+    expect(first?.ref.sampleId).toBe(second?.ref.sampleId);
+    expect([first?.duplicate, second?.duplicate].filter(Boolean)).toHaveLength(1);
+    expect(sibling?.ref.sampleId).not.toBe(first?.ref.sampleId);
+    // Siblings: one prefix, two answers, each its own turn at the same position.
+    expect(sibling?.ref.prefixHash).toBe(first?.ref.prefixHash);
+    expect(first?.ref).toMatchObject({ turn: 1, continues: null, kind: 'main' });
+    expect(first?.ref.sampleId).toMatch(new RegExp(`^${sessionId}:1-[0-9a-f]{16}$`));
+    expect(first?.pairing).toBe('none');
 
-    expect(await store.list(`turns/${sessionId}`)).toEqual([
-      turnRecordKey(sessionId, 2),
-      turnRecordKey(sessionId, 3),
-    ]);
-    const stored = await store.get<TurnRecord>(turnRecordKey(sessionId, rightOnly?.turn ?? 0));
-    expect(stored?.messages.at(-1)?.content).toBe('right');
-
+    const stored = await store.get<TurnRecord>(turnRecordKey(sibling?.ref.sampleId ?? '') ?? '');
+    expect(stored?.response.content).toBe('a1 again');
     // Answered once durable; delivered by the relay right after.
     await outboxEmpty(store, 20_000);
     const signals = await sessionSignals(env.client, sessionId);
-    expect(signals).toHaveLength(4);
-    expect(signals.every((s) => s.name === 'turnRecorded')).toBe(true);
-    expect(new Set(signals.map((s) => (s.args[0] as { turn: number }).turn))).toEqual(new Set([2, 3]));
+    expect(signals).toHaveLength(3);
+    expect(new Set(signals.map((s) => (s.args[0] as { sampleId: string }).sampleId)).size).toBe(2);
 
     await a.endSession(sessionId);
     await outboxEmpty(store, 20_000);
     expect((await sessionSignals(env.client, sessionId)).at(-1)?.name).toBe('sessionDone');
   });
 
+  it('finds the continued turn by its kept reply: exact prefix, then the reply alone, never the other branch', async () => {
+    const sessionId = uniqueSessionId('pair');
+    const persistence = recorder().persistence;
+    const opening: ChatMessage[] = [
+      { role: 'system', content: 'be brief' },
+      { role: 'user', content: 'q1' },
+    ];
+    const t1 = await persistence.persist(draft(sessionId, opening, 'a1'));
+    const t1b = await persistence.persist(draft(sessionId, opening, 'a1-regenerated', [9]));
+    // The client sends the second answer back (with fields the engine never sent) and continues from it.
+    const continued = [
+      ...opening,
+      { role: 'assistant', content: ' a1-regenerated ', refusal: null, reasoning_content: 'hmm' },
+      { role: 'user', content: 'q2' },
+    ];
+    const t2 = await persistence.persist(draft(sessionId, continued, 'a2'));
+    expect(t2.ref.continues?.sampleId).toBe(t1b.ref.sampleId);
+    expect(t2.pairing).toBe('continuation');
+    expect(t2.ref.continues?.sampleId).not.toBe(t1.ref.sampleId);
+
+    // The order a client writes its keys in does not change a prefix.
+    const respelled = await persistence.persist(
+      draft(sessionId, [{ content: 'be brief', role: 'system' }, opening[1] as ChatMessage], 'a1'),
+    );
+    expect(respelled.duplicate).toBe(true);
+    expect(respelled.ref.sampleId).toBe(t1.ref.sampleId);
+
+    // Compacted: the opening is now a summary; the kept reply alone still names its turn.
+    const compacted = [
+      { role: 'system', content: 'summary: the user asked q1 and q2' },
+      { role: 'assistant', content: 'a2' },
+      { role: 'user', content: 'q3' },
+    ];
+    const t3 = await persistence.persist(draft(sessionId, compacted, 'a3'));
+    expect(t3.pairing).toBe('reply');
+    expect(t3.ref.continues?.sampleId).toBe(t2.ref.sampleId);
+
+    // A reply the gateway never gave (a few-shot example in the prompt) pairs with nothing.
+    const unknown = await persistence.persist(
+      draft(sessionId, [
+        ...opening,
+        { role: 'assistant', content: 'example' },
+        { role: 'user', content: 'q' },
+      ]),
+    );
+    expect(unknown.pairing).toBe('unmatched');
+    expect(unknown.ref.continues).toBeNull();
+  });
+
+  it('does a constant number of store operations per turn, however long the session', async () => {
+    const sessionId = uniqueSessionId('ops');
+    const persistence = recorder().persistence;
+    // A compacted conversation: the system prompt and a sliding window of the last messages.
+    const window: ChatMessage[] = [];
+    const perTurn: number[] = [];
+    let previous: string | null = null;
+    for (let turn = 1; turn <= 300; turn++) {
+      window.push({ role: 'user', content: `message ${turn}` });
+      const before = store.operations;
+      const recorded = await persistence.persist(
+        draft(sessionId, [{ role: 'system', content: 'agent' }, ...window.slice(-5)], `reply ${turn}`),
+      );
+      perTurn.push(store.operations - before);
+      expect(recorded.ref.continues?.sampleId ?? null, `turn ${turn}`).toBe(previous);
+      previous = recorded.ref.sampleId;
+      window.push({ role: 'assistant', content: `reply ${turn}` });
+    }
+    // Two reads to find the continued turn, one create-if-absent, two index writes.
+    expect(Math.max(...perTurn)).toBeLessThanOrEqual(5);
+    expect(perTurn.slice(-10)).toEqual(perTurn.slice(10, 20));
+  });
+
   it('a crash between the record and its outbox entry: unacknowledged, and the retry delivers it', async () => {
-    const sessionId = session();
+    const sessionId = uniqueSessionId('torn');
+    sessions.push(sessionId);
     // The outbox folder cannot take a file: the record is written, its entry is not, as if the process had
     // died between the two writes.
     const root = join(dir, 'torn');
@@ -117,12 +187,15 @@ describe('DurableTurnRecorder', () => {
     const torn = new FileSampleStore(root);
     const turn = draft(sessionId, [{ role: 'user', content: 'hello' }]);
     await expect(recorder(torn).record(turn)).rejects.toThrow();
-    expect(await torn.get(turnRecordKey(sessionId, 1))).toBeDefined();
+    const [written] = await torn.list(`turns/${sessionId}`);
+    expect(written).toBeDefined();
     await rm(join(root, '.outbox', 'entries'));
 
-    // The client saw an error and retries the same request: the recorder finds the record and queues it now.
+    // The client saw an error and retries the same request, answered the same: the recorder finds the record
+    // and queues it now.
     const retried = await recorder(torn).record(turn);
-    expect(retried).toEqual({ turn: 1, sampleId: `${sessionId}:1`, duplicate: true });
+    expect(retried.duplicate).toBe(true);
+    expect(turnRecordKey(retried.ref.sampleId)).toBe(written);
     const tornRelay = new OutboxRelay({
       outbox: torn.outbox,
       deliver: sessionDelivery(env.client),
@@ -135,12 +208,6 @@ describe('DurableTurnRecorder', () => {
       await tornRelay.stop();
     }
     const signals = await sessionSignals(env.client, sessionId);
-    expect(signals.map((s) => (s.args[0] as { turn: number }).turn)).toEqual([1]);
+    expect(signals.map((s) => (s.args[0] as { sampleId: string }).sampleId)).toEqual([retried.ref.sampleId]);
   });
-
-  const session = () => {
-    const id = uniqueSessionId('rec');
-    sessions.push(id);
-    return id;
-  };
 });

@@ -9,6 +9,7 @@ import { APIError, AuthenticationError } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectTestEnvironment } from '../support/temporal.js';
+import { findRecordedTurn, recordedTurns } from '../support/turn-lookup.js';
 import {
   freePort,
   startTestGateway,
@@ -202,7 +203,7 @@ describe('gateway errors', () => {
     });
     expect(response.status).toBe(200);
     expect(JSON.parse(response.text)).toMatchObject({ session_id: sessionId, choices: [{ logprobs: null }] });
-    expect(await fakeGateway.store.get(`turns/${sessionId}/1`)).toMatchObject({
+    expect(await findRecordedTurn(fakeGateway.store, sessionId, 1)).toMatchObject({
       policyVersion: 7,
       promptIds: [1, 2],
       responseIds: [3],
@@ -228,7 +229,7 @@ describe('gateway errors', () => {
       expect(response.text, name).not.toContain('[DONE]');
       // The content that did come was relayed before the failure.
       expect(response.text, name).toContain('"content":"Hel"');
-      expect(await fakeGateway.store.list(`turns/${sessionId}`)).toEqual([]);
+      expect(await recordedTurns(fakeGateway.store, sessionId)).toEqual([]);
     }
   });
 });

@@ -12,17 +12,25 @@ import type { FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
 import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
+import { IdempotencyKeys } from '../../gateway/idempotency.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import { createGateway, type GatewayOptions } from '../../gateway/server.js';
+import {
+  type EngineProcess,
+  makeTinyModel,
+  startReferenceEngine,
+} from '../../workers/reference-engine-process.js';
 import { sessionWorkflowId } from '../../workflows/session-signals.js';
-import { historyValue, uniqueTaskQueue } from '../support/temporal.js';
+import { connectTestEnvironment, historyValue, uniqueTaskQueue } from '../support/temporal.js';
 
 export const TEST_SESSION_SETTINGS: SessionSettings = {
   runId: 'gateway-test',
   method: 'combine',
   judgeVotes: 1,
   idleTimeoutMs: 60_000,
+  reopenHorizonMs: 86_400_000,
+  superseded: 'exclude',
   continueAsNewAfterTurns: 200,
 };
 
@@ -38,16 +46,23 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'recorder'>> {
+export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'recorder' | 'idempotency'>> {
   engineUrl: string;
   client: Client;
   /** Default: a FileSampleStore in a fresh temp dir. */
   store?: SampleStore;
+  /** Sessions this gateway starts (default TEST_SESSION_SETTINGS). */
+  session?: SessionSettings;
+  /** Task queue of the session workflows (default: one no worker polls). */
+  taskQueue?: string;
+  /** How long an Idempotency-Key response is kept (default one day). */
+  idempotencyTtlMs?: number;
 }
 
 export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'openclaw-gateway-'));
   const store = options.store ?? new FileSampleStore(join(dir, 'store'));
+  const retry = { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 };
   const relay = new OutboxRelay({
     outbox: store.outbox,
     deliver: sessionDelivery(options.client),
@@ -55,13 +70,14 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
   });
   const recorder = new DurableTurnRecorder({
     store,
-    session: TEST_SESSION_SETTINGS,
-    // No worker runs in these tests; a queue of their own keeps other suites' workers away.
-    taskQueue: uniqueTaskQueue('gateway'),
-    retry: { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 },
+    session: options.session ?? TEST_SESSION_SETTINGS,
+    // Without a worker (most gateway tests), a queue of their own keeps other suites' workers away.
+    taskQueue: options.taskQueue ?? uniqueTaskQueue('gateway'),
+    retry,
     onQueued: () => relay.notify(),
   });
-  const app = createGateway({ ...options, recorder });
+  const idempotency = new IdempotencyKeys({ store, ttlMs: options.idempotencyTtlMs ?? 86_400_000, retry });
+  const app = createGateway({ ...options, recorder, idempotency });
   await app.listen({ host: '127.0.0.1', port: 0 });
   relay.start();
   const address = app.server.address();
@@ -77,6 +93,43 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     async close() {
       await app.close();
       await relay.stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A real reference engine on a tiny model and the run's Temporal server, for a test file's gateways. */
+export interface EngineStack {
+  /** A temp folder of the file's own, removed on close. */
+  dir: string;
+  engine: EngineProcess;
+  env: TestWorkflowEnvironment;
+  /** Session workflows terminated on close. */
+  sessions: Set<string>;
+  /** A fresh session id, added to `sessions`. */
+  session(label: string): string;
+  close(): Promise<void>;
+}
+
+export async function startEngineStack(label: string): Promise<EngineStack> {
+  const dir = await mkdtemp(join(tmpdir(), `openclaw-${label}-`));
+  const [model, env] = await Promise.all([makeTinyModel(join(dir, 'model')), connectTestEnvironment()]);
+  const engine = await startReferenceEngine({ model });
+  const sessions = new Set<string>();
+  return {
+    dir,
+    engine,
+    env,
+    sessions,
+    session(sessionLabel) {
+      const id = uniqueSessionId(sessionLabel);
+      sessions.add(id);
+      return id;
+    },
+    async close() {
+      await terminateSessions(env, sessions);
+      await env.teardown();
+      await engine.stop();
       await rm(dir, { recursive: true, force: true });
     },
   };

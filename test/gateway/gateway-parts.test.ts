@@ -1,5 +1,5 @@
-// The gateway's pure parts: the SSE parser, the turn capture, what the client sees, request hashing and the
-// engine request body.
+// The gateway's pure parts: the SSE parser, the turn capture, what the client sees, canonical JSON, the
+// engine request body and the explicit sampling parameters.
 
 import { describe, expect, it } from 'vitest';
 import { parsePolicyVersion } from '../../core/policy-version.js';
@@ -11,7 +11,8 @@ import { parseChatRequest } from '../../gateway/chat-request-schema.js';
 import { engineRequestBody } from '../../gateway/chat-turn.js';
 import { clientChunk, clientResponse, clientWantsOf } from '../../gateway/client-response.js';
 import { parseSseEvents } from '../../gateway/engine-stream.js';
-import { canonicalJson, requestHash } from '../../gateway/request-hash.js';
+import { canonicalJson } from '../../gateway/request-hash.js';
+import { explicitSampling, NEUTRAL_SAMPLING } from '../../gateway/sampling.js';
 
 async function* pieces(text: string, size: number): AsyncGenerator<Uint8Array> {
   const bytes = new TextEncoder().encode(text);
@@ -164,8 +165,8 @@ describe('what the client sees', () => {
   });
 });
 
-describe('engineRequestBody', () => {
-  it('strips session fields and, for main turns only, asks for exact tokens in the engine spelling', () => {
+describe('engineRequestBody and explicit sampling', () => {
+  it('strips session fields, makes sampling explicit and, for main turns only, asks for exact tokens in the engine spelling', () => {
     const parsed = parseChatRequest({
       messages: [{ role: 'user', content: 'x' }],
       session_id: 's',
@@ -175,40 +176,64 @@ describe('engineRequestBody', () => {
       stream_options: { include_usage: false },
     });
     if (!parsed.ok) throw parsed.error;
+    const sampling = explicitSampling(parsed.request, NEUTRAL_SAMPLING);
+    const explicit = { temperature: 1, top_p: 1, top_k: -1, min_p: 0 };
     const sglang = new SglangAdapter('http://127.0.0.1:1');
     // SGLang refuses return_prompt_token_ids / return_token_ids on streams: its sglext flags instead.
-    expect(engineRequestBody(sglang, parsed.request, true)).toEqual({
+    expect(engineRequestBody(sglang, parsed.request, true, sampling)).toEqual({
       messages: [{ role: 'user', content: 'x' }],
       stream: true,
       stream_options: { include_usage: true },
+      ...explicit,
       logprobs: true,
       return_input_ids_in_sglext: true,
       return_output_ids_in_sglext: true,
     });
-    expect(engineRequestBody(new VllmAdapter('http://127.0.0.1:1'), parsed.request, true)).toEqual({
+    expect(engineRequestBody(new VllmAdapter('http://127.0.0.1:1'), parsed.request, true, sampling)).toEqual({
       messages: [{ role: 'user', content: 'x' }],
       stream: true,
       stream_options: { include_usage: true },
+      ...explicit,
       logprobs: true,
       return_token_ids: true,
     });
-    expect(engineRequestBody(sglang, parsed.request, false)).toEqual({
+    expect(engineRequestBody(sglang, parsed.request, false, sampling)).toEqual({
       messages: [{ role: 'user', content: 'x' }],
       stream: true,
       stream_options: { include_usage: false },
+      ...explicit,
     });
+  });
+
+  it("keeps the client's values, fills the rest from the defaults, and records what was sent", () => {
+    const defaults = { temperature: 0.6, topP: 0.95, topK: 20, minP: 0 };
+    const parsed = parseChatRequest({
+      messages: [{ role: 'user', content: 'x' }],
+      top_p: 0.5,
+      top_k: 0,
+      max_tokens: 12,
+      seed: 3,
+    });
+    if (!parsed.ok) throw parsed.error;
+    expect(explicitSampling(parsed.request, defaults)).toEqual({
+      // top_k 0 is "off" to vLLM; SGLang only accepts -1 for that.
+      engineFields: { temperature: 0.6, top_p: 0.5, top_k: -1, min_p: 0 },
+      record: { temperature: 0.6, topP: 0.5, topK: null, minP: null, maxTokens: 12, seed: 3 },
+    });
+    const greedy = parseChatRequest({ messages: [{ role: 'user', content: 'x' }], temperature: 0 });
+    if (!greedy.ok) throw greedy.error;
+    expect(explicitSampling(greedy.request, defaults).record).toMatchObject({ temperature: 0, topK: 20 });
   });
 });
 
-describe('requestHash and parsePolicyVersion', () => {
-  it('hashes the same request the same, whatever the key order', () => {
+describe('canonicalJson and parsePolicyVersion', () => {
+  it('writes the same JSON whatever the key order', () => {
     expect(canonicalJson({ b: 1, a: [{ y: 2, x: undefined, z: null }] })).toBe(
       '{"a":[{"y":2,"z":null}],"b":1}',
     );
-    const one = requestHash([{ role: 'user', content: 'hi' }], null);
-    expect(requestHash([{ content: 'hi', role: 'user' }], undefined)).toBe(one);
-    expect(requestHash([{ role: 'user', content: 'hi!' }], null)).not.toBe(one);
-    expect(requestHash([{ role: 'user', content: 'hi' }], [{ type: 'function' }])).not.toBe(one);
+    expect(canonicalJson({ role: 'user', content: 'hi' })).toBe(
+      canonicalJson({ content: 'hi', role: 'user' }),
+    );
   });
 
   it('reads numeric weight versions out of strings', () => {

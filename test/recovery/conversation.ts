@@ -4,7 +4,9 @@
 // with `data: [DONE]`), and what each acknowledged turn should become under the rule the fake judge votes by.
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
+import type { SampleStore } from '../../activities/sample-store.js';
 import type { SampleExclusionReason } from '../../core/types.js';
+import { latestTurnAt, recordedTurns } from '../support/turn-lookup.js';
 
 /** What one acknowledged turn must end up as in the sample store (method `rl`, fake judge). */
 export type ExpectedOutcome = { sample: 1 | -1 } | { exclusion: SampleExclusionReason };
@@ -22,7 +24,7 @@ export interface SendOptions {
 
 export type Attempt =
   /** `at`: when it was acknowledged (epoch ms); `ms`: how long the request took. */
-  | { acknowledged: true; sampleId: string; content: string; at: number; ms: number }
+  | { acknowledged: true; content: string; at: number; ms: number }
   | {
       acknowledged: false;
       error: string;
@@ -41,13 +43,15 @@ function outcomeOfNextState(text: string): ExpectedOutcome {
 
 export class Conversation {
   private readonly history: ChatCompletionMessageParam[] = [];
-  /** Acknowledged turns in order: sample id and the user text that opened the turn. */
-  private readonly turns: { sampleId: string; userText: string; done: boolean }[] = [];
+  /** Acknowledged turns in order: position, the reply received, and the user text that opened the turn. */
+  private readonly turns: { position: number; content: string; userText: string; done: boolean }[] = [];
   private seed = 0;
 
   constructor(
     readonly sessionId: string,
     private openai: OpenAI,
+    /** Where the gateway records turns: acknowledged turns' ids are looked up there (see `sampleIds`). */
+    private readonly store: SampleStore,
   ) {}
 
   /** Talks through another gateway from now on (the same session: the store is shared). */
@@ -55,29 +59,45 @@ export class Conversation {
     this.openai = openai;
   }
 
-  /** Sample ids of the acknowledged turns, in order. */
-  get acknowledged(): string[] {
-    return this.turns.map((t) => t.sampleId);
+  /** How many turns were acknowledged. */
+  get acknowledgedCount(): number {
+    return this.turns.length;
+  }
+
+  /**
+   * Sample ids of the acknowledged turns, in order. A turn's id is a digest of what was said, which a client
+   * does not see, so it is looked up in the store: call this while the store is up (the tests that take it
+   * down look up after it is back; an acknowledged turn is in it either way).
+   */
+  async sampleIds(): Promise<string[]> {
+    const records = await recordedTurns(this.store, this.sessionId);
+    return this.turns.map(({ position, content }) => {
+      const recorded = latestTurnAt(records, position, content);
+      if (!recorded) throw new Error(`${this.sessionId}: acknowledged turn ${position} is not in the store`);
+      return recorded.sampleId;
+    });
   }
 
   /**
    * What each acknowledged turn should become: the next user message decides (thanks → +1, wrong → -1,
    * anything else → excluded as neutral); the last turn of an ended session has no next state.
    */
-  expectations(): Map<string, ExpectedOutcome> {
+  async expectations(): Promise<Map<string, ExpectedOutcome>> {
+    const ids = await this.sampleIds();
     const expected = new Map<string, ExpectedOutcome>();
     this.turns.forEach((turn, index) => {
+      const id = ids[index] as string;
       const next = this.turns[index + 1];
-      if (next) expected.set(turn.sampleId, outcomeOfNextState(next.userText));
-      else if (turn.done) expected.set(turn.sampleId, { exclusion: 'no-next-state' });
+      if (next) expected.set(id, outcomeOfNextState(next.userText));
+      else if (turn.done) expected.set(id, { exclusion: 'no-next-state' });
     });
     return expected;
   }
 
   /** Acknowledged turns whose outcome is not decided yet (the session's latest turn, still open). */
-  get open(): string[] {
+  async open(): Promise<string[]> {
     const last = this.turns.at(-1);
-    return last && !last.done ? [last.sampleId] : [];
+    return last && !last.done ? [(await this.sampleIds()).at(-1) as string] : [];
   }
 
   /** Sends `text` (retrying the very same request) until the turn is acknowledged or `timeoutMs` passes. */
@@ -124,10 +144,10 @@ export class Conversation {
     }
     if ('error' in result) return { acknowledged: false, ...result };
     this.history.push({ role: 'user', content: text }, { role: 'assistant', content: result.content });
-    const sampleId = `${this.sessionId}:${turn}`;
-    this.turns.push({ sampleId, userText: text, done: options.done ?? false });
+    // Acknowledged means recorded; its id is looked up later, as the store may be down right now.
+    this.turns.push({ position: turn, content: result.content, userText: text, done: options.done ?? false });
     const at = Date.now();
-    return { acknowledged: true, sampleId, content: result.content, at, ms: at - started };
+    return { acknowledged: true, content: result.content, at, ms: at - started };
   }
 
   private async plain(

@@ -16,6 +16,7 @@ import { configFromFlags } from '../../cli/cli-config.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import { ensureTrainingRun } from '../../cli/training-run.js';
 import { makeTinyModel } from '../../workers/reference-engine-process.js';
+import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import {
   type CliProcess,
@@ -163,7 +164,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
   let failed = false;
 
   const conversation = (name: string, via = openai): Conversation => {
-    const made = new Conversation(`rec-${name}`, via);
+    const made = new Conversation(`rec-${name}`, via, ctx.store);
     conversations.push(made);
     return made;
   };
@@ -247,8 +248,8 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     const expected = new Map<string, ExpectedOutcome>();
     const open: string[] = [];
     for (const c of conversations) {
-      for (const [id, outcome] of c.expectations()) expected.set(id, outcome);
-      open.push(...c.open);
+      for (const [id, outcome] of await c.expectations()) expected.set(id, outcome);
+      open.push(...(await c.open()));
     }
     const result = await fullCount(ctx, expected, open, explain);
     counts.push(result);
@@ -390,17 +391,17 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     await startWorker();
     const result = await count();
     // The kill did land during scoring: a judge call was retried after its worker died.
-    const retried = [
-      ...(await activityAttempts(ctx.client, `score-${a.sessionId}:1`, 'judgeVote')),
-      ...(await activityAttempts(ctx.client, `score-${b.sessionId}:1`, 'judgeVote')),
-    ];
+    const firstTurns = [(await a.sampleIds())[0], (await b.sampleIds())[0]];
+    const retried: number[] = [];
+    for (const id of firstTurns)
+      retried.push(...(await activityAttempts(ctx.client, scoreTurnWorkflowId(id ?? ''), 'judgeVote')));
     expect(Math.max(...retried)).toBeGreaterThan(1);
     expect(result.status.policyVersion).toBe(1);
   });
 
   phase('2. kill -9 the control worker during trainStep, then during publishWeights; count', async () => {
     const versionBefore = counts.at(-1)?.status.policyVersion ?? 0;
-    const trainKilled = `${RUN_ID}:v${versionBefore + 1}`;
+    const trainKilled = `${RUN_ID}:${counts.at(-1)?.status.incarnation}:v${versionBefore + 1}`;
     const publishKilled = versionBefore + 2;
     const c = conversation('c');
     await c.send('How do I bake bread?', { stream: true });
@@ -630,7 +631,7 @@ describe('crash recovery: every acknowledged turn becomes exactly one sample or 
     const trainer = await trainerInfo(ctx.engine);
     const stepIds = [
       ...(before?.snapshot.lineage ?? []).map((entry) => entry.stepId),
-      `${RUN_ID}:v${version + 1}`,
+      `${RUN_ID}:${before?.status.incarnation}:v${version + 1}`,
     ];
     expect(trainer.step_ids).toEqual(stepIds);
     expect(trainer.step_count).toBe(version + 1);

@@ -124,7 +124,9 @@ describe('the PostgreSQL store: restarted under load, nothing acknowledged is lo
   it('refuses turns with 503 only while PostgreSQL is down; every acknowledged turn counted once', async () => {
     const texts = ['Hello, a question', 'thanks, that helps', 'that is wrong', 'hmm, go on'];
     for (let i = 0; i < 8; i++)
-      conversations.push(new Conversation(`pg-${runId}-${i}`, clients[i % 2] as OpenAI));
+      conversations.push(
+        new Conversation(`pg-${runId}-${i}`, clients[i % 2] as OpenAI, store as PostgresSampleStore),
+      );
     // One acknowledged turn each before the fault.
     await Promise.all(conversations.map((c) => c.send(texts[0] as string, { stream: false })));
 
@@ -160,7 +162,7 @@ describe('the PostgreSQL store: restarted under load, nothing acknowledged is lo
     console.log(
       `[recovery-pg] PostgreSQL down ${((upAt - downAt) / 1000).toFixed(1)} s; ${refused.length} attempts refused ` +
         `(${[...new Set(refused.map((r) => r.status ?? 'stream'))].join(', ')}); ` +
-        `${conversations.reduce((n, c) => n + c.acknowledged.length, 0)} turns acknowledged`,
+        `${conversations.reduce((n, c) => n + c.acknowledgedCount, 0)} turns acknowledged`,
     );
     expect(refused.length).toBeGreaterThan(0);
     for (const attempt of refused) {
@@ -175,7 +177,8 @@ describe('the PostgreSQL store: restarted under load, nothing acknowledged is lo
 
     await Promise.all(conversations.map((c, i) => c.send('ok, bye', { stream: i % 2 === 0, done: true })));
     const expected = new Map<string, ExpectedOutcome>();
-    for (const c of conversations) for (const [id, outcome] of c.expectations()) expected.set(id, outcome);
+    for (const c of conversations)
+      for (const [id, outcome] of await c.expectations()) expected.set(id, outcome);
     await fullCount(ctx, expected, [], () =>
       [worker, ...gateways].map((p) => `${p?.name}:\n${p?.tail(20)}`).join('\n'),
     );

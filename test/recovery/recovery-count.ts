@@ -5,7 +5,7 @@ import type { Payload } from '@temporalio/common';
 import { expect } from 'vitest';
 import type { SampleStore } from '../../activities/sample-store.js';
 import type { TrainStepInput } from '../../activities/training-activities.js';
-import type { TurnRecord } from '../../core/turn-record.js';
+import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
 import {
   type LineageEntry,
@@ -30,7 +30,7 @@ export interface CountContext {
 export interface StoreSnapshot {
   samples: Map<string, TrainingSample>;
   exclusions: Map<string, SampleExclusion>;
-  /** `lineage/<runId>/v*` records, by version. */
+  /** `lineage/<runId>/<incarnation>/v*` records, by version. */
   lineage: LineageEntry[];
 }
 
@@ -181,8 +181,7 @@ export async function checkTurnRecords(store: SampleStore): Promise<number> {
     const record = await store.get<TurnRecord>(key);
     expect(record, key).toBeDefined();
     if (!record) continue;
-    const [, session, turn] = key.split('/').map(decodeURIComponent);
-    expect(record.sampleId, key).toBe(`${session}:${turn}`);
+    expect(turnRecordKey(record.sampleId), key).toBe(key);
     expect(record.promptIds.length, key).toBeGreaterThan(0);
     expect(record.responseIds.length, key).toBeGreaterThan(0);
     expect(record.responseLogProbs, key).toHaveLength(record.responseIds.length);
@@ -224,7 +223,9 @@ export async function fullCount(
   expect(new Set(trained).size, 'a sample trained twice').toBe(trained.length);
   for (const id of trained) expect(samples.has(id), `trained ${id} is a stored sample`).toBe(true);
   for (const entry of lineage) {
-    expect(entry.stepId).toBe(`${ctx.runId}:v${entry.version}`);
+    // One incarnation of the run id (the one running), whose id every step id carries.
+    expect(entry.incarnation).toBe(status.incarnation);
+    expect(entry.stepId).toBe(`${ctx.runId}:${entry.incarnation}:v${entry.version}`);
     expect(entry.sampleIds).toHaveLength(ctx.batchSize);
   }
   const handle = ctx.client.workflow.getHandle(trainingWorkflowId(ctx.runId));
@@ -258,9 +259,11 @@ export async function fullCount(
     const before = lineage[index - 1];
     expect(step.completed).toBe(true);
     expect(step.input.sampleIds).toEqual(lineage[index]?.sampleIds);
+    // The run's first step trains from the base (the run id started anew): nothing else may be in the trainer.
     expect(step.input.resume).toEqual({
       lastStepId: before?.stepId ?? null,
       lastCheckpoint: before?.checkpoint ?? null,
+      ...(index === 0 && { fromBase: true }),
     });
   });
   return { snapshot, status, steps };

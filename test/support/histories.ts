@@ -12,13 +12,15 @@ const execFileAsync = promisify(execFile);
 export const historiesDir = fileURLToPath(new URL('../histories/', import.meta.url));
 
 /**
- * Writes a workflow's history under test/histories/<name>.json in the JSON the Temporal CLI and UI export
- * (`temporal workflow show --output json`), which is what a user would hand us from production too.
+ * Writes a workflow's history (its latest run, or `runId`) under test/histories/<name>.json in the JSON the
+ * Temporal CLI and UI export (`temporal workflow show --output json`), which is what a user would hand us from
+ * production too.
  */
 export async function saveHistory(
   env: TestWorkflowEnvironment,
   workflowId: string,
   name: string,
+  runId?: string,
 ): Promise<void> {
   const cli = findTemporalExecutable();
   if (cli.type !== 'existing-path') throw new Error('recording histories needs the temporal CLI');
@@ -27,6 +29,7 @@ export async function saveHistory(
     'show',
     '--workflow-id',
     workflowId,
+    ...(runId ? ['--run-id', runId] : []),
     '--address',
     env.address,
     '--namespace',

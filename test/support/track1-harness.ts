@@ -2,10 +2,15 @@ import type { Client } from '@temporalio/client';
 import type { SampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import type { OpenClawConfig } from '../../core/config.js';
-import { turnSampleId } from '../../core/sample-id.js';
-import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
-import { type SessionInput, sessionWorkflowId, turnRecordedSignal } from '../../workflows/session-signals.js';
+import {
+  DurableTurnRecorder,
+  type SessionSettings,
+  sessionSettingsFromConfig,
+} from '../../gateway/durable-turn-recorder.js';
+import { sessionDelivery } from '../../gateway/outbox-delivery.js';
+import { OutboxRelay } from '../../gateway/outbox-relay.js';
+import { type SessionInput, sessionDoneSignal, sessionWorkflowId } from '../../workflows/session-signals.js';
 import type { EngineCalls } from './engine-calls.js';
 
 interface EngineChatChoice {
@@ -18,20 +23,14 @@ interface EngineChatChoice {
 }
 
 export function sessionInputFor(config: OpenClawConfig, sessionId: string): SessionInput {
-  return {
-    sessionId,
-    runId: config.runId,
-    method: config.method,
-    judgeVotes: config.judge.votes,
-    idleTimeoutMs: config.session.idleTimeoutMs,
-    continueAsNewAfterTurns: config.session.continueAsNewAfterTurns,
-    heartbeatTimeoutMs: config.temporal.heartbeatTimeoutMs,
-  };
+  return { sessionId, ...sessionSettingsFromConfig(config) };
 }
 
 /**
- * Does what the gateway's durable hand-off does, without the HTTP front: asks the engine for a reply with
- * exact tokens, stores the turn record and signals its session workflow. Returns the reply's message.
+ * Does what the gateway does for a main turn, without the HTTP front: asks the engine for a reply with exact
+ * tokens, records it with the gateway's own recorder (the record and its outbox entry) and delivers the entry
+ * with the gateway's relay (signal-with-start of its session workflow) before returning. Returns the reply's
+ * message, as a client sends it back, and the turn's reference.
  */
 export async function recordTurnDirectly(options: {
   engine: EngineCalls;
@@ -42,32 +41,34 @@ export async function recordTurnDirectly(options: {
   sessionId: string;
   messages: ChatMessage[];
   seed: number;
-}): Promise<ChatMessage> {
+  /** Default: the config's session settings. */
+  session?: SessionSettings;
+}): Promise<{ message: ChatMessage; ref: TurnRef }> {
+  const sampling = { temperature: 1, top_p: 1, top_k: -1, min_p: 0, max_tokens: 8, seed: options.seed };
   const response = (await options.engine.request('POST', '/v1/chat/completions', {
     model: 'tiny',
     messages: options.messages,
-    max_tokens: 8,
-    temperature: 1,
-    seed: options.seed,
+    ...sampling,
     logprobs: true,
     return_prompt_token_ids: true,
     return_token_ids: true,
-  })) as { choices: EngineChatChoice[]; meta_info?: { weight_version?: string } };
+  })) as { choices: EngineChatChoice[] };
   const info = (await options.engine.modelInfo()) as { weight_version: string | number };
   const choice = response.choices[0];
   if (!choice) throw new Error('engine returned no choice');
-  const turn = options.messages.filter((m) => m.role === 'assistant').length + 1;
-  const record: TurnRecord = {
+  const recorder = new DurableTurnRecorder({
+    store: options.store,
+    session: options.session ?? sessionSettingsFromConfig(options.config),
+    taskQueue: options.taskQueue,
+  });
+  const content = choice.message.content ?? '';
+  const recorded = await recorder.record({
     sessionId: options.sessionId,
-    turn,
-    sampleId: turnSampleId(options.sessionId, turn),
-    requestHash: `${options.sessionId}-${turn}`,
-    recordedAt: new Date().toISOString(),
     model: 'tiny',
     messages: options.messages,
     tools: null,
     response: {
-      content: choice.message.content ?? '',
+      content,
       reasoningContent: choice.message.reasoning_content ?? null,
       toolCalls: choice.message.tool_calls ?? null,
     },
@@ -76,21 +77,40 @@ export async function recordTurnDirectly(options: {
     responseLogProbs: choice.logprobs.content.map((c) => c.logprob),
     policyVersion: Number(info.weight_version),
     finishReason: choice.finish_reason,
-  };
-  await options.store.put(turnRecordKey(options.sessionId, turn), record);
-  const ref: TurnRef = {
-    sessionId: options.sessionId,
-    turn,
-    sampleId: record.sampleId,
-    policyVersion: record.policyVersion,
-    kind: 'main',
-  };
+    sampling: { temperature: 1, topP: 1, topK: null, minP: null, maxTokens: 8, seed: options.seed },
+    chatTemplateKwargs: null,
+  });
+  await deliverOutbox(options.store, options.client);
+  return { message: { role: 'assistant', content }, ref: recorded.ref };
+}
+
+/** Runs a relay over the store's outbox until every entry in it is delivered. */
+async function deliverOutbox(store: SampleStore, client: Client): Promise<void> {
+  const relay = new OutboxRelay({ outbox: store.outbox, deliver: sessionDelivery(client), pollMs: 20 });
+  relay.start();
+  try {
+    const deadline = Date.now() + 30_000;
+    while ((await store.outbox.stats()).depth > 0) {
+      if (Date.now() > deadline) throw new Error('the outbox was not delivered within 30 s');
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  } finally {
+    await relay.stop();
+  }
+}
+
+/** What `X-Session-Done: true` does at the gateway: the session settles its last turn now. */
+export async function endSessionDirectly(options: {
+  client: Client;
+  config: OpenClawConfig;
+  taskQueue: string;
+  sessionId: string;
+}): Promise<void> {
   await options.client.workflow.signalWithStart('sessionWorkflow', {
     workflowId: sessionWorkflowId(options.sessionId),
     taskQueue: options.taskQueue,
     args: [sessionInputFor(options.config, options.sessionId)],
-    signal: turnRecordedSignal,
-    signalArgs: [ref],
+    signal: sessionDoneSignal,
+    signalArgs: [],
   });
-  return { role: 'assistant', content: record.response.content };
 }

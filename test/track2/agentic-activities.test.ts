@@ -187,6 +187,32 @@ describe('assembleStepSamples', () => {
     ).rejects.toThrow(/left no results/);
   });
 
+  it('keeps the temperature a step was sampled at on its sample, so the trainer computes log-probs at it', async () => {
+    for (const id of ['t0', 't1'])
+      await store.put(rolloutKeys.step(id, 0), { ...record(id, 0), temperature: 0.6 });
+    await activities.assembleStepSamples({
+      runId: 'warm',
+      stepId: 'warm:step0',
+      step: 0,
+      advantage: 'grpo',
+      judgeCoef: null,
+      groups: [
+        {
+          groupId: '0:t',
+          taskId: 't',
+          complete: true,
+          rollouts: [
+            { ...rollout('t0', 1), steps: 1 },
+            { ...rollout('t1', 0), steps: 1 },
+          ],
+        },
+      ],
+    });
+    expect((await store.get<TrainingSample>(sampleKey('t0:0')))?.temperature).toBe(0.6);
+    // Records from before temperatures were kept (and T = 1) leave the sample at its default, 1.
+    expect((await store.get<TrainingSample>(sampleKey('a0:0')))?.temperature).toBeUndefined();
+  });
+
   it('grpo adds the step judge: outcome + coef × mean step score', async () => {
     const result = await activities.assembleStepSamples({
       runId: 'r',

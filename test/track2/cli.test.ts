@@ -246,9 +246,14 @@ describe('Track 2 CLI against the real server', () => {
       envQueue: t2.envQueue,
     });
     input.training = { train: false };
+    // Step 0's first policy answer waits until the pause has landed, so the pause falls inside step 0 on any
+    // machine: a pause sent before step 0 began would hold step 0 itself (what a slow machine once saw).
+    const held = policy.hold(() => true);
     expect(await startAgenticRun(env.client, t2.workflowQueue, input)).toBe('started');
     const handle = env.client.workflow.getHandle(agenticWorkflowId(runId));
+    await held.reached;
     await handle.executeUpdate(pauseAgenticUpdate);
+    held.release();
     expect(await startAgenticRun(env.client, t2.workflowQueue, input)).toBe('running');
     // The step in progress finishes; the next waits (after continue-as-new, still paused).
     const deadline = Date.now() + 30_000;

@@ -12,10 +12,20 @@ describe('workflow replay', () => {
     const histories = await loadHistories();
     const names = histories.map((h) => h.name);
     const expectedNames = [
-      'session-workflow',
+      'session-workflow-sequential',
+      'session-workflow-kept-reply',
+      'session-workflow-superseded',
+      'session-workflow-reopened',
+      'session-workflow-horizon',
+      'score-turn-workflow-superseded',
+      'score-turn-workflow-superseded-negative',
       'score-turn-workflow-opd-rl',
       'training-workflow',
       'training-workflow-trainer-queue',
+      'training-workflow-incarnation',
+      'training-workflow-refused-batch',
+      'training-workflow-spills-backlog',
+      'training-workflow-loads-backlog',
       'env-rollout-workflow',
       'rollout-batch-workflow',
       'agentic-training-workflow',
@@ -28,17 +38,17 @@ describe('workflow replay', () => {
     for (const expected of expectedNames) {
       expect(names).toContain(expected);
     }
-    // With the production data converter (the encryption plugin's codec and failure converter): plaintext
-    // histories pass through it.
+    // One replay worker (one workflow bundle) for all of them; each history under its file name as its id. It
+    // runs with the production data converter (the encryption plugin's codec and failure converter):
+    // plaintext histories pass through it.
     const plugin = testEncryptionPlugin();
-    for (const { name, history } of histories) {
-      await expect(
-        Worker.runReplayHistory(
-          { workflowsPath, replayName: name, ...(plugin && { plugins: [plugin] }) },
-          history,
-        ),
-        name,
-      ).resolves.toBeUndefined();
-    }
-  }, 120_000);
+    const failures: string[] = [];
+    const inputs = histories.map(({ name, history }) => ({ workflowId: name, history }));
+    for await (const result of Worker.runReplayHistories(
+      { workflowsPath, replayName: 'histories', ...(plugin && { plugins: [plugin] }) },
+      inputs,
+    ))
+      if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+    expect(failures).toEqual([]);
+  }, 300_000);
 });

@@ -55,7 +55,9 @@ describe('sessionWorkflow over a long session', () => {
         teacher: { url: engine.url },
         judge: { baseUrl: judge.url, model: 'fake', votes: 1 },
         training: { batchSize: 100 },
-        session: { idleTimeoutMs: 2_000, continueAsNewAfterTurns: 2 },
+        // Longer than any gap between two recorded turns on a loaded machine (2 s was not): the session
+        // must stay open until all six arrive, then the test waits for the idle close once.
+        session: { idleTimeoutMs: 10_000, reopenHorizonMs: 0, continueAsNewAfterTurns: 2 },
         temporal: { taskQueue },
       },
     );
@@ -79,47 +81,37 @@ describe('sessionWorkflow over a long session', () => {
     const sessionId = `long-${taskQueue}`;
     const engineClient = engineCalls(engine.url);
     const messages: ChatMessage[] = [{ role: 'user', content: 'Plan my week.' }];
-    const first = await recordTurnDirectly({
-      engine: engineClient,
-      store,
-      client: env.client,
-      config,
-      taskQueue,
-      sessionId,
-      messages,
-      seed: 1,
-    });
+    const record = (seed: number) =>
+      recordTurnDirectly({
+        engine: engineClient,
+        store,
+        client: env.client,
+        config,
+        taskQueue,
+        sessionId,
+        messages: [...messages],
+        seed,
+      });
+    const first = await record(1);
+    const refs: TurnRef[] = [first.ref];
     const firstRunId = (await env.client.workflow.getHandle(sessionWorkflowId(sessionId)).describe()).runId;
-    messages.push(first);
+    messages.push(first.message);
     for (let turn = 2; turn <= 6; turn++) {
       messages.push({ role: 'user', content: turn % 2 === 0 ? 'thanks!' : 'that is wrong' });
-      messages.push(
-        await recordTurnDirectly({
-          engine: engineClient,
-          store,
-          client: env.client,
-          config,
-          taskQueue,
-          sessionId,
-          messages: [...messages],
-          seed: turn,
-        }),
-      );
+      const next = await record(turn);
+      refs.push(next.ref);
+      messages.push(next.message);
     }
+    // Each turn continues the one before it, found by the reply it kept.
+    for (let turn = 2; turn <= 6; turn++)
+      expect(refs[turn - 1]?.continues?.sampleId, `turn ${turn}`).toBe(refs[turn - 2]?.sampleId);
     // A late duplicate of turn 2, as a retried gateway would send it.
-    const duplicate: TurnRef = {
-      sessionId,
-      turn: 2,
-      sampleId: `${sessionId}:2`,
-      policyVersion: 0,
-      kind: 'main',
-    };
     await env.client.workflow.signalWithStart('sessionWorkflow', {
       workflowId: sessionWorkflowId(sessionId),
       taskQueue,
       args: [sessionInputFor(config, sessionId)],
       signal: turnRecordedSignal,
-      signalArgs: [duplicate],
+      signalArgs: [refs[1] as TurnRef],
     });
 
     const handle = env.client.workflow.getHandle(sessionWorkflowId(sessionId));
@@ -137,10 +129,10 @@ describe('sessionWorkflow over a long session', () => {
       await new Promise((r) => setTimeout(r, 200));
     }
     for (let turn = 1; turn <= 5; turn++) {
-      const sample = await store.get<{ reward: number }>(sampleKey(`${sessionId}:${turn}`));
+      const sample = await store.get<{ reward: number }>(sampleKey(refs[turn - 1]?.sampleId ?? ''));
       expect(sample?.reward, `turn ${turn}`).toBe(turn % 2 === 1 ? 1 : -1);
     }
-    expect((await store.get<{ reason: string }>(exclusionKey(`${sessionId}:6`)))?.reason).toBe(
+    expect((await store.get<{ reason: string }>(exclusionKey(refs[5]?.sampleId ?? '')))?.reason).toBe(
       'no-next-state',
     );
     const status = await training.query(trainingStatusQuery);

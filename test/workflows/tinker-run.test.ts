@@ -123,7 +123,7 @@ describe('a training run on Tinker (sidecar with the fake Tinker SDK)', () => {
       await new Promise((r) => setTimeout(r, 300));
     }
     const [entry] = await handle.query(lineageQuery, { version: 1 });
-    expect(entry?.checkpoint).toBe(join(dir, 'checkpoints', config.runId, 'v1'));
+    expect(entry?.checkpoint).toBe(join(dir, 'checkpoints', config.runId, entry?.incarnation ?? '?', 'v1'));
     const exported = JSON.parse(
       await readFile(join(entry?.checkpoint ?? '', TINKER_SAMPLER_FILE), 'utf8'),
     ) as {

@@ -15,13 +15,14 @@ import {
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
-import { sessionDoneSignal, sessionWorkflowId } from '../../workflows/session-signals.js';
+import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
+import { sessionWorkflowId } from '../../workflows/session-signals.js';
 import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
+import { endSessionDirectly, recordTurnDirectly } from '../support/track1-harness.js';
 
 // Sessions → scoring → training → publishing, on the real Temporal server with a real engine process and
 // the fake judge (the one part that cannot be real here).
@@ -54,7 +55,8 @@ describe('Track 1 workflows end to end', () => {
         teacher: { url: engine.url },
         judge: { baseUrl: judge.url, model: 'fake-judge' },
         training: { batchSize: 2, learningRate: 1e-3 },
-        session: { idleTimeoutMs: 3000 },
+        // Longer than any gap between two recorded turns on a loaded machine; session B waits for it once.
+        session: { idleTimeoutMs: 10_000, reopenHorizonMs: 0 },
       },
     );
     if (!loaded.ok) throw new Error(loaded.error);
@@ -91,23 +93,23 @@ describe('Track 1 workflows end to end', () => {
     const a = `a-${taskQueue}`;
     const a1: ChatMessage[] = [{ role: 'user', content: 'What is the weather like?' }];
     const r1 = await turn(a, a1, 1);
-    const a2 = [...a1, r1, { role: 'user', content: 'thanks, that helps' }];
+    const a2 = [...a1, r1.message, { role: 'user', content: 'thanks, that helps' }];
     const r2 = await turn(a, a2, 2);
-    const a3 = [...a2, r2, { role: 'user', content: 'that is wrong, try again' }];
-    await turn(a, a3, 3);
-    await env.client.workflow.signalWithStart('sessionWorkflow', {
-      workflowId: sessionWorkflowId(a),
-      taskQueue,
-      args: [sessionInputFor(config, a)],
-      signal: sessionDoneSignal,
-      signalArgs: [],
-    });
+    const a3 = [...a2, r2.message, { role: 'user', content: 'that is wrong, try again' }];
+    const r3 = await turn(a, a3, 3);
+    await endSessionDirectly({ client: env.client, config, taskQueue, sessionId: a });
 
     // Session B: thanks, then silence until the idle timeout settles its last turn.
     const b = `b-${taskQueue}`;
     const b1: ChatMessage[] = [{ role: 'user', content: 'Tell me a joke.' }];
     const rb1 = await turn(b, b1, 4);
-    await turn(b, [...b1, rb1, { role: 'user', content: 'haha thanks' }], 5);
+    await turn(b, [...b1, rb1.message, { role: 'user', content: 'haha thanks' }], 5);
+    const [idA1, idA2, idA3, idB1] = [r1, r2, r3, rb1].map((r) => r.ref.sampleId) as [
+      string,
+      string,
+      string,
+      string,
+    ];
 
     const training = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
     const deadline = Date.now() + 90_000;
@@ -133,9 +135,9 @@ describe('Track 1 workflows end to end', () => {
     expect(String((await engineClient.modelInfo()).weight_version)).toBe('1');
 
     const samples = {
-      a1: await store.get<TrainingSample>(sampleKey(`${a}:1`)),
-      a2: await store.get<TrainingSample>(sampleKey(`${a}:2`)),
-      b1: await store.get<TrainingSample>(sampleKey(`${b}:1`)),
+      a1: await store.get<TrainingSample>(sampleKey(idA1)),
+      a2: await store.get<TrainingSample>(sampleKey(idA2)),
+      b1: await store.get<TrainingSample>(sampleKey(idB1)),
     };
     expect(samples.a1?.kind).toBe('opd+rl');
     expect(samples.a1?.reward).toBe(1);
@@ -143,22 +145,23 @@ describe('Track 1 workflows end to end', () => {
     expect(samples.a2?.kind).toBe('rl');
     expect(samples.a2?.reward).toBe(-1);
     expect(samples.b1?.kind).toBe('opd+rl');
-    const a3exclusion = await store.get<SampleExclusion>(exclusionKey(`${a}:3`));
+    const a3exclusion = await store.get<SampleExclusion>(exclusionKey(idA3));
     expect(a3exclusion?.reason).toBe('no-next-state');
 
     const lineage = await training.query(lineageQuery, { version: 1 });
     expect(lineage).toHaveLength(1);
     const trained = lineage[0]?.sampleIds ?? [];
     expect(trained).toHaveLength(2);
-    for (const id of trained) expect([`${a}:1`, `${a}:2`, `${b}:1`]).toContain(id);
+    for (const id of trained) expect([idA1, idA2, idB1]).toContain(id);
     expect(judge.calls).toBeGreaterThan(6);
 
     // `RECORD_HISTORIES=1` refreshes the histories the replay test checks every workflow change against.
     if (process.env.RECORD_HISTORIES) {
-      await saveHistory(env, sessionWorkflowId(a), 'session-workflow');
-      await saveHistory(env, `score-${a}:1`, 'score-turn-workflow-opd-rl');
-      await saveHistory(env, `score-${a}:3`, 'score-turn-workflow-no-next-state');
-      await saveHistory(env, trainingWorkflowId(config.runId), 'training-workflow');
+      await saveHistory(env, sessionWorkflowId(a), 'session-workflow-kept-reply');
+      await saveHistory(env, scoreTurnWorkflowId(idA1), 'score-turn-workflow-opd-rl');
+      await saveHistory(env, scoreTurnWorkflowId(idA3), 'score-turn-workflow-no-next-state');
+      // The training run's shape since incarnations (the older 'training-workflow' stays as it was recorded).
+      await saveHistory(env, trainingWorkflowId(config.runId), 'training-workflow-incarnation');
     }
   }, 150_000);
 });

@@ -142,7 +142,7 @@ describe('a trainer worker selected by the config (slime epochs in containers)',
     const [entry] = await handle.query(lineageQuery, { version: 1 });
     // The slime backend's own figures: the step ran in a container.
     expect(entry?.metrics.epoch_container_s).toBeGreaterThan(0);
-    expect(entry?.checkpoint).toBe(join(dir, 'checkpoints', config.runId, 'v1'));
+    expect(entry?.checkpoint).toBe(join(dir, 'checkpoints', config.runId, entry?.incarnation ?? '?', 'v1'));
     expect(existsSync(join(entry?.checkpoint ?? '', 'config.json'))).toBe(true);
     expect((await engineCalls(engine.url).modelInfo()).weight_version).toBe('1');
     expect(logs.some((line) => line.includes('"event": "ready"'))).toBe(true);

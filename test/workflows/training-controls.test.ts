@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowUpdateFailedError } from '@temporalio/client';
@@ -7,8 +7,9 @@ import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
-import { createTrainingActivities } from '../../activities/training-activities.js';
+import { checkpointPath, createTrainingActivities } from '../../activities/training-activities.js';
 import { TRAINER_LOST_STEP } from '../../activities/training-errors.js';
+import { latestPublished } from '../../cli/engine-launch.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/types.js';
@@ -33,7 +34,8 @@ import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
 // The training run's controls on a real server, worker and engine: start-input validation, pause/resume,
-// reconfigure (validated), duplicate deliveries, and the staleness bound in both of its policies.
+// reconfigure (validated), duplicate deliveries, the staleness bound in both of its policies, a batch the
+// engine refuses, and a run id started again.
 describe('trainingWorkflow controls', () => {
   let env: TestWorkflowEnvironment;
   let dir: string;
@@ -82,7 +84,7 @@ describe('trainingWorkflow controls', () => {
   });
 
   /** Stores a real rl sample produced by policy `policyVersion` and returns its reference. */
-  async function storedSample(sampleId: string, policyVersion: number): Promise<SampleRef> {
+  async function storedSample(sampleId: string, policyVersion: number, reward = 1): Promise<SampleRef> {
     const sample: TrainingSample = {
       sampleId,
       sessionId: sampleId.split(':')[0] ?? sampleId,
@@ -91,7 +93,7 @@ describe('trainingWorkflow controls', () => {
       responseLength: tokens.response.length,
       lossMask: tokens.response.map(() => 1),
       rolloutLogProbs: tokens.logprobs,
-      reward: 1,
+      reward,
       policyVersion,
       method: 'rl',
       kind: 'rl',
@@ -102,7 +104,7 @@ describe('trainingWorkflow controls', () => {
       method: 'rl',
       kind: 'rl',
       policyVersion,
-      reward: 1,
+      reward,
       responseLength: sample.responseLength,
     };
   }
@@ -209,6 +211,65 @@ describe('trainingWorkflow controls', () => {
     // With rollout log-probs as π_old the ratio is no longer exactly 1: the stored log-probs came from v0.
     expect(status.lastMetrics?.train_rollout_logprob_abs_diff).toBeGreaterThan(0);
   }, 90_000);
+
+  it('makes a poisoned batch (non-finite gradient) exclusions and trains the next batch', async () => {
+    const runId = `poison-${taskQueue}`.slice(0, 60);
+    const handle = await startRun(runId, { batchSize: 2 });
+    const good = await storedSample(`${runId}-a:1`, 0);
+    // A reward this large overflows the gradient: the engine refuses the step (422) and keeps its weights.
+    const poisoned = await storedSample(`${runId}-p:1`, 0, 1e30);
+    await handle.signal(sampleScoredSignal, { ok: true, sample: good });
+    await handle.signal(sampleScoredSignal, { ok: true, sample: poisoned });
+    const refused = await waitFor(runId, (s) => s.samplesExcluded === 2);
+    expect(refused.exclusionsByReason).toEqual({ 'trainer-refused': 2 });
+    expect(refused.lastRefusal?.detail).toMatch(/HTTP 422.*non-finite gradient norm/);
+    const exclusion = await store.get<SampleExclusion>(exclusionKey(poisoned.sampleId));
+    expect(exclusion).toMatchObject({ reason: 'trainer-refused' });
+    expect(exclusion?.detail).toContain(refused.lastRefusal?.stepId ?? '?');
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-b:1`, 0) });
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-c:1`, 0) });
+    const trained = await waitFor(runId, (s) => s.stepsCompleted === 1);
+    expect(trained).toMatchObject({ policyVersion: 1, samplesTrained: 2, samplesExcluded: 2 });
+  }, 90_000);
+
+  it('trains a run id started again from the base, in folders of its own, keeping its newest keepCheckpoints', async () => {
+    const runId = `again-${taskQueue}`.slice(0, 60);
+    const first = await startRun(runId, { batchSize: 1 });
+    await first.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-a:1`, 0) });
+    const one = await waitFor(runId, (s) => s.policyVersion === 1);
+    await first.terminate('stopped by the operator');
+
+    // The new incarnation keeps one checkpoint folder (retention on the real trainer, below).
+    const second = await startRun(runId, { batchSize: 1, keepCheckpoints: 1 });
+    await second.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-b:1`, 0) });
+    const two = await waitFor(runId, (s) => s.policyVersion === 1 && s.incarnation !== one.incarnation);
+    expect(two.lastCheckpoint).not.toBe(one.lastCheckpoint);
+    expect(two.lastMetrics?.duplicate ?? 0).toBe(0);
+    const steps = async (checkpoint: string | null) =>
+      Object.keys(
+        (
+          JSON.parse(await readFile(join(checkpoint ?? '', 'trainer_state', 'state.json'), 'utf8')) as {
+            steps: Record<string, unknown>;
+          }
+        ).steps,
+      );
+    // The new incarnation's v1 holds its own step only (trained from the base); the old v1 is untouched.
+    expect(await steps(two.lastCheckpoint)).toEqual([two.lastStepId]);
+    expect(await steps(one.lastCheckpoint)).toEqual([one.lastStepId]);
+    expect((await latestPublished({ ...config, runId }))?.checkpoint).toBe(two.lastCheckpoint);
+    expect(String((await engineCalls(engine.url).modelInfo()).weight_version)).toBe('1');
+
+    // Retention: v2 (weights and optimizer state) replaces v1's folder; every lineage record stays.
+    await second.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-c:1`, 1) });
+    const three = await waitFor(runId, (s) => s.policyVersion === 2 && s.incarnation === two.incarnation);
+    const incarnation = two.incarnation ?? '';
+    expect(three.lastCheckpoint).toBe(checkpointPath(join(dir, 'checkpoints'), runId, 2, incarnation));
+    expect(await readdir(join(dir, 'checkpoints', runId, incarnation))).toEqual(['v2']);
+    expect(await steps(three.lastCheckpoint)).toEqual([two.lastStepId, three.lastStepId]);
+    expect((await second.query(lineageQuery)).map((entry) => entry.version)).toEqual([1, 2]);
+    expect(await steps(one.lastCheckpoint)).toEqual([one.lastStepId]);
+    expect(String((await engineCalls(engine.url).modelInfo()).weight_version)).toBe('2');
+  }, 150_000);
 
   it('refuses to publish a step the trainer no longer holds, and republishes one already saved', async () => {
     const trainer = new ReferenceTrainerBackend(engine.url);

@@ -56,6 +56,16 @@ def read_batch_file(path: str | os.PathLike[str]) -> TrainStepRequest:
     return request
 
 
+def check_temperature(request: TrainStepRequest, rollout_temperature: float) -> None:
+    """slime computes every log-prob at one `--rollout-temperature`: each sample must be drawn at it."""
+    for i, s in enumerate(request.samples):
+        if abs(s.temperature - rollout_temperature) > 1e-9:
+            raise ValueError(
+                f"samples[{i}] was drawn at temperature {s.temperature:g} but slime trains this step at "
+                f"--rollout-temperature {rollout_temperature:g}"
+            )
+
+
 def _sample_class() -> tuple[type, Any]:
     try:
         from slime.utils.types import Sample  # type: ignore[import-not-found]
@@ -81,6 +91,10 @@ def samples_from_batch(request: TrainStepRequest, sample_cls: type | None = None
         sample.status = completed
         if s.teacher_log_probs is not None:
             sample.teacher_log_probs = torch.tensor(s.teacher_log_probs, dtype=torch.float32)
+        elif request.loss.method == "combine":
+            # An RL-only row, built as the original does (teacher = rollout log-probs); the combine loss
+            # recognises it and gives it a teacher term of exactly 0 (losses.teacher_or_old).
+            sample.teacher_log_probs = torch.tensor(s.rollout_log_probs, dtype=torch.float32)
         if s.teacher_topk_log_probs is not None:
             sample.teacher_topk_log_probs = torch.tensor(s.teacher_topk_log_probs, dtype=torch.float32)
         if s.teacher_topk_indices is not None:
@@ -98,7 +112,9 @@ def generate_rollout_from_batch_file(
     path = os.environ.get(BATCH_FILE_ENV)
     if not path:
         raise RuntimeError(f"${BATCH_FILE_ENV} is not set: the epoch launcher names the batch file there")
-    groups = samples_from_batch(read_batch_file(path))
+    request = read_batch_file(path)
+    check_temperature(request, float(getattr(args, "rollout_temperature", 1.0) or 1.0))
+    groups = samples_from_batch(request)
     expected = getattr(args, "rollout_batch_size", None)
     if expected is not None and int(expected) != len(groups):
         raise ValueError(f"{path} holds {len(groups)} samples but --rollout-batch-size is {expected}")

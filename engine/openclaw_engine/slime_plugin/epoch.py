@@ -12,7 +12,9 @@ config.json + safetensors + the base's tokenizer files, slime's own files kept u
 and renames it to `--save`. `--load CHECKPOINT` is rewritten to `CHECKPOINT/slime` when that exists, so slime
 resumes from its own format (weights, optimizer, RNG). A step id that `--load` already records trains nothing
 (exit 0), so the contract's idempotency holds on this side too. A checkpoint that cannot be exported fails the
-epoch (exit 65) and publishes nothing.
+epoch (exit 65) and publishes nothing. An invalid batch file (a field, a per-method array, a sample drawn at
+another temperature than `--rollout-temperature`) is refused before slime starts (exit 66): the caller treats
+it as a refusal, not as a failure to retry.
 
 Metrics are read from slime's log lines (`'train/<name>': <number>`); whatever slime does not print is absent.
 """
@@ -34,7 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from ..durable_files import fsync_tree
-from .batch_loader import BATCH_FILE_ENV, read_batch_file
+from ..errors import EngineError
+from .batch_loader import BATCH_FILE_ENV, check_temperature, read_batch_file
 from .export_hf import (
     DEFAULT_FSDP_CONVERT_COMMAND,
     DEFAULT_TORCH_DIST_CONVERT_COMMAND,
@@ -48,6 +51,7 @@ from .export_hf import (
 STATE_DIR = "trainer_state"
 SLIME_DIR = "slime"  # slime's own checkpoint inside a published one: what the next epoch's --load reads
 EXPORT_FAILED = 65  # slime trained, but its checkpoint could not be made a Hugging Face folder
+EPOCH_REFUSED = 66  # the batch file is invalid for this trainer: retrying cannot help (docs/slime.md)
 DEFAULT_TRAIN_COMMAND = "python3 /root/slime/train_async.py"
 _METRIC = re.compile(
     r"['\"]train/(\w+)['\"]\s*:\s*(?:tensor\()?([-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|nan|inf))"
@@ -126,7 +130,15 @@ def run_epoch(
     batch_file = os.environ.get(BATCH_FILE_ENV)
     if not batch_file:
         raise ValueError(f"${BATCH_FILE_ENV} is not set")
-    request = read_batch_file(batch_file)
+    try:
+        request = read_batch_file(batch_file)
+        rollout_temperature = _flag_value(slime_args, "--rollout-temperature")
+        check_temperature(request, float(rollout_temperature or 1.0))
+    except (EngineError, ValueError) as exc:
+        # The batch itself is wrong: it would fail the same way on every attempt.
+        print(f"batch refused: {exc}", file=sys.stderr, flush=True)
+        _event("refused", error=str(exc))
+        return EPOCH_REFUSED
     if request.step_id != step_id:
         raise ValueError(f"{batch_file} holds step {request.step_id!r}, not {step_id!r}")
     load = _flag_value(slime_args, "--load")

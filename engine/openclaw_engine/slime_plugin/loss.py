@@ -33,6 +33,7 @@ from ..losses import (
     kl_penalty,
     opd_advantages,
     ppo_clipped_loss,
+    teacher_or_old,
     topk_reverse_kl,
     topk_tail,
 )
@@ -104,8 +105,16 @@ def combine_loss_function(
     device = logits.device
     log_probs, entropy, _ = _policy_log_probs(args, batch, logits)
     use_rollout = bool(getattr(args, "use_rollout_logprobs", False))
-    old = _cat(batch["rollout_log_probs"] if use_rollout else batch["log_probs"], device)
-    teacher = _cat(batch["teacher_log_probs"], device)
+    olds = batch["rollout_log_probs"] if use_rollout else batch["log_probs"]
+    old = _cat(olds, device)
+    # Per sample: an RL-only row (teacher = its rollout log-probs) takes π_old, so its teacher term is 0.
+    teacher = _cat(
+        [
+            teacher_or_old(torch.as_tensor(t).float(), torch.as_tensor(o).float(), torch.as_tensor(r).float())
+            for t, o, r in zip(batch["teacher_log_probs"], olds, batch["rollout_log_probs"], strict=True)
+        ],
+        device,
+    )
     a_grpo = _cat(batch["advantages"], device)
     mask = _cat(batch["loss_masks"], device)
     w_opd, w_rl = _combine_weights()

@@ -39,6 +39,10 @@ def training_router(trainer: TinkerTrainer, roots: PathRoots) -> APIRouter:
     async def load_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
         return await run_in_threadpool(trainer.load_checkpoint, str(roots.readable(request.path, "path")))
 
+    @r.post("/reset_to_base")
+    async def reset_to_base() -> dict[str, Any]:
+        return await run_in_threadpool(trainer.reset)
+
     @r.post("/export_for_serving")
     async def export_for_serving(request: CheckpointRequest) -> dict[str, Any]:
         return await run_in_threadpool(trainer.export_for_serving, str(roots.writable(request.path, "path")))

@@ -11,7 +11,11 @@ teacher term): they are the project's own (losses.py), the ones slime and the re
   opd:     A_t = (teacher_lp_t − old_lp_t) · m_t
   combine: A_t = (w_opd·(teacher_lp_t − old_lp_t) + w_rl·r) · m_t
 where old_lp are the sampling policy's log-probs (the rollout log-probs: Tinker recomputes π_θ itself and
-its PPO ratio is against these).
+its PPO ratio is against these). A combine sample without a teacher (an RL-only row), or whose teacher is its
+rollout log-probs, has teacher term 0 (`losses.teacher_or_old`).
+
+Tinker computes π_θ at temperature 1 and takes no temperature, so a sample drawn at another temperature is
+refused (its rollout log-probs are log_softmax(logits / T) and the ratio would compare two distributions).
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ from typing import Any
 
 import torch
 
-from ..losses import combine_advantages, grpo_advantages, opd_advantages
+from ..losses import combine_advantages, grpo_advantages, opd_advantages, teacher_or_old
 from ..training_schemas import LossRequest, TrainSample
 
 # The project's loss names map onto these; Tinker has no top-K distillation loss.
@@ -41,14 +45,24 @@ class DatumArrays:
 
 def response_advantages(sample: TrainSample, loss: LossRequest) -> list[float]:
     """One advantage per response token, masked tokens 0, computed with the functions of losses.py."""
+    if sample.temperature != 1.0:
+        raise ValueError(
+            f"the sample was drawn at temperature {sample.temperature:g}; Tinker computes log-probs at "
+            "temperature 1 only, so serve at temperature 1 to train with Tinker"
+        )
     mask = torch.tensor([sample.loss_mask], dtype=torch.float64)
     old = torch.tensor([sample.rollout_log_probs], dtype=torch.float64)
     if loss.method == "grpo":
         adv = grpo_advantages(torch.tensor([sample.reward], dtype=torch.float64), mask)
     else:
-        if sample.teacher_log_probs is None:
+        if sample.teacher_log_probs is None and loss.method != "combine":
             raise ValueError(f"method {loss.method} needs teacher_log_probs on every sample")
-        teacher = torch.tensor([sample.teacher_log_probs], dtype=torch.float64)
+        given = sample.teacher_log_probs
+        teacher = None if given is None else torch.tensor([given], dtype=torch.float64)
+        if loss.method == "combine":
+            # Tinker's π_old is the rollout log-probs, so they are both `old` and `rollout` here.
+            teacher = teacher_or_old(teacher, old, old)
+        assert teacher is not None
         if loss.method == "opd":
             adv = opd_advantages(teacher, old) * mask
         elif loss.method == "combine":

@@ -41,11 +41,24 @@ class TinkerTrainer:
         self.lora_rank = lora_rank
         self.loss_fn = loss_fn
         self.service = sdk.ServiceClient()
-        self.client = self.service.create_lora_training_client(base_model=base_model, rank=lora_rank).result()
+        self.client = self._new_client()
         # Step ids trained since the base (or since the loaded checkpoint), with their metrics, in order.
         self.steps: dict[str, dict[str, Any]] = {}
         self.last_checkpoint: str | None = None
         self._lock = threading.Lock()
+
+    def _new_client(self) -> Any:
+        return self.service.create_lora_training_client(
+            base_model=self.base_model, rank=self.lora_rank
+        ).result()
+
+    def reset(self) -> dict[str, Any]:
+        """A fresh LoRA training client on the base model: no trained steps, no optimizer state."""
+        with self._lock:
+            self.client = self._new_client()
+            self.steps = {}
+            self.last_checkpoint = None
+            return {"step_count": 0, "steps_seen": 0}
 
     def info(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,157 @@
+// Recording a main turn in the sample store: the record is written under its sample id, a pure function of its
+// prefix and response (create-if-absent, so several gateways and restarts agree without coordination), together
+// with its outbox entry, and indexed by its reply so that the request that keeps the reply finds it. A constant
+// number of store operations per turn, whatever the session's length: at most two reads to find the turn this
+// one continues, one create-if-absent for the record and its entry (a read and a re-queue when it was already
+// there), two index writes. Nothing here talks to Temporal: the relay delivers the entry (outbox-relay.ts).
+
+import { z } from 'zod';
+import type { OutboxEntry } from '../activities/outbox.js';
+import type { SampleStore } from '../activities/sample-store.js';
+import { turnSampleId } from '../core/sample-id.js';
+import { type TurnRecord, turnRecordKey } from '../core/turn-record.js';
+import type { TurnPointer, TurnRef } from '../core/types.js';
+import {
+  conversationIdentity,
+  type ReplyKeys,
+  replyKeysOfTurn,
+  turnDigest,
+} from './conversation-identity.js';
+import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
+import type { Pairing, RecordedTurn, TurnDraft } from './turn-recorder.js';
+
+/** Store data is a boundary too: an index entry that does not parse is ignored, not trusted. */
+const turnPointerSchema = z.object({
+  sampleId: z.string().min(1),
+  turn: z.number().int().min(1),
+  policyVersion: z.number().int().min(0),
+  prefixHash: z.string().regex(/^[0-9a-f]{64}$/),
+  recordedAt: z.string().min(1),
+});
+
+/** Key of the index entry that finds a turn by its reply and the exact prefix it answered. */
+export function continuationIndexKey(sessionId: string, key: string): string {
+  return ['continuations', sessionId, key].map(encodeURIComponent).join('/');
+}
+
+/** Key of the index entry that finds the latest turn of a session that gave a reply. */
+export function replyIndexKey(sessionId: string, key: string): string {
+  return ['replies', sessionId, key].map(encodeURIComponent).join('/');
+}
+
+export interface TurnPersistenceOptions {
+  retry?: RetryOptions;
+  /** The outbox entry that hands a turn to its session workflow, written with its record. */
+  outboxEntry: (ref: TurnRef) => OutboxEntry;
+  clock?: () => Date;
+}
+
+export class TurnPersistence {
+  private readonly retry: RetryOptions;
+  private readonly clock: () => Date;
+
+  constructor(
+    private readonly store: SampleStore,
+    private readonly options: TurnPersistenceOptions,
+  ) {
+    this.retry = options.retry ?? DEFAULT_RETRY;
+    this.clock = options.clock ?? (() => new Date());
+  }
+
+  async persist(draft: TurnDraft): Promise<RecordedTurn> {
+    const identity = conversationIdentity(draft.messages, draft.tools);
+    const found = await this.findContinued(draft.sessionId, identity.kept);
+    const digest = turnDigest(identity.prefixHash, draft.response, draft.responseIds);
+    const record: TurnRecord = {
+      ...draft,
+      turn: identity.position,
+      sampleId: turnSampleId(draft.sessionId, identity.position, digest),
+      prefixHash: identity.prefixHash,
+      continues: found.pointer,
+      recordedAt: this.clock().toISOString(),
+    };
+    const key = turnRecordKey(record.sampleId);
+    if (key === null) throw new Error(`unparseable sample id ${record.sampleId}`);
+
+    let stored = record;
+    let duplicate = false;
+    const entry = this.options.outboxEntry(turnRefOf(record));
+    if (!(await this.io(() => this.store.putIfAbsent(key, record, { outbox: entry })))) {
+      // The same request answered with the same tokens (a retry with a seed, a second gateway): one turn. Its
+      // entry is queued again (a record written just before a crash gets its entry this way; a turn already
+      // delivered is delivered again, which the session ignores).
+      const existing = await this.io(() => this.store.get<TurnRecord>(key));
+      if (existing === undefined) throw new Error(`turn record ${key} vanished while it was being written`);
+      stored = existing;
+      duplicate = true;
+      const again = this.options.outboxEntry(turnRefOf(existing));
+      await this.io(() => this.store.outbox.enqueue(again));
+    }
+    await this.index(stored, duplicate);
+    return { ref: turnRefOf(stored), duplicate, pairing: found.pairing };
+  }
+
+  /** The turn whose reply this request keeps: by reply and exact prefix, else by reply alone. */
+  private async findContinued(
+    sessionId: string,
+    kept: ReplyKeys | null,
+  ): Promise<{ pointer: TurnPointer | null; pairing: Pairing }> {
+    if (kept === null) return { pointer: null, pairing: 'none' };
+    const exact = await this.readPointer(continuationIndexKey(sessionId, kept.continuationKey));
+    if (exact) return { pointer: exact, pairing: 'continuation' };
+    const byReply = await this.readPointer(replyIndexKey(sessionId, kept.replyKey));
+    if (byReply) return { pointer: byReply, pairing: 'reply' };
+    return { pointer: null, pairing: 'unmatched' };
+  }
+
+  private async readPointer(key: string): Promise<TurnPointer | null> {
+    const parsed = turnPointerSchema.safeParse(await this.io(() => this.store.get(key)));
+    return parsed.success ? parsed.data : null;
+  }
+
+  /**
+   * Indexes the turn by its reply. The exact entry is create-if-absent (two turns with the same prefix and
+   * the same reply are interchangeable; the first stays). The reply-only entry names the latest turn with that
+   * reply, so a compacted conversation pairs with its newest turn; a duplicate only restores a missing one.
+   */
+  private async index(record: TurnRecord, duplicate: boolean): Promise<void> {
+    const keys = replyKeysOfTurn(record.prefixHash, record.response);
+    const pointer = turnPointerOf(record);
+    const replyKey = replyIndexKey(record.sessionId, keys.replyKey);
+    const continuationKey = continuationIndexKey(record.sessionId, keys.continuationKey);
+    await Promise.all([
+      this.io(() => this.store.putIfAbsent(continuationKey, pointer)),
+      this.io(async () => {
+        if (duplicate) await this.store.putIfAbsent(replyKey, pointer);
+        else await this.store.put(replyKey, pointer);
+      }),
+    ]);
+  }
+
+  private io<T>(operation: () => Promise<T>): Promise<T> {
+    return withRetry(operation, this.retry);
+  }
+}
+
+export function turnPointerOf(record: TurnRecord): TurnPointer {
+  return {
+    sampleId: record.sampleId,
+    turn: record.turn,
+    policyVersion: record.policyVersion,
+    prefixHash: record.prefixHash,
+    recordedAt: record.recordedAt,
+  };
+}
+
+export function turnRefOf(record: TurnRecord): TurnRef {
+  return {
+    sessionId: record.sessionId,
+    turn: record.turn,
+    sampleId: record.sampleId,
+    policyVersion: record.policyVersion,
+    kind: 'main',
+    prefixHash: record.prefixHash,
+    recordedAt: record.recordedAt,
+    continues: record.continues,
+  };
+}

@@ -1,0 +1,27 @@
+import type { OutboxEntry } from '../../activities/outbox.js';
+import { FileSampleStore } from '../../activities/sample-store.js';
+
+/** The real file store, counting the operations made on it (how much work a request does, not how long). */
+export class CountingStore extends FileSampleStore {
+  operations = 0;
+  override put(key: string, value: unknown) {
+    this.operations++;
+    return super.put(key, value);
+  }
+  override putIfAbsent(key: string, value: unknown, options?: { outbox?: OutboxEntry }) {
+    this.operations++;
+    return super.putIfAbsent(key, value, options);
+  }
+  override get<T>(key: string) {
+    this.operations++;
+    return super.get<T>(key);
+  }
+  override list(prefix: string) {
+    this.operations++;
+    return super.list(prefix);
+  }
+  override delete(key: string) {
+    this.operations++;
+    return super.delete(key);
+  }
+}

@@ -1,0 +1,23 @@
+// How a session hands a turn to scoring: a child workflow per turn, abandoned (scoring outlives the session
+// run when it continues-as-new or closes) and under the turn's own id with reject-duplicate, so no turn is
+// scored twice, whichever run or delivery asks.
+
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { ParentClosePolicy, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
+import { type ScoreTurnInput, scoreTurnWorkflowId } from './score-turn-workflow.js';
+
+/** Starts scoring `input.turn`; false when it was scored already (the first scoring stands). */
+export async function startScoreTurn(input: ScoreTurnInput): Promise<boolean> {
+  try {
+    await startChild('scoreTurnWorkflow', {
+      workflowId: scoreTurnWorkflowId(input.turn.sampleId),
+      args: [input],
+      parentClosePolicy: ParentClosePolicy.ABANDON,
+      workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,
+    });
+    return true;
+  } catch (error) {
+    if (error instanceof WorkflowExecutionAlreadyStartedError) return false;
+    throw error;
+  }
+}
