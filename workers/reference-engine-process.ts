@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { z } from 'zod';
 import { type ReadyProcess, startReadyLineProcess } from './ready-line-process.js';
 
 const execFileAsync = promisify(execFile);
@@ -14,12 +16,21 @@ export function enginePython(env: NodeJS.ProcessEnv = process.env): string {
   return existsSync(venv) ? venv : 'python3';
 }
 
+/** The `format` that `make-tiny-model` records in `openclaw_tiny_model.json` (engine/openclaw_engine/tiny_model.py). */
+export const TINY_MODEL_FORMAT = 2;
+
+const TinyModelProvenance = z.looseObject({ format: z.number().int().optional() });
+
 /**
- * Writes a tiny random Hugging Face model folder (`make-tiny-model`) unless one is already there. `headDim`
- * 64 makes one vLLM's CPU attention serves (it refuses the default 16).
+ * Writes the tiny random Hugging Face model folder (`make-tiny-model`: Qwen3 architecture, a BPE tokenizer trained
+ * in code, 131072-token context, head_dim 64 so vLLM serves it too) unless one is already there. A folder an older
+ * version wrote (4096-token context, byte-level tokenizer) is refused with what to do, never silently served.
  */
-export async function makeTinyModel(dir: string, seed = 0, headDim = 16): Promise<string> {
-  if (existsSync(resolve(dir, 'config.json'))) return dir;
+export async function makeTinyModel(dir: string, seed = 0, headDim = 64): Promise<string> {
+  if (existsSync(resolve(dir, 'config.json'))) {
+    await assertCurrentTinyModel(dir);
+    return dir;
+  }
   await execFileAsync(enginePython(), [
     '-m',
     'openclaw_engine',
@@ -31,6 +42,18 @@ export async function makeTinyModel(dir: string, seed = 0, headDim = 16): Promis
     String(headDim),
   ]);
   return dir;
+}
+
+async function assertCurrentTinyModel(dir: string): Promise<void> {
+  const file = resolve(dir, 'openclaw_tiny_model.json');
+  if (!existsSync(file)) return; // a model folder of the user's own
+  const provenance = TinyModelProvenance.parse(JSON.parse(await readFile(file, 'utf8')));
+  if (provenance.format === TINY_MODEL_FORMAT) return;
+  throw new Error(
+    `${dir} holds a tiny model an older version built (4096-token context, byte-level tokenizer), which cannot ` +
+      'serve an agent such as OpenClaw. Delete that folder to have the current one built (a training run that ' +
+      'started from the old one cannot continue on the new one: give it a new run id or data dir).',
+  );
 }
 
 export interface EngineProcessOptions {

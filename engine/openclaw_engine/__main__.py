@@ -18,7 +18,11 @@ def _parser() -> argparse.ArgumentParser:
     tiny.add_argument("dir", help="output folder (created if missing)")
     tiny.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
     tiny.add_argument(
-        "--head-dim", type=int, default=16, help="attention head size (vLLM's CPU build needs 32, 64 or 128)"
+        "--head-dim",
+        type=int,
+        default=64,
+        choices=[32, 64, 128],
+        help="attention head size (vLLM's CPU sizes)",
     )
 
     serve = sub.add_parser("serve", help="serve a model folder over SGLang's HTTP API subset")

@@ -1,102 +1,43 @@
-"""A tiny, randomly initialised Qwen3-architecture model folder for tests and smoke runs.
+"""A tiny, randomly initialised Qwen3-architecture model folder: the embedded default and the tests' model.
 
-No weights are downloaded: the model is built from a config and the tokenizer is built in code
-(byte-level BPE over the 256 byte symbols plus Qwen's chat special tokens), so the folder is a
-normal Hugging Face checkpoint that `AutoModelForCausalLM` / `AutoTokenizer` load unchanged.
+No weights are downloaded: the model is built from a config and the tokenizer is a byte-level BPE trained in
+code (`tiny_tokenizer.py`), so the folder is a normal Hugging Face checkpoint that `AutoModelForCausalLM` /
+`AutoTokenizer` and vLLM load unchanged. Its shape is chosen for what must run on it: head_dim 64 (vLLM's CPU
+attention supports 32/64/128, not 16), a 131072-token context (OpenClaw's prompt is ~17k tokens with this
+tokenizer), and few enough parameters that tests train it in milliseconds on two cores.
 """
 
 from __future__ import annotations
 
 import json
-from importlib import resources
 from pathlib import Path
 
+import tokenizers
 import torch
-from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
-from transformers import GenerationConfig, PreTrainedTokenizerFast, Qwen3Config, Qwen3ForCausalLM
+import transformers
+from transformers import GenerationConfig, Qwen3Config, Qwen3ForCausalLM
 from transformers.utils import logging as hf_logging
 
-# Control tokens: `special=True` ones are stripped by skip_special_tokens; the markup tokens stay
-# visible in decoded text (as in Qwen3) so reasoning / tool-call parsers can see them.
-SPECIAL_TOKENS: tuple[str, ...] = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
-MARKUP_TOKENS: tuple[str, ...] = (
-    "<think>",
-    "</think>",
-    "<tool_call>",
-    "</tool_call>",
-    "<tool_response>",
-    "</tool_response>",
-)
+from .tiny_tokenizer import CONTEXT_LENGTH, train_tokenizer, training_corpus
 
-# A handful of English merges so the BPE is a real BPE (multi-byte tokens), not just bytes.
-_MERGES: tuple[tuple[str, str], ...] = (
-    ("Ġ", "t"),
-    ("h", "e"),
-    ("Ġt", "he"),
-    ("i", "n"),
-    ("Ġ", "a"),
-    ("e", "r"),
-    ("o", "n"),
-    ("Ġ", "s"),
-    ("r", "e"),
-    ("a", "t"),
-    ("Ċ", "Ċ"),
-    ("Ġ", "Ġ"),
-)
-
-
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's reversible byte -> printable-character map used by the ByteLevel pre-tokenizer."""
-    printable = (
-        list(range(ord("!"), ord("~") + 1))
-        + list(range(ord("¡"), ord("¬") + 1))
-        + list(range(ord("®"), ord("ÿ") + 1))
-    )
-    chars = printable[:]
-    extra = 0
-    for b in range(256):
-        if b not in printable:
-            printable.append(b)
-            chars.append(256 + extra)
-            extra += 1
-    return {b: chr(c) for b, c in zip(printable, chars, strict=True)}
-
-
-def build_tokenizer() -> PreTrainedTokenizerFast:
-    byte_chars = bytes_to_unicode()
-    vocab: dict[str, int] = {byte_chars[b]: b for b in range(256)}  # id == byte value
-    for left, right in _MERGES:
-        vocab[left + right] = len(vocab)
-    core = Tokenizer(models.BPE(vocab=vocab, merges=list(_MERGES)))
-    core.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True)
-    core.decoder = decoders.ByteLevel()
-    core.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in SPECIAL_TOKENS])
-    core.add_tokens([AddedToken(t, special=False, normalized=False) for t in MARKUP_TOKENS])
-
-    tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=core,
-        eos_token="<|im_end|>",
-        pad_token="<|endoftext|>",
-        clean_up_tokenization_spaces=False,
-        model_max_length=4096,
-    )
-    tokenizer.chat_template = (resources.files("openclaw_engine") / "chat_template.jinja").read_text()
-    return tokenizer
-
-
-# Attention head sizes vLLM's CPU attention accepts (16, the smallest, is refused at the first request).
+HIDDEN_SIZE = 256
+NUM_LAYERS = 2
+# Attention head sizes vLLM's CPU attention accepts (16 is refused at the first request).
 VLLM_HEAD_DIMS: tuple[int, ...] = (32, 64, 128)
+DEFAULT_HEAD_DIM = 64
+# Bumped when the folder's shape changes, so a folder an older version wrote is recognised.
+TINY_MODEL_FORMAT = 2
 
 
-def make_tiny_model(out_dir: str | Path, *, seed: int = 0, head_dim: int = 16) -> Path:
-    """Write a complete model folder (config, safetensors, tokenizer, chat template, generation config).
-
-    `head_dim` 16 keeps the reference engine's tests fast; 64 gives a model vLLM serves too.
-    """
+def make_tiny_model(out_dir: str | Path, *, seed: int = 0, head_dim: int = DEFAULT_HEAD_DIM) -> Path:
+    """Write a complete model folder (config, safetensors, tokenizer, chat template, generation config)."""
+    if head_dim not in VLLM_HEAD_DIMS:
+        raise ValueError(f"head_dim must be one of {VLLM_HEAD_DIMS} (vLLM's CPU attention), not {head_dim}")
     hf_logging.disable_progress_bar()
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tokenizer = build_tokenizer()
+    corpus = training_corpus()
+    tokenizer = train_tokenizer(corpus)
     eos_ids = [
         tokenizer.convert_tokens_to_ids("<|im_end|>"),
         tokenizer.convert_tokens_to_ids("<|endoftext|>"),
@@ -104,13 +45,14 @@ def make_tiny_model(out_dir: str | Path, *, seed: int = 0, head_dim: int = 16) -
 
     config = Qwen3Config(
         vocab_size=len(tokenizer),  # exactly the tokenizer: every sampled id decodes to a real token
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
+        hidden_size=HIDDEN_SIZE,
+        intermediate_size=2 * HIDDEN_SIZE,
+        num_hidden_layers=NUM_LAYERS,
+        num_attention_heads=HIDDEN_SIZE // head_dim,
+        num_key_value_heads=HIDDEN_SIZE // head_dim // 2,
         head_dim=head_dim,
-        max_position_embeddings=4096,
+        max_position_embeddings=CONTEXT_LENGTH,
+        rope_parameters={"rope_type": "default", "rope_theta": 1_000_000.0},  # Qwen3's base for long contexts
         tie_word_embeddings=True,
         # Wider than the default 0.02 so the random model's distributions are not near-uniform.
         initializer_range=0.1,
@@ -128,5 +70,14 @@ def make_tiny_model(out_dir: str | Path, *, seed: int = 0, head_dim: int = 16) -
     )
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
-    (out / "openclaw_tiny_model.json").write_text(json.dumps({"seed": seed, "head_dim": head_dim}) + "\n")
+    provenance = {
+        "format": TINY_MODEL_FORMAT,
+        "seed": seed,
+        "head_dim": head_dim,
+        "tokenizer_corpus": corpus.description,
+        "tokenizer_corpus_sha256": corpus.sha256,
+        "transformers": transformers.__version__,
+        "tokenizers": tokenizers.__version__,
+    }
+    (out / "openclaw_tiny_model.json").write_text(json.dumps(provenance, indent=2) + "\n")
     return out

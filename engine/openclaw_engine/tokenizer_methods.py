@@ -73,7 +73,7 @@ def _byte_level_bytes(piece: str) -> bytes | None:
     """Map a byte-level BPE piece back to its bytes; None if the piece is not byte-level."""
     global _BYTE_DECODER
     if _BYTE_DECODER is None:
-        from .tiny_model import bytes_to_unicode
+        from .tiny_tokenizer import bytes_to_unicode
 
         _BYTE_DECODER = {c: b for b, c in bytes_to_unicode().items()}
     try:

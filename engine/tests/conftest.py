@@ -41,6 +41,31 @@ def other_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _make_model(tmp_path_factory.mktemp("tiny-model-seed1"), seed=1)
 
 
+@pytest.fixture(scope="session")
+def eos_prone_model_dir(tiny_model_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The seed-0 model with `<|im_end|>`'s (tied) embedding scaled up, so sampling emits eos often.
+
+    With a 16k-token vocabulary a random model draws eos about once in 16k tokens; tests of what eos does
+    need it within a few hundred.
+    """
+    import shutil
+
+    from safetensors.torch import load_file, save_file
+    from transformers import AutoTokenizer
+
+    out = tmp_path_factory.mktemp("tiny-model-eos-prone")
+    shutil.copytree(tiny_model_dir, out, dirs_exist_ok=True)
+    eos = AutoTokenizer.from_pretrained(tiny_model_dir).convert_tokens_to_ids("<|im_end|>")
+    weights = load_file(out / "model.safetensors")
+    embed = weights["model.embed_tokens.weight"].clone()
+    embed[eos] *= 6.0
+    weights["model.embed_tokens.weight"] = embed
+    save_file(
+        {k: v.contiguous() for k, v in weights.items()}, out / "model.safetensors", metadata={"format": "pt"}
+    )
+    return out
+
+
 @contextmanager
 def running_server(model_dir: Path, *extra: str) -> Iterator[str]:
     """Start `python -m openclaw_engine serve` on a free port, wait for its `ready` line, yield the URL."""

@@ -241,7 +241,7 @@ def _tokenizer() -> Any:
     """The tiny model's tokenizer (built in memory unless $FAKE_TINKER_MODEL names a folder)."""
     from transformers import AutoTokenizer
 
-    from openclaw_engine.tiny_model import build_tokenizer
+    from openclaw_engine.tiny_tokenizer import build_tokenizer
 
     given = _MODEL.get("dir") or os.environ.get("FAKE_TINKER_MODEL")
     return AutoTokenizer.from_pretrained(given) if given else build_tokenizer()

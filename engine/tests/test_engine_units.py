@@ -40,9 +40,9 @@ def test_incremental_detokenizer_matches_full_decode(tokenizer: PreTrainedTokeni
 
 def test_multibyte_character_is_held_until_complete(tokenizer: PreTrainedTokenizerBase) -> None:
     ids = tokenizer.encode("🙂", add_special_tokens=False)
-    assert len(ids) == 4  # four bytes, four byte tokens
+    assert len(ids) > 1  # four bytes in several byte-level tokens
     detok = IncrementalDetokenizer(lambda x: tokenizer.decode(x))
-    assert [detok.add(t) for t in ids] == ["", "", "", "🙂"]
+    assert [detok.add(t) for t in ids] == [""] * (len(ids) - 1) + ["🙂"]
 
 
 def test_stop_string_filter() -> None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import httpx
 import pytest
 
+from openclaw_engine.tiny_tokenizer import CONTEXT_LENGTH
+
 OK_GENERATE = {"input_ids": [72, 105], "sampling_params": {"max_new_tokens": 2}}
 OK_CHAT = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
 
@@ -40,7 +42,7 @@ CASES: list[tuple[str, dict, str]] = [
     ("/generate", {**OK_GENERATE, "return_logprob": 1}, "return_logprob"),
     ("/generate", {**OK_GENERATE, "logprob_start_len": -2}, "logprob_start_len"),
     ("/generate", {**OK_GENERATE, "logprob_start_len": 2}, "logprob_start_len"),
-    ("/generate", {"input_ids": [1] * 5000}, "input_ids"),
+    ("/generate", {"input_ids": [1] * (CONTEXT_LENGTH + 1)}, "input_ids"),
     ("/v1/chat/completions", {"messages": []}, "messages"),
     ("/v1/chat/completions", {"messages": [{"role": "wizard", "content": "hi"}]}, "messages[0].role"),
     ("/v1/chat/completions", {"messages": [{"role": "user", "content": 5}]}, "messages[0].content"),
@@ -69,7 +71,8 @@ CASES: list[tuple[str, dict, str]] = [
         "tools[0].function.name",
     ),
     ("/v1/chat/completions", {**OK_CHAT, "stream": "true"}, "stream"),
-    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "x" * 5000}]}, "messages"),
+    # Digits are one token each: this prompt is longer than the context.
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "7" * CONTEXT_LENGTH}]}, "messages"),
     ("/tokenize", {}, "prompt"),
     ("/detokenize", {"tokens": [1, 99999]}, "tokens[1]"),
     ("/pause_generation", {"mode": "sideways"}, "mode"),

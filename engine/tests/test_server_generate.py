@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import httpx
@@ -38,7 +40,8 @@ def test_tokenize_and_detokenize(client: httpx.Client, tiny_model_dir: Path) -> 
     assert out["tokens"] == tokenizer.encode(PROMPT) and out["count"] == len(out["tokens"])
     assert out["max_model_len"] > 0
     batch = client.post("/tokenize", json={"text": ["a b", "c"]}).json()
-    assert batch["tokens"] == [tokenizer.encode("a b"), tokenizer.encode("c")] and batch["count"] == [3, 1]
+    expected = [tokenizer.encode("a b"), tokenizer.encode("c")]
+    assert batch["tokens"] == expected and batch["count"] == [len(ids) for ids in expected]
     messages = [{"role": "user", "content": "hi"}]
     chat = client.post("/tokenize", json={"messages": messages}).json()
     expected = tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
@@ -87,24 +90,29 @@ def test_stop_strings_and_stop_token_ids(client: httpx.Client) -> None:
     assert kept["text"] == text[: at + 1]
 
 
-def test_eos_ends_generation_and_is_trimmed_from_text(client: httpx.Client, tiny_model_dir: Path) -> None:
-    eos_ids = set(client.get("/get_model_info").json()["eos_token_ids"])
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    # A random model emits eos now and then: find a seed whose ignore_eos run contains one.
-    for seed in range(20):
-        params = {"max_new_tokens": 300, "seed": seed, "temperature": 1.0}
-        run = generate(client, input_ids=[72, 105], sampling_params={**params, "ignore_eos": True})[
-            "output_ids"
-        ]
-        hits = [i for i, t in enumerate(run) if t in eos_ids]
-        if hits:
-            break
-    else:
-        pytest.fail("no eos in 20 x 300 sampled tokens")
-    out = generate(client, input_ids=[72, 105], sampling_params=params)
-    assert out["output_ids"] == run[: hits[0] + 1]  # the eos id is kept in output_ids ...
-    assert out["meta_info"]["finish_reason"] == {"type": "stop", "matched": run[hits[0]]}
-    assert out["text"] == tokenizer.decode(run[: hits[0]], skip_special_tokens=True)  # ... not in the text
+def test_eos_ends_generation_and_is_trimmed_from_text(
+    eos_prone_model_dir: Path, start_server: Callable[..., AbstractContextManager[str]]
+) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(eos_prone_model_dir)
+    with start_server(eos_prone_model_dir) as url, httpx.Client(base_url=url, timeout=60) as client:
+        eos_ids = set(client.get("/get_model_info").json()["eos_token_ids"])
+        # The model emits eos now and then: find a seed whose ignore_eos run contains one.
+        for seed in range(20):
+            params = {"max_new_tokens": 300, "seed": seed, "temperature": 1.0}
+            run = generate(client, input_ids=[72, 105], sampling_params={**params, "ignore_eos": True})[
+                "output_ids"
+            ]
+            hits = [i for i, t in enumerate(run) if t in eos_ids]
+            if hits:
+                break
+        else:
+            pytest.fail("no eos in 20 x 300 sampled tokens")
+        out = generate(client, input_ids=[72, 105], sampling_params=params)
+        assert out["output_ids"] == run[: hits[0] + 1]  # the eos id is kept in output_ids ...
+        assert out["meta_info"]["finish_reason"] == {"type": "stop", "matched": run[hits[0]]}
+        assert out["text"] == tokenizer.decode(
+            run[: hits[0]], skip_special_tokens=True
+        )  # ... not in the text
 
 
 @pytest.mark.parametrize("temperature", [1.0, 0.7])

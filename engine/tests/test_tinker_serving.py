@@ -33,6 +33,7 @@ from openclaw_engine.sampling import SamplingParams  # noqa: E402
 from openclaw_engine.tinker_runner import TinkerRunner  # noqa: E402
 from openclaw_engine.tinker_sidecar.app import create_app  # noqa: E402
 from openclaw_engine.tinker_sidecar.trainer import TinkerTrainer  # noqa: E402
+from openclaw_engine.tiny_tokenizer import CONTEXT_LENGTH  # noqa: E402
 
 # Checkpoints of these tests live in pytest's temporary folders.
 TEMP_ROOTS = EngineAccess(roots=PathRoots.of([tempfile.gettempdir()], []))
@@ -285,7 +286,7 @@ def test_tokenizer_routes_and_model_info(served, tiny_model_dir: Path) -> None:
     assert rendered["prompt"].endswith("<|im_start|>assistant\n")
     info = client.get("/get_model_info").json()
     assert info["backend"] == "tinker" and info["base_model"] == "fake/base" and info["sampler_path"] is None
-    assert info["tokenizer_path"] == str(tiny_model_dir) and info["max_context_length"] == 4096
+    assert info["tokenizer_path"] == str(tiny_model_dir) and info["max_context_length"] == CONTEXT_LENGTH
     assert client.get("/health").json()["status"] == "ok"
     assert client.get("/v1/models").json()["data"][0]["id"] == "fake/base"
     assert client.get("/trainer_info").json()["backend"] == "tinker"

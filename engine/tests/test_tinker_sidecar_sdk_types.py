@@ -19,8 +19,11 @@ from openclaw_engine.model_runner import GenerationRequest
 from openclaw_engine.sampling import SamplingParams
 from openclaw_engine.tinker_runner import TinkerRunner, sdk_sampling_params
 from openclaw_engine.tinker_sidecar.datums import datum_arrays, to_datum
-from openclaw_engine.tiny_model import build_tokenizer
+from openclaw_engine.tiny_tokenizer import BPE_VOCAB_SIZE, build_tokenizer
 from openclaw_engine.training_schemas import LossRequest, TrainSample
+
+TOKENIZER = build_tokenizer()
+TOKEN_H, TOKEN_I, END = (TOKENIZER.convert_tokens_to_ids(t) for t in ("h", "i", "<|im_end|>"))
 
 
 def test_the_sdk_accepts_the_datums_the_sidecar_builds() -> None:
@@ -110,10 +113,10 @@ class _RealResponses:
         sequence = tinker.types.SampledSequence(
             stop_reason="stop",
             sequence_id="seq-0",
-            tokens_np=np.array([104, 105, 270], dtype=np.int32),
+            tokens_np=np.array([TOKEN_H, TOKEN_I, END], dtype=np.int32),
             logprobs_np=np.array([-0.5, -1.25, -0.125], dtype=np.float32),
             topk_logprobs_np=TopkLogprobs(
-                token_ids=np.array([[104, 1], [105, 2], [270, 3]], dtype=np.int32),
+                token_ids=np.array([[TOKEN_H, 1], [TOKEN_I, 2], [END, 3]], dtype=np.int32),
                 logprobs=np.array([[-0.5, -2.0], [-1.25, -3.0], [-0.125, -4.0]], dtype=np.float32),
             ),
         )
@@ -124,10 +127,10 @@ class _RealResponses:
 def test_the_runner_reads_the_sdks_sample_response() -> None:
     service = _RealResponses()
     runner = TinkerRunner(
-        tinker, service=service, base_model="tiny", tokenizer=build_tokenizer(), tokenizer_path="(built)"
+        tinker, service=service, base_model="tiny", tokenizer=TOKENIZER, tokenizer_path="(built)"
     )
     end = runner.tokenizer.convert_tokens_to_ids("<|im_end|>")
-    assert end == 270 and 270 in runner.eos_token_ids
+    assert end == END == BPE_VOCAB_SIZE + 2 and end in runner.eos_token_ids
     request = GenerationRequest(
         input_ids=[10, 20, 30],
         sampling=SamplingParams(max_new_tokens=5, seed=1),
@@ -144,9 +147,9 @@ def test_the_runner_reads_the_sdks_sample_response() -> None:
     assert isinstance(sent["prompt"], tinker.types.ModelInput) and sent["prompt"].to_ints() == [10, 20, 30]
     assert isinstance(sent["sampling_params"], tinker.types.SamplingParams)
     assert sent["topk_sample_logprobs"] == 2 and sent["include_prompt_logprobs"] is True
-    assert result.output_ids == [104, 105, 270]
+    assert result.output_ids == [TOKEN_H, TOKEN_I, END]
     assert result.output_logprobs == [-0.5, -1.25, -0.125]
-    assert result.output_top[1] == [(-1.25, 105), (-3.0, 2)]
+    assert result.output_top[1] == [(-1.25, TOKEN_I), (-3.0, 2)]
     assert result.text == "hi"  # the EOS ends the text, as on the reference engine
-    assert result.finish_reason == {"type": "stop", "matched": 270}
+    assert result.finish_reason == {"type": "stop", "matched": END}
     assert result.input_token_logprobs == [(None, 10), (-2.5, 20), (-0.75, 30)]

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,7 +13,8 @@ import torch
 from safetensors.torch import load_file
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerBase
 
-from openclaw_engine.tiny_model import MARKUP_TOKENS, SPECIAL_TOKENS, make_tiny_model
+from openclaw_engine.tiny_model import TINY_MODEL_FORMAT, make_tiny_model
+from openclaw_engine.tiny_tokenizer import MARKUP_TOKENS, SPECIAL_TOKENS
 
 TOOLS = [
     {
@@ -114,3 +118,50 @@ def test_seed_makes_weights_deterministic(tmp_path: Path) -> None:
     assert a.keys() == b.keys() == c.keys()
     assert all(torch.equal(a[k], b[k]) for k in a)
     assert not all(torch.equal(a[k], c[k]) for k in a)
+
+
+def test_shape_fits_vllm_and_a_long_agent_prompt(
+    tiny_model_dir: Path, tokenizer: PreTrainedTokenizerBase
+) -> None:
+    config = json.loads((tiny_model_dir / "config.json").read_text())
+    assert config["head_dim"] == 64  # vLLM's CPU attention takes 32, 64 or 128
+    assert config["max_position_embeddings"] >= 131072 and tokenizer.model_max_length >= 131072
+    provenance = json.loads((tiny_model_dir / "openclaw_tiny_model.json").read_text())
+    assert provenance["format"] == TINY_MODEL_FORMAT and provenance["tokenizer_corpus_sha256"]
+
+
+def test_the_trained_bpe_makes_agent_prompts_several_times_shorter(
+    tokenizer: PreTrainedTokenizerBase,
+) -> None:
+    # What an agent's prompt is made of: instructions in markdown, tool schemas in JSON, paths.
+    system = (
+        "You are a personal assistant running inside OpenClaw.\n## Tooling\nTools are policy-filtered. "
+        "Names are case-sensitive; call them exactly.\n- read: Read files\n- write: Write files\n"
+        "- exec: Run shell commands; use a pty for interactive CLIs\n### Workspace\nYour working directory "
+        "is /home/user/workspace. Prefer editing existing files over creating new ones, and never delete "
+        "files the user did not ask you to remove.\n"
+    )
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "system", "content": system}, {"role": "user", "content": "What is the weather in Paris?"}],
+        tools=TOOLS,
+        tokenize=False,
+        add_generation_prompt=True,
+    )
+    ids = tokenizer.encode(prompt, add_special_tokens=False)
+    assert len(prompt.encode()) / len(ids) > 3.0, f"{len(prompt.encode())} bytes in {len(ids)} tokens"
+    assert tokenizer.decode(ids) == prompt
+
+
+def test_the_folder_is_the_same_whatever_the_thread_count(tiny_model_dir: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "RAYON_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    out = tmp_path / "one-thread"
+    subprocess.run(
+        [sys.executable, "-m", "openclaw_engine", "make-tiny-model", str(out)],
+        check=True,
+        env=env,
+        capture_output=True,
+    )
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json", "generation_config.json"):
+        assert (out / name).read_bytes() == (tiny_model_dir / name).read_bytes(), name
+    a, b = load_file(out / "model.safetensors"), load_file(tiny_model_dir / "model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
