@@ -8,6 +8,10 @@ import os
 import sys
 
 _DEFAULT_MAX_BODY_MB = 64
+# Before torch starts its OpenMP threads: idle threads sleep instead of spinning. On a machine whose cores are
+# shared (other processes, the asyncio thread, the trainer), spinning waits made small batched ops 10-100x
+# slower in measurements here; a dedicated machine loses next to nothing.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -45,6 +49,18 @@ def _parser() -> argparse.ArgumentParser:
         help="report log_softmax(logits) instead of log_softmax(logits / temperature) (SGLang's env flag)",
     )
     serve.add_argument("--threads", type=int, default=0, help="torch CPU threads (0: torch default)")
+    serve.add_argument(
+        "--max-batch-tokens",
+        type=int,
+        default=1024,
+        help="tokens per forward pass: one per decoding request, the rest for prompt chunks",
+    )
+    serve.add_argument(
+        "--max-running-requests", type=int, default=256, help="requests batched at once (others wait)"
+    )
+    serve.add_argument(
+        "--prefix-cache-mb", type=float, default=1024, help="KV memory for cached prompt prefixes (0: none)"
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument(
         "--strict",
@@ -90,6 +106,9 @@ def _serve(args: argparse.Namespace) -> None:
         weight_version=args.weight_version,
         original_logprobs=args.return_original_logprob,
         served_model_name=args.served_model_name,
+        max_batch_tokens=args.max_batch_tokens,
+        max_running=args.max_running_requests,
+        prefix_cache_mb=args.prefix_cache_mb,
     )
     routers = []
     if args.trainer:

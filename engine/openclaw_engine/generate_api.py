@@ -9,8 +9,8 @@ from contextlib import aclosing
 from typing import Any
 
 from .errors import EngineError, error_body
+from .generation_events import Event, GenerationRequest, RequestError
 from .generation_result import GenerationResult
-from .model_runner import Event, GenerationRequest, RequestError
 from .sampling import SamplingParams
 from .schemas import GenerateIn
 from .served_policy import ServedPolicy
@@ -76,7 +76,7 @@ def render(
         "finish_reason": result.finish_reason,
         "prompt_tokens": len(req.input_ids),
         "completion_tokens": len(result.output_ids),
-        "cached_tokens": 0,
+        "cached_tokens": result.cached_tokens,
         "weight_version": result.weight_version or runner.weight_version,
     }
     if body.return_logprob:

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .model_runner import Event, Finished, LogprobEntry, PromptLogprobs, TokenStep, TopEntry
+from .generation_events import Event, Finished, LogprobEntry, PromptLogprobs, TokenStep, TopEntry
 
 
 @dataclass
@@ -19,6 +19,7 @@ class GenerationResult:
     prompt_logprobs: PromptLogprobs | None = None
     finish_reason: dict[str, Any] | None = None
     weight_version: str | None = None
+    cached_tokens: int = 0
 
     def add(self, event: Event) -> str:
         """Fold one event in; return the text it released."""
@@ -34,6 +35,7 @@ class GenerationResult:
         assert isinstance(event, Finished)
         self.finish_reason = event.reason
         self.weight_version = event.weight_version
+        self.cached_tokens = event.cached_tokens
         self.text += event.text
         return event.text
 

@@ -1,23 +1,19 @@
-"""The served policy: model + tokenizer on a device, token-by-token generation, weight swaps.
+"""The served policy: model + tokenizer on a device, continuous batching with a prefix cache, weight swaps.
 
-Each request decodes in its own worker thread with its own KV cache and RNG, taking the
-`StepGate` for every forward pass, so concurrent requests interleave token by token and a
-request's tokens depend only on its own inputs and seed (no batching, hence no batch-dependent
-numerics). Weight updates swap the model between two steps and bump `cache_epoch`; a running
-request whose KV cache was built under an older epoch re-prefills its whole sequence
-(prompt + tokens so far) under the new weights before its next step.
+Requests are handed to a `BatchScheduler`, whose one thread runs each forward pass over every running request
+(packed, `packed_attention.py`) and reuses cached prompt prefixes (`prefix_cache.py`); `generate()` bridges
+its events to the asyncio side. Weight updates swap the model between two steps and bump `cache_epoch`; a
+running request whose KV cache was built under an older epoch re-prefills its whole sequence (prompt + tokens
+so far) under the new weights before its next step.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
-import logging
 import threading
 import time
-import uuid
-from collections.abc import AsyncGenerator, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -25,84 +21,45 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from transformers.utils import logging as hf_logging
 
-from .detokenizer import IncrementalDetokenizer, StopStringFilter
-from .sampling import SamplingParams, make_generator, sample_token, top_logprobs
-from .step_gate import StepCancelled, StepGate
+from .batch_scheduler import BatchScheduler, EventChannel
+from .generation_events import (
+    Event,
+    Finished,
+    GenerationRequest,
+    LogprobEntry,
+    PromptLogprobs,
+    RequestError,
+    TokenStep,
+    TopEntry,
+    fit_to_context,
+)
+from .packed_attention import PACKED_ATTENTION, PackedBatch
+from .prefix_cache import PrefixCache
+from .step_gate import StepGate
 from .tokenizer_methods import TokenizerMethods
 
-log = logging.getLogger(__name__)
+# Re-exported: the HTTP layers and the Tinker runner import the request and event types from here.
+__all__ = [
+    "Event",
+    "Finished",
+    "GenerationRequest",
+    "LogprobEntry",
+    "ModelRunner",
+    "PromptLogprobs",
+    "RequestError",
+    "TokenStep",
+    "TopEntry",
+    "fit_to_context",
+]
 
 DTYPES: dict[str, torch.dtype] = {
     "float32": torch.float32,
     "bfloat16": torch.bfloat16,
     "float16": torch.float16,
 }
-
-LogprobEntry = tuple[float | None, int]  # (logprob, token_id); logprob None only for prompt position 0
-TopEntry = list[tuple[float, int]]
-
-
-@dataclass(frozen=True)
-class GenerationRequest:
-    input_ids: list[int]
-    sampling: SamplingParams
-    return_logprob: bool = False
-    logprob_start_len: int = -1  # -1: output tokens only; k >= 0: prompt positions k.. too
-    top_logprobs_num: int = 0
-    rid: str = field(default_factory=lambda: uuid.uuid4().hex)
-
-
-@dataclass
-class PromptLogprobs:
-    """One entry per prompt position from logprob_start_len (position 0 has logprob None)."""
-
-    start: int
-    token_logprobs: list[LogprobEntry]
-    top: list[TopEntry | None]
-
-
-@dataclass
-class TokenStep:
-    token_id: int
-    logprob: float
-    top: TopEntry
-    text: str  # text released by this step (after UTF-8 completion and stop-string hold-back)
-
-
-@dataclass
-class Finished:
-    reason: dict[str, Any]  # SGLang finish_reason: {"type": stop|length|abort, "matched"/"length"/"message"}
-    text: str  # text released at the end (held-back bytes, stop-string trimming)
-    weight_version: str
-
-
-Event = PromptLogprobs | TokenStep | Finished
-
-
-class RequestError(ValueError):
-    """A request the model cannot serve (e.g. longer than the context); becomes a 400."""
-
-    def __init__(self, message: str, param: str) -> None:
-        super().__init__(message)
-        self.param = param
-
-
-def fit_to_context(req: GenerationRequest, context_length: int) -> GenerationRequest:
-    """The context checks of every runner; clamps max_new_tokens to the room left, as SGLang does."""
-    n = len(req.input_ids)
-    if n == 0:
-        raise RequestError("the prompt is empty", "input_ids")
-    if n >= context_length:
-        raise RequestError(f"the prompt has {n} tokens; the context length is {context_length}", "input_ids")
-    if req.logprob_start_len >= n:
-        raise RequestError(
-            f"logprob_start_len ({req.logprob_start_len}) must be < the prompt length ({n})",
-            "logprob_start_len",
-        )
-    room = context_length - n
-    if req.sampling.max_new_tokens > room:
-        return replace(req, sampling=replace(req.sampling, max_new_tokens=room))
-    return req
+DEFAULT_MAX_BATCH_TOKENS = 1024
+DEFAULT_MAX_RUNNING = 256
+DEFAULT_PREFIX_CACHE_MB = 1024
 
 
 def _bump_version(previous: str) -> str:
@@ -119,11 +76,16 @@ class ModelRunner(TokenizerMethods):
         weight_version: str = "0",
         original_logprobs: bool = False,
         served_model_name: str | None = None,
+        max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
+        max_running: int = DEFAULT_MAX_RUNNING,
+        prefix_cache_mb: float = DEFAULT_PREFIX_CACHE_MB,
     ) -> None:
         hf_logging.disable_progress_bar()
         self.device = torch.device(device)
         if self.device.type == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("--device cuda requested but CUDA is not available")
+        if max_batch_tokens <= max_running:
+            raise ValueError("max_batch_tokens must exceed max_running, or prompts could wait behind decodes")
         self.dtype = DTYPES[dtype]
         self.model_path = str(model_path)
         self.tokenizer_path = str(model_path)
@@ -137,19 +99,33 @@ class ModelRunner(TokenizerMethods):
                 f"tokenizer has {len(self.tokenizer)} tokens but the model only {self.vocab_size}"
             )
         self.context_length: int = int(getattr(self.model.config, "max_position_embeddings", 0) or 32768)
+        self.num_layers: int = int(self.model.config.num_hidden_layers)
         self.eos_token_ids: frozenset[int] = self._eos_ids()
         self.weight_version = weight_version
         self.cache_epoch = 0  # bumped when KV caches built so far become invalid
         self.gate = StepGate()
         self._cancels: dict[str, threading.Event] = {}  # rid -> cancel flag, for /abort_request
         self._control_lock = threading.Lock()  # serialises weight updates
+        self.prefix_cache = PrefixCache(int(prefix_cache_mb * 1024 * 1024) // self._kv_bytes_per_token())
+        self.scheduler = BatchScheduler(
+            self, max_batch_tokens=max_batch_tokens, max_running=max_running, prefix_cache=self.prefix_cache
+        )
 
     # ------------------------------------------------------------------ loading
     def _load(self, path: str) -> PreTrainedModel:
-        model = AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype)
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=self.dtype, attn_implementation=PACKED_ATTENTION
+        )
         model.to(self.device)
         model.eval()
         return model
+
+    def _kv_bytes_per_token(self) -> int:
+        config = self.model.config
+        heads = int(getattr(config, "num_key_value_heads", None) or config.num_attention_heads)
+        head_dim = int(getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads)
+        element = torch.tensor([], dtype=self.dtype).element_size()
+        return max(1, 2 * self.num_layers * heads * head_dim * element)
 
     def _eos_ids(self) -> frozenset[int]:
         ids: set[int] = set()
@@ -181,10 +157,13 @@ class ModelRunner(TokenizerMethods):
             if flag is not None:
                 flag.set()
                 hit += 1
+        if hit:
+            self.scheduler.wake()
         return hit
 
     def flush_cache(self) -> None:
-        # Per-request KV caches die with their request; there is no shared prefix cache to drop.
+        """Drop the prefix cache; running requests keep their own KV."""
+        self.prefix_cache.clear()
         gc.collect()
         if self.device.type == "cuda":
             torch.cuda.empty_cache()
@@ -202,13 +181,13 @@ class ModelRunner(TokenizerMethods):
             problem = _architecture_mismatch(self.model, new_model)
             if problem is not None:
                 del new_model
-                self.flush_cache()
+                gc.collect()
                 return False, f"architecture mismatch: {problem}", num_paused
             with self.gate.exclusive():
                 old, self.model = self.model, new_model
                 self.model_path = str(model_path)
                 self.weight_version = weight_version or _bump_version(self.weight_version)
-                self.cache_epoch += 1
+                self.cache_epoch += 1  # the scheduler drops the prefix cache and re-prefills running requests
             del old
             self.flush_cache()
             return True, "Succeeded to update model weights.", num_paused
@@ -219,28 +198,11 @@ class ModelRunner(TokenizerMethods):
         return fit_to_context(req, self.context_length)
 
     async def generate(self, req: GenerationRequest) -> AsyncGenerator[Event, None]:
-        """Run `req` in a worker thread; yield its events as they happen. Closing the iterator cancels it."""
-        loop = asyncio.get_running_loop()
+        """Submit `req` to the scheduler; yield its events as they happen. Closing the iterator cancels it."""
         queue: asyncio.Queue[Event | BaseException | None] = asyncio.Queue()
         cancel = threading.Event()
-
-        def put(item: Event | BaseException | None) -> None:
-            try:
-                loop.call_soon_threadsafe(queue.put_nowait, item)
-            except RuntimeError:  # event loop already closed (server shutting down)
-                cancel.set()
-
-        def worker() -> None:
-            try:
-                for event in self._run(req, cancel):
-                    put(event)
-            except BaseException as exc:  # surfaced to the caller as a 500, never swallowed
-                put(exc)
-            finally:
-                put(None)
-
         self._cancels[req.rid] = cancel
-        threading.Thread(target=worker, name=f"gen-{req.rid[:8]}", daemon=True).start()
+        self.scheduler.submit(req, EventChannel(asyncio.get_running_loop(), queue), cancel)
         try:
             while True:
                 item = await queue.get()
@@ -250,116 +212,24 @@ class ModelRunner(TokenizerMethods):
                     raise item
                 yield item
         finally:
-            cancel.set()
+            if not cancel.is_set():
+                cancel.set()
+                self.scheduler.wake()
             if self._cancels.get(req.rid) is cancel:
                 del self._cancels[req.rid]
 
-    def _forward(self, feed: list[int], cache: Any, keep: int) -> tuple[torch.Tensor, Any]:
-        ids = torch.tensor([feed], dtype=torch.long, device=self.device)
+    def _forward(
+        self, input_ids: list[int], positions: list[int], batch: PackedBatch, keep: list[int]
+    ) -> torch.Tensor:
+        """One packed forward pass; the float32 logits of the rows in `keep` (indices into the packed row)."""
+        ids = torch.tensor([input_ids], dtype=torch.long, device=self.device)
+        pos = torch.tensor([positions], dtype=torch.long, device=self.device)
+        rows = torch.tensor(keep, dtype=torch.long, device=self.device)
         with torch.inference_mode():
-            out = self.model(input_ids=ids, cache=cache, use_cache=True, logits_to_keep=keep)
-        return out.logits[0].float(), out.cache
-
-    def _run(self, req: GenerationRequest, cancel: threading.Event) -> Iterator[Event]:
-        params = req.sampling
-        temperature = params.logprob_temperature(self.original_logprobs)
-        generator = make_generator(params.seed, self.device)
-        detok = IncrementalDetokenizer(
-            lambda ids: self.decode(ids, skip_special_tokens=params.skip_special_tokens)
-        )
-        stops = StopStringFilter(params.stop, no_stop_trim=params.no_stop_trim)
-        stop_ids = params.stop_token_ids | (frozenset() if params.ignore_eos else self.eos_token_ids)
-        ids = list(req.input_ids)
-        prompt_len = len(ids)
-        want_prompt_lp = req.return_logprob and req.logprob_start_len >= 0
-
-        self.gate.begin_request()
-        try:
-            # ---- prefill (with prompt log-probs if asked) ----
-            first_needed = max(req.logprob_start_len - 1, 0) if want_prompt_lp else prompt_len - 1
-            with self.gate.step(cancel):
-                cache_epoch, weight_version = self.cache_epoch, self.weight_version
-                logits, cache = self._forward(ids, None, prompt_len - first_needed)
-            cached_len = prompt_len
-            if want_prompt_lp:
-                yield self._prompt_logprobs(ids, logits, first_needed, req, temperature)
-            next_logits = logits[-1]
-
-            output: list[int] = []
-            while True:
-                if len(output) >= params.max_new_tokens:
-                    tail = stops.feed(detok.flush())  # held-back bytes may still complete a stop string
-                    reason: dict[str, Any] = (
-                        {"type": "stop", "matched": tail.matched}
-                        if tail.matched is not None
-                        else {"type": "length", "length": params.max_new_tokens}
-                    )
-                    yield Finished(reason, tail.text + stops.flush(), weight_version)
-                    return
-                token, logprobs = sample_token(
-                    next_logits, params, generator, original_logprobs=self.original_logprobs
-                )
-                output.append(token)
-                ids.append(token)
-                top = top_logprobs(logprobs, req.top_logprobs_num) if req.return_logprob else []
-                lp = float(logprobs[token].item())
-
-                if token in stop_ids:
-                    # The matched token stays in output_ids but not in the text (SGLang trims it).
-                    text = detok.add(token) if params.no_stop_trim else ""
-                    tail = stops.feed(text + detok.flush())
-                    yield TokenStep(token, lp, top, "")
-                    yield Finished(
-                        {"type": "stop", "matched": token}, tail.text + stops.flush(), weight_version
-                    )
-                    return
-                released = stops.feed(detok.add(token))
-                if released.matched is not None:
-                    yield TokenStep(token, lp, top, "")
-                    yield Finished(
-                        {"type": "stop", "matched": released.matched}, released.text, weight_version
-                    )
-                    return
-                yield TokenStep(token, lp, top, released.text)
-                if len(output) >= params.max_new_tokens:
-                    continue  # finish as "length" without a pointless forward pass
-
-                with self.gate.step(cancel):
-                    if self.cache_epoch != cache_epoch:  # weights swapped or retracted: rebuild KV
-                        cache, cached_len = None, 0
-                        cache_epoch = self.cache_epoch
-                    weight_version = self.weight_version
-                    logits, cache = self._forward(ids[cached_len:], cache, 1)
-                cached_len = len(ids)
-                next_logits = logits[-1]
-        except StepCancelled:
-            yield Finished({"type": "abort", "message": "request aborted"}, "", self.weight_version)
-        finally:
-            self.gate.end_request()
-
-    def _prompt_logprobs(
-        self,
-        ids: list[int],
-        logits: torch.Tensor,
-        first_row_pos: int,
-        req: GenerationRequest,
-        temperature: float,
-    ) -> PromptLogprobs:
-        """Entry i is position start+i: log p(ids[start+i] | ids[:start+i]); position 0 has no context."""
-        # Row r predicts position first_row_pos + r + 1; clamped so -inf never reaches JSON.
-        logprobs = torch.log_softmax(logits / temperature, dim=-1)
-        logprobs = logprobs.clamp(min=torch.finfo(logprobs.dtype).min)
-        entries: list[LogprobEntry] = []
-        tops: list[TopEntry | None] = []
-        for pos in range(req.logprob_start_len, len(ids)):
-            if pos == 0:
-                entries.append((None, ids[0]))
-                tops.append(None)
-                continue
-            row = logprobs[pos - 1 - first_row_pos]
-            entries.append((float(row[ids[pos]].item()), ids[pos]))
-            tops.append(top_logprobs(row, req.top_logprobs_num) if req.top_logprobs_num > 0 else [])
-        return PromptLogprobs(req.logprob_start_len, entries, tops)
+            out = self.model(
+                input_ids=ids, position_ids=pos, use_cache=False, logits_to_keep=rows, packed_batch=batch
+            )
+        return out.logits[0].float()
 
     # ------------------------------------------------------------------ health
     def info(self) -> dict[str, Any]:
@@ -380,6 +250,10 @@ class ModelRunner(TokenizerMethods):
             # As SGLang's /model_info names them: the parsers chat.py follows (always on here).
             "tool_call_parser": "qwen25",
             "reasoning_parser": "qwen3",
+            "max_batch_tokens": self.scheduler.max_batch_tokens,
+            "max_running_requests": self.scheduler.max_running,
+            "prefix_cache_tokens": self.prefix_cache.tokens,
+            "prefix_cache_budget_tokens": self.prefix_cache.budget_tokens,
             "started_at": _STARTED_AT,
         }
 

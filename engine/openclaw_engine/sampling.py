@@ -55,17 +55,39 @@ def sample_token(
     logits: torch.Tensor, params: SamplingParams, generator: torch.Generator, *, original_logprobs: bool
 ) -> tuple[int, torch.Tensor]:
     """Draw one token from a 1-D float32 logits row; return it and the reported log-prob vector."""
-    logprobs = torch.log_softmax(logits / params.logprob_temperature(original_logprobs), dim=-1)
+    return sample_tokens(logits[None], [params], [generator], original_logprobs=original_logprobs)[0]
+
+
+def sample_tokens(
+    logits: torch.Tensor,
+    params: list[SamplingParams],
+    generators: list[torch.Generator],
+    *,
+    original_logprobs: bool,
+) -> list[tuple[int, torch.Tensor]]:
+    """Draw one token per row of `[rows, vocab]` float32 logits, row i with params[i] and its own RNG.
+
+    The softmax arithmetic is done for all rows at once (one kernel each, not one per request); only the draw
+    is per row, from the request's own generator, so a request's token never depends on its neighbours.
+    """
+    temperatures = torch.tensor(
+        [p.logprob_temperature(original_logprobs) for p in params], dtype=logits.dtype, device=logits.device
+    )
+    logprobs = torch.log_softmax(logits / temperatures[:, None], dim=-1)
     logprobs = logprobs.clamp(min=torch.finfo(logprobs.dtype).min)  # -inf (masked logits) is not valid JSON
-    if params.greedy:
-        return int(torch.argmax(logits).item()), logprobs
-    if original_logprobs and params.temperature != 1.0:
-        probs = torch.softmax(logits / params.temperature, dim=-1)
-    else:
-        probs = logprobs.exp()
-    probs = _filter(probs, params)
-    token = torch.multinomial(probs, num_samples=1, generator=generator)
-    return int(token.item()), logprobs
+    probs = logprobs.exp()
+    drawn: list[tuple[int, torch.Tensor]] = []
+    for row, (p, generator) in enumerate(zip(params, generators, strict=True)):
+        if p.greedy:
+            drawn.append((int(torch.argmax(logits[row]).item()), logprobs[row]))
+            continue
+        row_probs = probs[row]
+        if original_logprobs and p.temperature != 1.0:
+            row_probs = torch.softmax(logits[row] / p.temperature, dim=-1)
+        row_probs = _filter(row_probs, p)
+        token = torch.multinomial(row_probs, num_samples=1, generator=generator)
+        drawn.append((int(token.item()), logprobs[row]))
+    return drawn
 
 
 def _filter(probs: torch.Tensor, params: SamplingParams) -> torch.Tensor:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator
 from typing import Any, Protocol
 
-from .model_runner import Event, GenerationRequest
+from .generation_events import Event, GenerationRequest
 from .step_gate import StepGate
 
 

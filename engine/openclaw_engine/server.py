@@ -25,8 +25,8 @@ from . import chat_api, generate_api
 from .access import EngineAccess, TokenMiddleware
 from .chat import normalize_messages
 from .errors import EngineError, error_body, install_error_handlers, send_error
+from .generation_events import GenerationRequest
 from .generation_result import collect
-from .model_runner import GenerationRequest
 from .sampling import SamplingParams
 from .schemas import (
     AbortIn,

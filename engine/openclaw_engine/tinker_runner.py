@@ -30,7 +30,7 @@ from typing import Any
 from transformers import PreTrainedTokenizerBase
 
 from .detokenizer import IncrementalDetokenizer, StopStringFilter
-from .model_runner import (
+from .generation_events import (
     Event,
     Finished,
     GenerationRequest,
@@ -39,9 +39,9 @@ from .model_runner import (
     RequestError,
     TokenStep,
     TopEntry,
-    _bump_version,
     fit_to_context,
 )
+from .model_runner import _bump_version
 from .sampling import SamplingParams
 from .step_gate import StepCancelled, StepGate
 from .tokenizer_methods import TokenizerMethods
