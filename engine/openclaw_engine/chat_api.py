@@ -18,6 +18,7 @@ from typing import Any
 
 from .chat import StreamDelta, StreamParser, normalize_messages, parse_output
 from .errors import EngineError, error_body
+from .forced_tool_call import already_called, forced_reply
 from .generate_api import check_token_ids
 from .generation_result import GenerationResult
 from .model_runner import Event, Finished, GenerationRequest, RequestError, TokenStep
@@ -78,6 +79,7 @@ def plan(
         sampling=sampling,
         return_logprob=body.logprobs,
         top_logprobs_num=(body.top_logprobs or 0) if body.logprobs else 0,
+        forced_output=_forced_tool_call(body, raw, runner) if tools_on else (),
         **({"rid": body.rid} if body.rid else {}),
     )
     try:
@@ -94,6 +96,18 @@ def plan(
         created=int(time.time()),
         strict=strict,
     )
+
+
+def _forced_tool_call(body: ChatCompletionIn, raw: dict[str, Any], runner: ServedPolicy) -> tuple[int, ...]:
+    """A named `tool_choice`: the reply calls that tool, once per user turn (`forced_tool_call.py`)."""
+    if not isinstance(body.tool_choice, ToolChoiceNamed) or body.input_ids is not None:
+        return ()
+    name = body.tool_choice.function.name
+    tool = next((t for t in raw["tools"] if t["function"]["name"] == name), None)
+    if tool is None or already_called(raw["messages"], name):
+        return ()
+    end = getattr(getattr(runner, "tokenizer", None), "eos_token", None) or ""
+    return tuple(runner.encode(forced_reply(tool) + end, add_special_tokens=False))
 
 
 def render_prompt(

@@ -20,7 +20,7 @@ class GenerationRequest:
     logprob_start_len: int = -1  # -1: output tokens only; k >= 0: prompt positions k.. too
     top_logprobs_num: int = 0
     rid: str = field(default_factory=lambda: uuid.uuid4().hex)
-    # Tokens the reply must begin with (a forced tool call): fed instead of sampled, with the model's log-probs.
+    # Tokens the reply must begin with (a forced tool call): fed, not sampled; log-probs are the model's.
     forced_output: tuple[int, ...] = ()
 
 

@@ -1,4 +1,4 @@
-"""The radix prefix cache on its own: longest-prefix matches, edge splits, LRU eviction within a token budget."""
+"""The radix prefix cache alone: longest-prefix matches, edge splits, LRU eviction within a token budget."""
 
 from __future__ import annotations
 

@@ -229,3 +229,44 @@ def test_stop_in_chat(client: httpx.Client) -> None:
     out = chat(client, stop=stop, **base)["choices"][0]
     assert out["message"]["content"] == full[: full.index(stop)]
     assert out["finish_reason"] == "stop" and out["matched_stop"] == stop
+
+
+def test_a_named_tool_choice_is_called_once_per_user_turn(client: httpx.Client) -> None:
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    body = {
+        "tools": TOOLS,
+        "tool_choice": named,
+        "max_tokens": 64,
+        "logprobs": True,
+        "return_token_ids": True,
+    }
+    out = chat(client, **body)
+    choice = out["choices"][0]
+    assert choice["finish_reason"] == "tool_calls"
+    (call,) = choice["message"]["tool_calls"]
+    assert call["function"]["name"] == "get_weather"
+    assert json.loads(call["function"]["arguments"]) == {"city": ""}  # the schema's minimal arguments
+    # The forced tokens carry the model's own log-probs: a prefill of the sequence gives the same numbers.
+    prompt = client.post("/tokenize", json={"messages": MESSAGES, "tools": TOOLS}).json()["tokens"]
+    sampled = [item["logprob"] for item in choice["logprobs"]["content"]]
+    prefill = client.post(
+        "/generate",
+        json={
+            "input_ids": prompt + choice["token_ids"],
+            "sampling_params": {"max_new_tokens": 0},
+            "return_logprob": True,
+            "logprob_start_len": len(prompt),
+        },
+    ).json()["meta_info"]["input_token_logprobs"]
+    assert sampled == pytest.approx([lp for lp, _, _ in prefill], abs=1e-4)
+
+    # Once the tool has answered, the same tool_choice no longer forces a call (an agent's loop ends).
+    history = [
+        *MESSAGES,
+        {"role": "assistant", "content": None, "tool_calls": [{**call, "type": "function"}]},
+        {"role": "tool", "tool_call_id": call["id"], "content": "sunny"},
+    ]
+    after = client.post(
+        "/v1/chat/completions", json={"messages": history, **body, "max_tokens": 8, "seed": 1}
+    ).json()["choices"][0]
+    assert after["finish_reason"] in ("length", "stop") and not after["message"].get("tool_calls")
