@@ -1,0 +1,195 @@
+// OpenClaw plugin for an openclaw-rl gateway. Upstream OpenClaw sends no session metadata, so the gateway can only
+// guess which conversation a model call belongs to and cannot tell a user's turn from a heartbeat. This plugin
+// owns the `openclaw-rl` provider (configured as `models.providers["openclaw-rl"]`) and adds to each of its model
+// calls:
+//   X-Session-Id   OpenClaw's session id (the stream options' `sessionId`);
+//   X-Turn-Type    `main` for user-triggered runs, `side` for heartbeats, memory flushes and other maintenance
+//                  runs (their trigger is learnt from the `agent_turn_prepare` hook, keyed by run id);
+// and, when OpenClaw ends a session (`/new`, `/reset`, deletion, idle or daily rollover, compaction), sends the
+// gateway one side request with `X-Session-Done: true` so the session's last turn is settled right away. The
+// API key is the provider's own `apiKey` (sent as a bearer token by OpenClaw and by this plugin).
+//
+// Typed against OpenClaw 2026.9.6's plugin API (openclaw/dist/plugin-sdk/plugin-entry.d.ts); only the members used
+// here are declared, so the plugin has no build step and no dependency: OpenClaw loads this file as it is.
+
+export const PLUGIN_ID = 'openclaw-rl';
+export const PROVIDER_ID = 'openclaw-rl';
+/** OpenClaw run triggers (`EmbeddedRunTrigger`) whose model calls are not user turns. */
+export const DEFAULT_SIDE_TRIGGERS: readonly string[] = ['heartbeat', 'memory', 'overflow'];
+/** `session_end` reasons after which the conversation will not continue under the same session id. */
+export const SESSION_DONE_REASONS: ReadonlySet<string> = new Set([
+  'new',
+  'reset',
+  'deleted',
+  'idle',
+  'daily',
+  'compaction',
+]);
+const END_REQUEST_TIMEOUT_MS = 15_000;
+const REMEMBERED_RUNS = 1024;
+
+// ---------------------------------------------------------------------------------------------- OpenClaw's API
+interface StreamOptions {
+  sessionId?: string;
+  /** `<runId>:model:<n>` for the embedded runner's model calls. */
+  requestId?: string;
+  headers?: Record<string, string>;
+  [key: string]: unknown;
+}
+type StreamFn = (model: unknown, context: unknown, options?: StreamOptions) => unknown;
+interface HookContext {
+  runId?: string;
+  sessionId?: string;
+  trigger?: string;
+}
+interface SessionEndEvent {
+  sessionId: string;
+  reason?: string;
+}
+interface ProviderConfig {
+  baseUrl?: string;
+  apiKey?: unknown;
+  models?: { id?: string }[];
+}
+interface PluginApi {
+  config?: {
+    models?: { providers?: Record<string, ProviderConfig | undefined> };
+    plugins?: { entries?: Record<string, { hooks?: { allowConversationAccess?: boolean } } | undefined> };
+  };
+  pluginConfig?: Record<string, unknown>;
+  logger: { info(message: string): void; warn(message: string): void };
+  registerProvider(provider: {
+    id: string;
+    label: string;
+    docsPath?: string;
+    auth: unknown[];
+    wrapStreamFn?: (ctx: { streamFn?: StreamFn }) => StreamFn | undefined;
+  }): void;
+  on(hook: 'agent_turn_prepare', handler: (event: unknown, ctx: HookContext) => void): void;
+  on(hook: 'heartbeat_prompt_contribution', handler: (event: unknown, ctx: HookContext) => void): void;
+  on(hook: 'session_end', handler: (event: SessionEndEvent) => Promise<void> | void): void;
+}
+
+// ---------------------------------------------------------------------------------------------- turn identity
+/** Which trigger started each recent run (and, as a fallback, each session's latest run). */
+export class TurnTypes {
+  private readonly runs = new Map<string, string>();
+  private readonly sessions = new Map<string, string>();
+
+  constructor(private readonly sideTriggers: ReadonlySet<string>) {}
+
+  noteRun(ctx: HookContext): void {
+    if (!ctx.trigger) return;
+    if (ctx.runId) {
+      this.runs.set(ctx.runId, ctx.trigger);
+      if (this.runs.size > REMEMBERED_RUNS) this.runs.delete(this.runs.keys().next().value as string);
+    }
+    if (ctx.sessionId) this.sessions.set(ctx.sessionId, ctx.trigger);
+  }
+
+  /** The headers for one model call; a header the caller already set wins. */
+  headers(options: StreamOptions | undefined): Record<string, string> {
+    const sessionId = options?.sessionId;
+    const runId = options?.requestId?.split(':model:')[0];
+    const trigger = (runId && this.runs.get(runId)) || (sessionId && this.sessions.get(sessionId)) || 'user';
+    const ours: Record<string, string> = { 'X-Turn-Type': this.sideTriggers.has(trigger) ? 'side' : 'main' };
+    if (sessionId) ours['X-Session-Id'] = sessionId;
+    return { ...ours, ...options?.headers };
+  }
+}
+
+/** The request that tells the gateway a session is over: a one-token side turn carrying `X-Session-Done`. */
+export function sessionDoneRequest(
+  provider: ProviderConfig,
+  sessionId: string,
+  env: NodeJS.ProcessEnv = process.env,
+): { url: string; init: RequestInit } | null {
+  if (!provider.baseUrl) return null;
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'X-Session-Id': sessionId,
+    'X-Turn-Type': 'side',
+    'X-Session-Done': 'true',
+  };
+  const apiKey = resolveSecret(provider.apiKey, env);
+  if (apiKey) headers.authorization = `Bearer ${apiKey}`;
+  const body = {
+    model: provider.models?.[0]?.id ?? 'default',
+    messages: [{ role: 'user', content: 'The user ended this session.' }],
+    max_tokens: 1,
+  };
+  return {
+    url: `${provider.baseUrl.replace(/\/+$/, '')}/chat/completions`,
+    init: { method: 'POST', headers, body: JSON.stringify(body) },
+  };
+}
+
+/** A provider `apiKey` as OpenClaw config holds it: a string, possibly `${ENV_VAR}`. */
+function resolveSecret(value: unknown, env: NodeJS.ProcessEnv): string | undefined {
+  if (typeof value !== 'string' || value === '') return undefined;
+  const ref = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(value);
+  return ref ? env[ref[1] as string] : value;
+}
+
+// ---------------------------------------------------------------------------------------------- the plugin
+function register(api: PluginApi): void {
+  const settings = api.pluginConfig ?? {};
+  const sideTriggers = Array.isArray(settings.sideTriggers)
+    ? settings.sideTriggers.filter((t): t is string => typeof t === 'string')
+    : DEFAULT_SIDE_TRIGGERS;
+  const debug = settings.debug === true;
+  const turnTypes = new TurnTypes(new Set(sideTriggers));
+  if (api.config?.plugins?.entries?.[PLUGIN_ID]?.hooks?.allowConversationAccess !== true)
+    api.logger.warn(
+      `${PLUGIN_ID}: plugins.entries.${PLUGIN_ID}.hooks.allowConversationAccess is not true, so run triggers ` +
+        'are unknown and only heartbeats are sent as side turns (memory flushes would be trained as main turns).',
+    );
+
+  api.registerProvider({
+    id: PROVIDER_ID,
+    label: 'openclaw-rl gateway',
+    auth: [],
+    wrapStreamFn: ({ streamFn }) => {
+      if (!streamFn) return undefined;
+      return (model, context, options) => {
+        const headers = turnTypes.headers(options);
+        if (debug) api.logger.info(`${PLUGIN_ID}: ${JSON.stringify(headers)}`);
+        return streamFn(model, context, { ...options, headers });
+      };
+    },
+  });
+  api.on('agent_turn_prepare', (_event, ctx) => turnTypes.noteRun(ctx));
+  // Needs no conversation access: heartbeats are known even where agent_turn_prepare is not granted.
+  api.on('heartbeat_prompt_contribution', (_event, ctx) =>
+    turnTypes.noteRun({ ...ctx, trigger: 'heartbeat' }),
+  );
+
+  if (settings.endSessions === false) return;
+  api.on('session_end', async (event) => {
+    if (!event.reason || !SESSION_DONE_REASONS.has(event.reason)) return;
+    const provider = api.config?.models?.providers?.[PROVIDER_ID];
+    const request = provider ? sessionDoneRequest(provider, event.sessionId) : null;
+    if (!request) return;
+    try {
+      const response = await fetch(request.url, {
+        ...request.init,
+        signal: AbortSignal.timeout(END_REQUEST_TIMEOUT_MS),
+      });
+      await response.body?.cancel();
+      if (debug || !response.ok)
+        api.logger.info(
+          `${PLUGIN_ID}: session ${event.sessionId} ended (${event.reason}): ${response.status}`,
+        );
+    } catch (error) {
+      // The gateway's idle timer closes the session anyway; only the last turn's settling waits.
+      api.logger.warn(`${PLUGIN_ID}: could not tell the gateway session ${event.sessionId} ended: ${error}`);
+    }
+  });
+}
+
+export default {
+  id: PLUGIN_ID,
+  name: 'openclaw-rl training headers',
+  description: 'Sends X-Session-Id, X-Turn-Type and X-Session-Done to an openclaw-rl gateway',
+  register,
+};
