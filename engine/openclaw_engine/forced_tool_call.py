@@ -8,8 +8,9 @@ reported log-probs are still the model's own (a prefill of the same sequence giv
 
 An agent sends the same `tool_choice` on every model call of a run (OpenClaw's per-model `extra_body`); a
 forced call after the tool already answered would loop forever. So the call is forced once per user turn: when
-an assistant message after the last user message already called the tool, the request is served as if the
-tool were merely offered (`auto`). This is the reference engine's rule, not OpenAI's; see engine/README.md.
+the latest assistant message already called the tool, the request is served as if the tool were merely offered
+(`auto`); a plain reply since then starts the next user turn. This is the reference engine's rule, not
+OpenAI's; see engine/README.md.
 """
 
 from __future__ import annotations
@@ -49,15 +50,19 @@ def minimal_arguments(schema: Any) -> Any:
 
 
 def already_called(messages: list[dict[str, Any]], name: str) -> bool:
-    """Whether an assistant message after the last user message called `name`."""
+    """Whether the latest assistant message called `name` (the client is inside the loop that call started).
+
+    The latest assistant message, not "one since the last user message": OpenClaw appends a user-role runtime
+    context message to every model call of a run, after the tool results, so a user message does not mark a
+    new user turn.
+    """
     for message in reversed(messages):
-        if message.get("role") == "user":
-            return False
         if message.get("role") == "assistant":
             for call in message.get("tool_calls") or []:
                 function = call.get("function") if isinstance(call, dict) else None
                 if isinstance(function, dict) and function.get("name") == name:
                     return True
+            return False
     return False
 
 

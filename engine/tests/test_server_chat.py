@@ -270,3 +270,13 @@ def test_a_named_tool_choice_is_called_once_per_user_turn(client: httpx.Client) 
         "/v1/chat/completions", json={"messages": history, **body, "max_tokens": 8, "seed": 1}
     ).json()["choices"][0]
     assert after["finish_reason"] in ("length", "stop") and not after["message"].get("tool_calls")
+    # OpenClaw appends a user-role context message after the tool's result on every call: still no new call.
+    context = {"role": "user", "content": "<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> runtime <<<END>>>"}
+    again = client.post(
+        "/v1/chat/completions", json={"messages": [*history, context], **body, "max_tokens": 8, "seed": 1}
+    ).json()["choices"][0]
+    assert not again["message"].get("tool_calls")
+    # After a plain reply, the next user message is a new user turn: the call is forced again.
+    next_turn = [*history, {"role": "assistant", "content": "done"}, {"role": "user", "content": "again"}]
+    forced = client.post("/v1/chat/completions", json={"messages": next_turn, **body}).json()["choices"][0]
+    assert [c["function"]["name"] for c in forced["message"]["tool_calls"]] == ["get_weather"]

