@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { nextStateOf } from '../core/chat-messages.js';
+import { nextStateAfter, nextStateOf } from '../core/chat-messages.js';
 import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-prompts.js';
 import type { JudgeScore } from '../core/judge-votes.js';
 import { logprobTemperature } from '../core/logprob-temperature.js';
@@ -117,7 +117,8 @@ export function createScoringActivities(deps: ScoringDependencies) {
       const last = next.messages.at(-1);
       if (!last)
         throw ApplicationFailure.nonRetryable(`turn ${input.nextSampleId} has no messages`, 'InvalidInput');
-      const nextState = nextStateOf(last);
+      // The messages after this turn's reply; the last message alone when the next turn does not continue it.
+      const nextState = nextStateAfter(next.messages, turn.messages.length) ?? nextStateOf(last);
       const prompt = {
         responseText: responseTextForJudge(turn.response),
         nextStateText: nextState.text,

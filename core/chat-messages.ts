@@ -57,3 +57,19 @@ export function normaliseMessagesForTemplate(messages: readonly ChatMessage[]): 
 export function nextStateOf(message: ChatMessage): NextState {
   return { role: message.role === 'tool' ? 'tool' : 'user', text: flattenContent(message.content) };
 }
+
+/**
+ * The next state of a turn whose prompt had `promptLength` messages, from the following main request: every
+ * message after the turn's reply, not only the last. A client may add its own messages after the user's reply
+ * or the tool's result (OpenClaw appends a user-role runtime-context message to every call); the judge must
+ * still see the reply or result. Its role is the first one's (`tool` when a tool answered).
+ */
+export function nextStateAfter(messages: readonly ChatMessage[], promptLength: number): NextState | null {
+  const after = messages.slice(promptLength + 1);
+  const first = after[0];
+  if (!first) return null;
+  return {
+    role: nextStateOf(first).role,
+    text: after.map((message) => flattenContent(message.content)).join('\n\n'),
+  };
+}

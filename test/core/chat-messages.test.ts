@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { flattenContent, nextStateOf, normaliseMessagesForTemplate } from '../../core/chat-messages.js';
+import {
+  flattenContent,
+  nextStateAfter,
+  nextStateOf,
+  normaliseMessagesForTemplate,
+} from '../../core/chat-messages.js';
 import { codePointLength, pythonStrip } from '../../core/python-text.js';
 import { parseTurnSampleId, rolloutSampleId, turnSampleId } from '../../core/sample-id.js';
 
@@ -80,5 +85,35 @@ describe('sample ids', () => {
     expect(() => turnSampleId('s', 0)).toThrow(/positive integer/);
     expect(() => turnSampleId('s', 1, 'abc')).toThrow(/hex digits/);
     expect(() => rolloutSampleId('r', -1)).toThrow(/non-negative/);
+  });
+});
+
+describe('nextStateAfter', () => {
+  it("keeps the user's reply when the client appends its own context message after it (OpenClaw)", () => {
+    const messages = [
+      { role: 'user' as const, content: 'plan a trip' },
+      { role: 'assistant' as const, content: 'sure' },
+      { role: 'user' as const, content: 'thanks, that helps' },
+      {
+        role: 'user' as const,
+        content: '<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> none <<<END_OPENCLAW_INTERNAL_CONTEXT>>>',
+      },
+    ];
+    expect(nextStateAfter(messages, 1)).toEqual({
+      role: 'user',
+      text: 'thanks, that helps\n\n<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> none <<<END_OPENCLAW_INTERNAL_CONTEXT>>>',
+    });
+  });
+
+  it('is a tool state when a tool answered first, and null when nothing follows the reply', () => {
+    const call = [{ id: '1', type: 'function' as const, function: { name: 'ls', arguments: '{}' } }];
+    const messages = [
+      { role: 'user' as const, content: 'list' },
+      { role: 'assistant' as const, content: null, tool_calls: call },
+      { role: 'tool' as const, content: 'a.txt', tool_call_id: '1' },
+      { role: 'user' as const, content: 'context' },
+    ];
+    expect(nextStateAfter(messages, 1)?.role).toBe('tool');
+    expect(nextStateAfter(messages.slice(0, 2), 1)).toBeNull();
   });
 });

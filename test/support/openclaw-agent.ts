@@ -1,12 +1,10 @@
-import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify } from 'node:util';
 import { z } from 'zod';
 
-const execFileAsync = promisify(execFile);
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 /** Where scripts/openclaw-setup.sh installs the real agent (npm `openclaw`) and the Node 24 it needs. */
@@ -69,30 +67,49 @@ export async function createOpenClawHome(dir: string, gateway: { baseUrl: string
       2,
     )}\n`,
   );
+  // A user's environment, not the test runner's: OpenClaw changes its behaviour under VITEST / NODE_ENV=test
+  // (it prints no run JSON), so only what a shell would hand it is passed on.
   const env: NodeJS.ProcessEnv = {
-    ...process.env,
+    LANG: process.env.LANG ?? 'C.UTF-8',
+    TMPDIR: process.env.TMPDIR ?? '/tmp',
     PATH: `${NODE_BIN}:${process.env.PATH ?? ''}`,
     HOME: dir,
     OPENCLAW_STATE_DIR: join(dir, 'state'),
     OPENCLAW_CONFIG_PATH: configPath,
     NO_COLOR: '1',
   };
+  let runs = 0;
   const home: OpenClawHome = {
     dir,
     configPath,
     async cli(args, timeoutMs = 300_000) {
+      // stdout goes to a file: OpenClaw exits right after writing its (large) JSON, and the tail of a write to
+      // a pipe is lost then; a file gets it all.
+      const outPath = join(dir, `stdout-${process.pid}-${++runs}.txt`);
+      const out = openSync(outPath, 'w');
       try {
-        return await execFileAsync(OPENCLAW_BIN, args, {
-          env,
-          cwd: dir,
-          timeout: timeoutMs,
-          maxBuffer: 64 * 1024 * 1024,
+        const { stderr } = await new Promise<{ stderr: string }>((resolve, reject) => {
+          const child = spawn(OPENCLAW_BIN, args, { env, cwd: dir, stdio: ['ignore', out, 'pipe'] });
+          let stderr = '';
+          child.stderr?.on('data', (chunk: Buffer) => {
+            stderr = (stderr + chunk.toString()).slice(-64_000);
+          });
+          const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+          child.once('error', reject);
+          child.once('exit', (code, signal) => {
+            clearTimeout(timer);
+            if (code === 0) resolve({ stderr });
+            else
+              reject(
+                new Error(
+                  `openclaw ${args.join(' ')}: code ${code}, signal ${signal}\n${stderr.slice(-4000)}`,
+                ),
+              );
+          });
         });
-      } catch (error) {
-        const failed = error as Error & { stdout?: string; stderr?: string };
-        throw new Error(
-          `openclaw ${args.join(' ')} failed: ${failed.message}\n${failed.stderr?.slice(-4000) ?? ''}`,
-        );
+        return { stdout: await readFile(outPath, 'utf8'), stderr };
+      } finally {
+        closeSync(out);
       }
     },
     async agent(sessionId, message) {
