@@ -118,7 +118,8 @@ export function createScoringActivities(deps: ScoringDependencies) {
       if (!last)
         throw ApplicationFailure.nonRetryable(`turn ${input.nextSampleId} has no messages`, 'InvalidInput');
       // The messages after this turn's reply; the last message alone when the next turn does not continue it.
-      const nextState = nextStateAfter(next.messages, turn.messages.length) ?? nextStateOf(last);
+      const assistantsBefore = turn.messages.filter((message) => message.role === 'assistant').length;
+      const nextState = nextStateAfter(next.messages, assistantsBefore) ?? nextStateOf(last);
       const prompt = {
         responseText: responseTextForJudge(turn.response),
         nextStateText: nextState.text,

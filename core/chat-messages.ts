@@ -59,13 +59,16 @@ export function nextStateOf(message: ChatMessage): NextState {
 }
 
 /**
- * The next state of a turn whose prompt had `promptLength` messages, from the following main request: every
- * message after the turn's reply, not only the last. A client may add its own messages after the user's reply
- * or the tool's result (OpenClaw appends a user-role runtime-context message to every call); the judge must
- * still see the reply or result. Its role is the first one's (`tool` when a tool answered).
+ * The next state of a turn, from the following main request: every message after the turn's reply, not only the
+ * last. The reply is found as the following request's assistant message number `assistantsBefore + 1` (the
+ * turn's own prompt had `assistantsBefore`), not by position: a client may add its own messages to each call and
+ * drop them from the history it sends next (OpenClaw appends a user-role runtime-context message to every call,
+ * after the user's reply or the tool's result). Its role is the first message's (`tool` when a tool answered).
  */
-export function nextStateAfter(messages: readonly ChatMessage[], promptLength: number): NextState | null {
-  const after = messages.slice(promptLength + 1);
+export function nextStateAfter(messages: readonly ChatMessage[], assistantsBefore: number): NextState | null {
+  let seen = 0;
+  const reply = messages.findIndex((message) => message.role === 'assistant' && seen++ === assistantsBefore);
+  const after = reply < 0 ? [] : messages.slice(reply + 1);
   const first = after[0];
   if (!first) return null;
   return {

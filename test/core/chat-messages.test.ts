@@ -99,7 +99,7 @@ describe('nextStateAfter', () => {
         content: '<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> none <<<END_OPENCLAW_INTERNAL_CONTEXT>>>',
       },
     ];
-    expect(nextStateAfter(messages, 1)).toEqual({
+    expect(nextStateAfter(messages, 0)).toEqual({
       role: 'user',
       text: 'thanks, that helps\n\n<<<BEGIN_OPENCLAW_INTERNAL_CONTEXT>>> none <<<END_OPENCLAW_INTERNAL_CONTEXT>>>',
     });
@@ -113,7 +113,8 @@ describe('nextStateAfter', () => {
       { role: 'tool' as const, content: 'a.txt', tool_call_id: '1' },
       { role: 'user' as const, content: 'context' },
     ];
-    expect(nextStateAfter(messages, 1)?.role).toBe('tool');
-    expect(nextStateAfter(messages.slice(0, 2), 1)).toBeNull();
+    expect(nextStateAfter(messages, 0)?.role).toBe('tool');
+    expect(nextStateAfter(messages.slice(0, 2), 0)).toBeNull();
+    expect(nextStateAfter(messages, 1)).toBeNull();
   });
 });

@@ -165,7 +165,9 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
         const calls = turn.response.toolCalls as { function: { name: string } }[] | null;
         expect(calls?.map((c) => c.function.name)).toEqual(['ls']);
       } else {
-        expect(turn.messages.at(-1)?.role).toBe('tool');
+        // What follows the forced call in this request: the tool's result (OpenClaw's context message after it).
+        const previous = turns[index - 1] as TurnRecord;
+        expect(turn.messages[previous.messages.length + 1]?.role).toBe('tool');
       }
     }
     // The plugin's X-Session-Done request (sent on /new, /reset, ...) closes the session: its last turn settles.
