@@ -9,22 +9,9 @@ from typing import Any
 import httpx
 import pytest
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
+from weather_tool import TOOLS
 
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say something."}]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
-]
 
 
 @pytest.fixture(scope="module")

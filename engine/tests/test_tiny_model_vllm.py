@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from weather_tool import TOOLS
 
 ROOT = Path(__file__).resolve().parents[2]
 VLLM_PYTHON = Path(os.environ.get("OPENCLAW_VLLM_PYTHON", ROOT / ".venv-vllm" / "bin" / "python"))
@@ -26,20 +27,6 @@ READY_TIMEOUT_S = 600.0
 MESSAGES = [
     {"role": "system", "content": "You are a personal assistant. Use tools when they help."},
     {"role": "user", "content": "What is the weather in Paris today?"},
-]
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "description": "Current weather for a city",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}},
-                "required": ["city"],
-            },
-        },
-    }
 ]
 
 
