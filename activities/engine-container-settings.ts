@@ -38,6 +38,11 @@ export const engineContainerSettingsSchema = z.object({
   hostPort: z.number().int().min(1).max(65535).default(30000),
   /** Address the host port is published on. */
   bindAddress: z.string().min(1).default('127.0.0.1'),
+  /**
+   * The bearer token the reference engine asks of every route but /health (engine.token). Without one the
+   * engine runs open, which is allowed only while the port is published on loopback.
+   */
+  token: z.string().min(1).optional(),
   /** Port the server listens on inside the container. */
   containerPort: z.number().int().min(1).max(65535).default(30000),
   /** Appended to the server's command line as given. */
@@ -63,6 +68,20 @@ export const engineContainerSettingsSchema = z.object({
   restartDelayMs: z.number().int().min(0).default(2_000),
   restartMaxDelayMs: z.number().int().min(0).default(120_000),
 });
+const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
+
+/** The reference engine listens on 0.0.0.0 inside its container: the host's published address decides. */
+function checkEngineAccess(settings: z.output<typeof engineContainerSettingsSchema>, ctx: z.RefinementCtx) {
+  if (settings.kind === 'reference' && !settings.token && !LOOPBACK.has(settings.bindAddress))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['token'],
+      message: `publishing the reference engine on ${settings.bindAddress} needs a token (engine.token or OPENCLAW_ENGINE_TOKEN)`,
+    });
+}
+
+const checkedEngineContainerSettingsSchema = engineContainerSettingsSchema.superRefine(checkEngineAccess);
+
 export type EngineContainerSettingsInput = z.input<typeof engineContainerSettingsSchema>;
 export type EngineContainerSettings = z.output<typeof engineContainerSettingsSchema>;
 
@@ -80,7 +99,7 @@ export const DEFAULT_ENGINE_IMAGES: Record<EngineKind, string> = {
 export const SGLANG_PARSER_ARGS = ['--tool-call-parser', 'qwen25', '--reasoning-parser', 'qwen3'] as const;
 
 export function parseEngineContainerSettings(input: unknown): EngineContainerSettings {
-  const checked = engineContainerSettingsSchema.safeParse(input);
+  const checked = checkedEngineContainerSettingsSchema.safeParse(input);
   if (!checked.success) throw new Error(`invalid engine settings: ${describeZodError(checked.error)}`);
   return checked.data;
 }
@@ -152,6 +171,18 @@ export function gpuDeviceRequests(
   return [{ Driver: 'nvidia', Count: settings.gpus === 'all' ? -1 : settings.gpus, Capabilities: [['gpu']] }];
 }
 
+/**
+ * The reference engine's token and path roots (engine/openclaw_engine/access.py): the token when there is one,
+ * else an explicit open listener (the settings allow that only on a loopback host address); published
+ * checkpoints are mounted at their host path, which is the root publishing may name.
+ */
+function referenceEngineAccessEnv(settings: EngineContainerSettings): Record<string, string> {
+  return {
+    ...(settings.token ? { OPENCLAW_ENGINE_TOKEN: settings.token } : { OPENCLAW_ENGINE_ALLOW_NO_TOKEN: '1' }),
+    ...(settings.checkpointDir && { OPENCLAW_ENGINE_CHECKPOINT_ROOTS: settings.checkpointDir }),
+  };
+}
+
 /** The Engine API's create body for the engine container (labels say who made it). */
 export function engineContainerSpec(settings: EngineContainerSettings, hostId: string) {
   const port = `${settings.containerPort}/tcp`;
@@ -163,9 +194,11 @@ export function engineContainerSpec(settings: EngineContainerSettings, hostId: s
     name: settings.name,
     Image: engineImage(settings),
     Cmd: engineCommand(settings),
-    Env: Object.entries({ ...(settings.kind === 'vllm' ? VLLM_SERVER_ENV : {}), ...settings.env }).map(
-      ([key, value]) => `${key}=${value}`,
-    ),
+    Env: Object.entries({
+      ...(settings.kind === 'vllm' ? VLLM_SERVER_ENV : {}),
+      ...(settings.kind === 'reference' && referenceEngineAccessEnv(settings)),
+      ...settings.env,
+    }).map(([key, value]) => `${key}=${value}`),
     Labels: {
       'openclaw.role': 'policy-engine',
       'openclaw.gpu-host': hostId,

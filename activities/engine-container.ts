@@ -300,6 +300,8 @@ export class EngineSupervisor {
   private statusOf(path: string): Promise<number> {
     return fetch(`${this.url}${path}`, {
       signal: AbortSignal.timeout(this.settings.healthRequestTimeoutMs),
+      // /health_generate is behind the engine's token, when it has one.
+      ...(this.settings.token && { headers: { authorization: `Bearer ${this.settings.token}` } }),
     }).then(
       async (response) => {
         await response.body?.cancel();

@@ -6,6 +6,7 @@ import { resolve } from 'node:path';
 import { type Command, Option } from 'commander';
 import { type EngineLogger, EngineSupervisor } from '../activities/engine-container.js';
 import type { EngineContainerSettingsInput } from '../activities/engine-container-settings.js';
+import { engineToken } from '../security/engine-token.js';
 import { createGpuWorker } from '../workers/gpu-worker.js';
 import { configFromFlags } from './cli-config.js';
 import { connectWorker } from './connect.js';
@@ -95,12 +96,13 @@ function untilStopped(): Promise<void> {
 
 export async function runGpuWorker(flags: GpuWorkerFlags): Promise<void> {
   const hostId = flags.hostId ?? process.env.OPENCLAW_GPU_HOST_ID ?? hostname();
+  const config = configFromFlags({ temporalAddress: flags.temporalAddress });
+  const token = engineToken(config);
   const supervisor = new EngineSupervisor({
-    settings: engineSettingsFromFlags(flags),
+    settings: { ...engineSettingsFromFlags(flags), ...(token && { token }) },
     hostId,
     logger: consoleLogger(),
   });
-  const config = configFromFlags({ temporalAddress: flags.temporalAddress });
   const connection = flags.temporal === false ? undefined : await connectWorker(config);
   const gpu = await createGpuWorker({ supervisor, hostId, connection, namespace: config.temporal.namespace });
   const status = supervisor.status();

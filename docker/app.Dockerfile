@@ -41,6 +41,7 @@ COPY workflows ./workflows
 COPY workers ./workers
 COPY gateway ./gateway
 COPY environments ./environments
+COPY engines ./engines
 COPY docker/images ./docker/images
 COPY docker/base-image.sh ./docker/base-image.sh
 COPY cli ./cli

@@ -132,4 +132,23 @@ describe('engine container settings', () => {
     expect(() => engineSettingsFromFlags({}, {})).toThrow(/--model-path/);
     expect(() => engineSettingsFromFlags({ tp: 'two' }, { OPENCLAW_MODEL_PATH: '/m' })).toThrow(/--tp/);
   });
+  it('gives the reference engine its token and checkpoint root, and refuses it open beyond loopback', () => {
+    const base = { kind: 'reference', modelPath: '/m', checkpointDir: '/data/checkpoints', gpus: 0 };
+    const open = engineContainerSpec(parseEngineContainerSettings(base), 'h');
+    expect(open.Env).toEqual(
+      expect.arrayContaining([
+        'OPENCLAW_ENGINE_ALLOW_NO_TOKEN=1',
+        'OPENCLAW_ENGINE_CHECKPOINT_ROOTS=/data/checkpoints',
+      ]),
+    );
+    const guarded = engineContainerSpec(
+      parseEngineContainerSettings({ ...base, bindAddress: '0.0.0.0', token: 't0ken' }),
+      'h',
+    );
+    expect(guarded.Env).toContain('OPENCLAW_ENGINE_TOKEN=t0ken');
+    expect(guarded.Env.some((e) => e.startsWith('OPENCLAW_ENGINE_ALLOW_NO_TOKEN'))).toBe(false);
+    expect(() => parseEngineContainerSettings({ ...base, bindAddress: '0.0.0.0' })).toThrow(
+      /token: publishing the reference engine on 0\.0\.0\.0 needs a token/,
+    );
+  });
 });
