@@ -13,7 +13,7 @@ import { type FSWatcher, mkdirSync, watch } from 'node:fs';
 import { link, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { DurableDirectories, syncDirectory, writeTemporary } from './durable-file.js';
+import { DirectorySyncs, DurableDirectories, writeTemporary } from './durable-file.js';
 import {
   type Claim,
   type ClaimLimit,
@@ -33,6 +33,12 @@ const TORN_AFTER_MS = 60_000;
 
 let counter = 0;
 
+/** An entry written to a temporary file (fsync'd) that is not in the outbox until it is committed. */
+export interface PreparedEntry {
+  temp: string;
+  path: string;
+}
+
 /** `<ms>-<counter>-<random>.entry`: sorts by write time, then by order within this process. */
 function entryName(createdAt: number): string {
   counter = (counter + 1) % 36 ** 6;
@@ -51,23 +57,47 @@ export class FileOutbox implements Outbox {
   /** Entries already read, by file name: a claim reads only the files that are new since the last one. */
   private readonly parsed = new Map<string, OutboxEntry>();
 
+  private readonly syncs: DirectorySyncs | null;
+
   constructor(
     readonly root: string,
     private readonly sync = true,
     private readonly clock: () => number = Date.now,
+    /** Shared with the store the outbox belongs to, so their directory fsyncs are shared too. */
+    syncs: DirectorySyncs = new DirectorySyncs(),
   ) {
     this.entriesDir = join(root, 'entries');
     this.leaseDir = join(root, 'lease');
-    this.dirs = new DurableDirectories(root, sync);
+    this.syncs = sync ? syncs : null;
+    this.dirs = new DurableDirectories(root, this.syncs);
   }
 
   async enqueue(entry: OutboxEntry): Promise<void> {
+    await this.commit(await this.prepare(entry));
+  }
+
+  /**
+   * Writes the entry's file under a temporary name the outbox ignores (it may be written while the record it
+   * names is, since it is not an entry until `commit`).
+   */
+  async prepare(entry: OutboxEntry): Promise<PreparedEntry> {
     const { position: _, ...stored } = entry;
-    await this.dirs.ensure(this.entriesDir);
     const path = join(this.entriesDir, entryName(entry.createdAt));
-    const temp = await writeTemporary(path, JSON.stringify(stored), this.sync);
-    await rename(temp, path);
-    if (this.sync) await syncDirectory(this.entriesDir);
+    const temp = await this.dirs.within(this.entriesDir, () =>
+      writeTemporary(path, JSON.stringify(stored), this.sync),
+    );
+    return { temp, path };
+  }
+
+  /** Puts a prepared entry in the outbox; durable when it resolves. */
+  async commit(prepared: PreparedEntry): Promise<void> {
+    await rename(prepared.temp, prepared.path);
+    await this.syncs?.sync(this.entriesDir);
+  }
+
+  /** Drops a prepared entry that is not to be committed. */
+  async discard(prepared: PreparedEntry): Promise<void> {
+    await rm(prepared.temp, { force: true });
   }
 
   async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<Claim> {

@@ -1,8 +1,8 @@
 import type { Dirent } from 'node:fs';
 import { link, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
-import { DurableDirectories, syncDirectory, writeTemporary } from './durable-file.js';
-import { FileOutbox } from './file-outbox.js';
+import { DirectorySyncs, DurableDirectories, writeTemporary } from './durable-file.js';
+import { FileOutbox, type PreparedEntry } from './file-outbox.js';
 import type { Outbox, OutboxEntry } from './outbox.js';
 
 /**
@@ -45,12 +45,15 @@ export interface FileSampleStoreOptions {
 /**
  * A directory of JSON files, one per key. A write goes to a temporary file that is fsync'd, then takes its
  * name (rename, or link for create-if-absent), then the directory is fsync'd: after a crash or a power loss a
- * key holds its old value or its new one, whole. A turn's record is written before its outbox entry, so a
- * crash between the two leaves a record nobody was told about (its client saw no answer and retries, which
- * adds the entry), never an entry whose record is missing.
+ * key holds its old value or its new one, whole. A turn's outbox entry takes its name only once its record is
+ * durable (its file is written beside the record's, under a name the outbox ignores), so a crash between the
+ * two leaves a record nobody was told about (its client saw no answer and retries, which adds the entry),
+ * never an entry whose record is missing. Writers share directory fsyncs (durable-file.ts).
  */
 export class FileSampleStore implements SampleStore {
   readonly outbox: FileOutbox;
+  /** Directory fsyncs, shared by this store's writers and its outbox's. */
+  readonly directorySyncs = new DirectorySyncs();
   private readonly sync: boolean;
   private readonly dirs: DurableDirectories;
 
@@ -59,8 +62,18 @@ export class FileSampleStore implements SampleStore {
     options: FileSampleStoreOptions = {},
   ) {
     this.sync = options.fsync ?? true;
-    this.dirs = new DurableDirectories(root, this.sync);
-    this.outbox = new FileOutbox(join(root, FILE_OUTBOX_DIR), this.sync);
+    const syncs = this.sync ? this.directorySyncs : null;
+    this.dirs = new DurableDirectories(root, syncs);
+    this.outbox = new FileOutbox(join(root, FILE_OUTBOX_DIR), this.sync, Date.now, this.directorySyncs);
+  }
+
+  private syncDirectory(dir: string): Promise<void> {
+    return this.sync ? this.directorySyncs.sync(dir) : Promise.resolve();
+  }
+
+  /** Writes `value` to a temporary file in its key's directory, made durable meanwhile. */
+  private writeTemporary(path: string, value: unknown): Promise<string> {
+    return this.dirs.within(dirname(path), () => writeTemporary(path, JSON.stringify(value), this.sync));
   }
 
   private path(key: string): string {
@@ -73,31 +86,58 @@ export class FileSampleStore implements SampleStore {
 
   async put(key: string, value: unknown): Promise<void> {
     const path = this.path(key);
-    const dir = dirname(path);
-    await this.dirs.ensure(dir);
-    const temp = await writeTemporary(path, JSON.stringify(value), this.sync);
+    const temp = await this.writeTemporary(path, value);
     await rename(temp, path);
-    if (this.sync) await syncDirectory(dir);
+    await this.syncDirectory(dirname(path));
   }
 
   async putIfAbsent(key: string, value: unknown, options: { outbox?: OutboxEntry } = {}): Promise<boolean> {
     const path = this.path(key);
-    const dir = dirname(path);
-    await this.dirs.ensure(dir);
-    const temp = await writeTemporary(path, JSON.stringify(value), this.sync);
+    const entry = options.outbox;
+    // The entry's file is written (and fsync'd) with the value's; it joins the outbox only after the value.
+    const [written, preparing] = await Promise.allSettled([
+      this.writeTemporary(path, value),
+      entry ? this.outbox.prepare(entry) : null,
+    ]);
+    if (written.status === 'rejected' || preparing.status === 'rejected') {
+      if (written.status === 'fulfilled') await rm(written.value, { force: true });
+      if (preparing.status === 'fulfilled' && preparing.value) await this.outbox.discard(preparing.value);
+      throw written.status === 'rejected' ? written.reason : (preparing as PromiseRejectedResult).reason;
+    }
+    const temp = written.value;
+    const prepared = preparing.value;
+    const created = await this.link(temp, path).catch(async (error: unknown) => {
+      if (prepared) await this.outbox.discard(prepared);
+      throw error;
+    });
+    if (!created) {
+      if (prepared) await this.outbox.discard(prepared);
+      return false;
+    }
+    await this.syncDirectory(dirname(path));
+    // The value is durable; only now may an entry point at it.
+    if (prepared) await this.commitEntry(prepared);
+    return true;
+  }
+
+  /** Gives `temp` the name `path` unless something has it (link() fails then: an atomic create-if-absent). */
+  private async link(temp: string, path: string): Promise<boolean> {
     try {
-      // link() fails if the target exists: an atomic create-if-absent, unlike rename().
       await link(temp, path);
+      return true;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
       throw error;
     } finally {
       await rm(temp, { force: true });
     }
-    if (this.sync) await syncDirectory(dir);
-    // The value is durable; only now may an entry point at it.
-    if (options.outbox) await this.outbox.enqueue(options.outbox);
-    return true;
+  }
+
+  private async commitEntry(prepared: PreparedEntry): Promise<void> {
+    await this.outbox.commit(prepared).catch(async (error: unknown) => {
+      await this.outbox.discard(prepared);
+      throw error;
+    });
   }
 
   async get<T = unknown>(key: string): Promise<T | undefined> {
@@ -137,7 +177,7 @@ export class FileSampleStore implements SampleStore {
   async delete(key: string): Promise<void> {
     const path = this.path(key);
     await rm(path, { force: true });
-    if (this.sync) await syncDirectory(dirname(path)).catch(ignoreMissing);
+    await this.syncDirectory(dirname(path)).catch(ignoreMissing);
   }
 }
 

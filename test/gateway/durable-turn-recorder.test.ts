@@ -4,7 +4,7 @@
 // session workflow on the real Temporal server through the outbox relay. A crash between the record and its
 // outbox entry loses nothing acknowledged.
 
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -179,31 +179,33 @@ describe('DurableTurnRecorder', () => {
   it('a crash between the record and its outbox entry: unacknowledged, and the retry delivers it', async () => {
     const sessionId = uniqueSessionId('torn');
     sessions.push(sessionId);
-    // The outbox folder cannot take a file: the record is written, its entry is not, as if the process had
-    // died between the two writes.
-    const root = join(dir, 'torn');
-    await mkdir(join(root, '.outbox'), { recursive: true });
-    await writeFile(join(root, '.outbox', 'entries'), 'not a folder');
-    const torn = new FileSampleStore(root);
+    // The entry's file is written beside the record's, but it cannot join the outbox: the record is written,
+    // its entry is not, as if the process had died between the two.
+    const torn = new FileSampleStore(join(dir, 'torn'));
+    torn.outbox.commit = async () => {
+      throw new Error('the process died here');
+    };
     const turn = draft(sessionId, [{ role: 'user', content: 'hello' }]);
     await expect(recorder(torn).record(turn)).rejects.toThrow();
     const [written] = await torn.list(`turns/${sessionId}`);
     expect(written).toBeDefined();
-    await rm(join(root, '.outbox', 'entries'));
+    expect((await torn.outbox.stats()).depth).toBe(0);
+    // The process comes back: the same folder, a new store.
+    const back = new FileSampleStore(join(dir, 'torn'));
 
     // The client saw an error and retries the same request, answered the same: the recorder finds the record
     // and queues it now.
-    const retried = await recorder(torn).record(turn);
+    const retried = await recorder(back).record(turn);
     expect(retried.duplicate).toBe(true);
     expect(turnRecordKey(retried.ref.sampleId)).toBe(written);
     const tornRelay = new OutboxRelay({
-      outbox: torn.outbox,
+      outbox: back.outbox,
       deliver: sessionDelivery(env.client),
       pollMs: 50,
     });
     tornRelay.start();
     try {
-      await outboxEmpty(torn, 20_000);
+      await outboxEmpty(back, 20_000);
     } finally {
       await tornRelay.stop();
     }
