@@ -22,6 +22,7 @@
 // p99s, ratios and differences, the durable write and the delivery lag (entry durable -> session workflow
 // accepted the signal); never passes or fails on time.
 
+import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { timedChat } from './support/chat-client.js';
 import { type BenchGateway, type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
@@ -61,6 +62,8 @@ interface Samples {
   json: number[];
   ttft: number[];
   streamTotal: number[];
+  /** Event-loop delay of this process (the gateways, relays and control workers run here) while it ran. */
+  loopDelay: RecordableHistogram;
 }
 
 const MESSAGES = [
@@ -112,13 +115,34 @@ function request(
 
 function emptySamples(): Record<Variant, Samples> {
   const samples = {} as Record<Variant, Samples>;
-  for (const v of VARIANTS) samples[v] = { json: [], ttft: [], streamTotal: [] };
+  for (const v of VARIANTS)
+    samples[v] = { json: [], ttft: [], streamTotal: [], loopDelay: createHistogram() };
   return samples;
 }
 
 const random = seededRandom(options.seed);
 const PAIRS = VARIANTS.flatMap((variant) => (['json', 'stream'] as const).map((mode) => ({ variant, mode })));
 let settledMs = 0;
+
+const LOOP_PROBE_MS = 2;
+
+/**
+ * Runs `work` while recording into `samples.loopDelay` how late a 2 ms timer fires (what perf_hooks'
+ * monitorEventLoopDelay measures, kept in a histogram that adds up over blocks).
+ */
+async function watchingLoop(samples: Samples, work: () => Promise<void>): Promise<void> {
+  let last = performance.now();
+  const probe = setInterval(() => {
+    const now = performance.now();
+    samples.loopDelay.record(Math.max(1, Math.round((now - last - LOOP_PROBE_MS) * 1e6)));
+    last = now;
+  }, LOOP_PROBE_MS);
+  try {
+    await work();
+  } finally {
+    clearInterval(probe);
+  }
+}
 
 async function one(samples: Samples, variant: Variant, mode: Mode): Promise<void> {
   const t = await request(variant, mode);
@@ -138,7 +162,7 @@ async function measureSequential(rounds: number): Promise<Record<Variant, Sample
   const samples = emptySamples();
   for (let round = 0; round < rounds; round++) {
     for (const { variant, mode } of shuffled(PAIRS, random)) {
-      await one(samples[variant], variant, mode);
+      await watchingLoop(samples[variant], () => one(samples[variant], variant, mode));
       settledMs += (await stack?.settle(options.settleMs)) ?? 0;
     }
   }
@@ -158,18 +182,46 @@ async function measureConcurrent(
   for (let round = 0; round < rounds; round++) {
     for (const { variant, mode } of shuffled(PAIRS, random)) {
       settledMs += (await stack?.settle(options.settle32Ms)) ?? 0;
-      await runConcurrently(c * perLane, c, () => one(samples[variant], variant, mode));
+      await watchingLoop(samples[variant], () =>
+        runConcurrently(c * perLane, c, () => one(samples[variant], variant, mode)),
+      );
     }
   }
   return samples;
 }
 
-/** Durable-write and delivery-lag figures gathered since the last call, per store. */
-function takeHandOff(): { store: string; write: number[]; lag: number[] }[] {
-  return (['file', 'postgres'] as const).map((name) => {
+interface HandOff {
+  store: string;
+  /** The record with its outbox entry (create-if-absent). */
+  write: number[];
+  /** The whole durable write: record, entry and reply index. */
+  record: number[];
+  /** Engine's last byte to the answer's, main turns. */
+  afterEngine: number[];
+  lag: number[];
+}
+
+/** Hand-off figures gathered since the last call, per store, and side turns' time after the engine. */
+function takeHandOff(): { lanes: HandOff[]; sideAfterEngine: number[] } {
+  const lanes = (['file', 'postgres'] as const).map((name) => {
     const lane = stack?.[name];
-    return { store: name, write: lane?.storeTimes.splice(0) ?? [], lag: lane?.lagMs.splice(0) ?? [] };
+    return {
+      store: name,
+      write: lane?.storeTimes.splice(0) ?? [],
+      record: lane?.recordMs.splice(0) ?? [],
+      afterEngine: lane?.afterEngineMs.main.splice(0) ?? [],
+      lag: lane?.lagMs.splice(0) ?? [],
+    };
   });
+  const sideAfterEngine = [
+    ...(stack?.file?.afterEngineMs.side.splice(0) ?? []),
+    ...(stack?.postgres?.afterEngineMs.side.splice(0) ?? []),
+  ];
+  return { lanes, sideAfterEngine };
+}
+
+function loopFigure(h: RecordableHistogram, q: number): string {
+  return h.count === 0 ? '-' : ms(h.percentile(q) / 1e6);
 }
 
 function report(title: string, samples: Record<Variant, Samples>): void {
@@ -218,11 +270,27 @@ function report(title: string, samples: Record<Variant, Samples>): void {
     rows,
   );
   console.log('');
-  for (const { store, write, lag } of takeHandOff())
-    console.log(
-      `${store}: durable write (turn + outbox entry) p50 ${ms(median(write))}, p99 ${ms(p99(write))} ` +
-        `(${write.length} turns); delivery lag p50 ${ms(median(lag))}, p99 ${ms(p99(lag))} (${lag.length})`,
-    );
+  printTable(
+    ['event-loop delay of the gateways process', ...VARIANTS],
+    [50, 99, 100].map((q) => [
+      q === 100 ? 'max' : `p${q}`,
+      ...VARIANTS.map((v) => loopFigure(samples[v].loopDelay, q)),
+    ]),
+  );
+  console.log('');
+  const { lanes, sideAfterEngine } = takeHandOff();
+  const pair = (values: number[]) => `${ms(median(values))} / ${ms(p99(values))}`;
+  printTable(
+    ['inside the gateway, p50 / p99', 'file', 'postgres'],
+    [
+      ['main: engine done -> answer sent', ...lanes.map((l) => pair(l.afterEngine))],
+      ['main: whole durable write (record, entry, index)', ...lanes.map((l) => pair(l.record))],
+      ['main: record + outbox entry', ...lanes.map((l) => pair(l.write))],
+      ['delivery lag (entry durable -> signal accepted)', ...lanes.map((l) => pair(l.lag))],
+      ['side: engine done -> answer sent', pair(sideAfterEngine), ''],
+    ],
+  );
+  console.log(`(${lanes.map((l) => `${l.store}: ${l.record.length} main turns`).join(', ')})`);
 }
 
 async function main(): Promise<void> {

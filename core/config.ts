@@ -167,6 +167,7 @@ const configObject = z.strictObject({
         ])
         .default(''),
       outboxLeaseMs: z.number().int().min(1000).default(10_000),
+      outboxYieldMs: z.number().int().min(0).default(2_000),
     })
     .prefault({}),
   payloads: z
@@ -792,6 +793,13 @@ export const CONFIG_OPTIONS = [
     kind: 'integer',
     description:
       "How long a relay keeps the outbox entries it claimed without renewing: a dead gateway's undelivered turns are delivered by another gateway or the control worker after this long.",
+  },
+  {
+    key: 'store.outboxYieldMs',
+    env: 'OPENCLAW_OUTBOX_YIELD_MS',
+    kind: 'integer',
+    description:
+      "How long a gateway's relay holds a recorded turn's delivery while the gateway is answering requests, so deliveries (and the workflow work they start) do not take CPU from generation; the turn is already durable, only its delivery lag grows. 0 delivers at once.",
   },
   {
     key: 'payloads.encryption',

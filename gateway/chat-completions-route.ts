@@ -130,10 +130,11 @@ function sendReplay(reply: FastifyReply, response: StoredResponse): FastifyReply
 async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): Promise<void> {
   const response = await deps.upstream.chatCompletions(turn.engineBody, turn.clientSignal);
   const raw = await deps.upstream.json(response, turn.clientSignal);
+  const engineDone = performance.now();
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw))
     throw badGateway('the policy engine returned a response that is not a JSON object', 'upstream_failed');
   const body = deps.upstream.engine.canonicalResponse(raw as Record<string, unknown>);
-  let recorded = null;
+  let recorded: Awaited<ReturnType<typeof recordMainTurn>> | null = null;
   if (turn.main) {
     const parsed = engineChatResponseSchema.safeParse(body);
     if (!parsed.success) {
@@ -152,4 +153,9 @@ async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): 
   const text = JSON.stringify(clientResponse(body, turn.wants, turn.identity.sessionId));
   await keepForReplay(turn, { status: 200, contentType: JSON_CONTENT_TYPE, body: text }, recorded);
   await reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(text);
+  deps.metrics.turnAnswered({
+    turnType: turn.main ? 'main' : 'side',
+    afterEngineMs: performance.now() - engineDone,
+    recordMs: recorded?.recordMs ?? null,
+  });
 }

@@ -81,7 +81,7 @@ export async function recordMainTurn(
   deps: ChatDeps,
   turn: ChatTurn,
   capture: TurnCapture,
-): Promise<RecordedTurn> {
+): Promise<RecordedTurn & { recordMs: number }> {
   const sessionId = turn.identity.sessionId;
   if (sessionId === null) throw new Error('recordMainTurn needs a session id');
   const captured = capture.finish();
@@ -101,6 +101,7 @@ export async function recordMainTurn(
         ),
       );
     if (policyVersion === null) throw new Error('the engine reports no weight version');
+    const recordStarted = performance.now();
     const recorded = await deps.recorder.record({
       sessionId,
       model: captured.turn.model || turn.request.model || '',
@@ -115,6 +116,7 @@ export async function recordMainTurn(
       sampling: turn.sampling.record,
       chatTemplateKwargs: turn.request.chat_template_kwargs ?? null,
     });
+    const recordMs = performance.now() - recordStarted;
     deps.metrics.turnRecorded(recorded.duplicate ? 'duplicate' : 'recorded', recorded.pairing);
     turn.log.info(
       {
@@ -126,7 +128,7 @@ export async function recordMainTurn(
       },
       'main turn recorded',
     );
-    return recorded;
+    return { ...recorded, recordMs };
   } catch (error) {
     deps.metrics.recordFailures.inc();
     turn.log.error({ err: error }, 'main turn could not be recorded');

@@ -16,7 +16,7 @@ import { type ConfiguredApiKeys, configuredApiKeys } from '../security/api-keys.
 import { engineAuthHeaders } from '../security/engine-token.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
 import { IdempotencyKeys } from './idempotency.js';
-import { GatewayMetrics } from './metrics.js';
+import { GatewayMetrics, type TurnTiming } from './metrics.js';
 import { sessionDelivery } from './outbox-delivery.js';
 import { OutboxRelay } from './outbox-relay.js';
 import { loadSamplingDefaults } from './sampling.js';
@@ -43,7 +43,9 @@ export interface GatewayDeps {
    *  responses). */
   recorder?: TurnRecorder;
   /** Relay settings (tests shorten the lease and the poll; benchmarks time deliveries). */
-  relay?: { leaseMs?: number; pollMs?: number; onDelivered?: (lagMs: number) => void };
+  relay?: { leaseMs?: number; pollMs?: number; yieldMs?: number; onDelivered?: (lagMs: number) => void };
+  /** Each answered turn's time after the engine (benchmarks; the same figures are on /metrics). */
+  onTurnTiming?: (timing: TurnTiming) => void;
   bodyLimitBytes?: number;
   upstreamTimeoutMs?: number;
   /** Default: info-level JSON logs. */
@@ -82,7 +84,8 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
   let recorder = deps.recorder;
   let relay: OutboxRelay | null = null;
   let metrics: GatewayMetrics;
-  if (recorder) metrics = new GatewayMetrics({ processMetrics: true });
+  const onTurnTiming = deps.onTurnTiming;
+  if (recorder) metrics = new GatewayMetrics({ processMetrics: true, ...(onTurnTiming && { onTurnTiming }) });
   else {
     let temporal = deps.temporal;
     if (!temporal) {
@@ -101,13 +104,20 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
       cleanups.push(() => connected.close());
       temporal = connected.client;
     }
-    metrics = new GatewayMetrics({ processMetrics: true, outbox: store.outbox });
+    metrics = new GatewayMetrics({
+      processMetrics: true,
+      outbox: store.outbox,
+      ...(onTurnTiming && { onTurnTiming }),
+    });
     const counted = metrics.relayEvents();
     const onDelivered = deps.relay?.onDelivered;
     const started = new OutboxRelay({
       outbox: store.outbox,
       deliver: sessionDelivery(temporal),
       leaseMs: deps.relay?.leaseMs ?? config.store.outboxLeaseMs,
+      // Deliveries wait while this gateway answers requests (outbox-relay.ts).
+      busy: () => metrics.chatInFlight > 0,
+      yieldMs: deps.relay?.yieldMs ?? config.store.outboxYieldMs,
       ...(deps.relay?.pollMs !== undefined && { pollMs: deps.relay.pollMs }),
       events: onDelivered
         ? {

@@ -9,6 +9,22 @@ import type { Pairing } from './turn-recorder.js';
 
 export type RecordOutcome = 'recorded' | 'duplicate';
 
+/** What the gateway did after the engine's last byte for one answered turn (benchmarks listen to these). */
+export interface TurnTiming {
+  turnType: 'main' | 'side';
+  /** From the engine's last byte (the full JSON, or `[DONE]` of a stream) to the answer's last byte written. */
+  afterEngineMs: number;
+  /** A main turn's durable write (record, outbox entry, reply index), inside `afterEngineMs`. */
+  recordMs: number | null;
+}
+
+export interface GatewayMetricsOptions {
+  processMetrics?: boolean;
+  outbox?: Outbox;
+  /** Called with each answered turn's timing, after it was observed. */
+  onTurnTiming?: (timing: TurnTiming) => void;
+}
+
 export class GatewayMetrics {
   readonly registry = new Registry();
 
@@ -117,7 +133,28 @@ export class GatewayMetrics {
     registers: [this.registry],
   });
 
-  constructor(options: { processMetrics?: boolean; outbox?: Outbox } = {}) {
+  readonly afterEngine = new Histogram({
+    name: 'openclaw_gateway_after_engine_seconds',
+    help: "From the engine's last byte to the answer's last byte, by turn type: what the gateway adds after generation (for a main turn, capture and the durable write).",
+    labelNames: ['turn_type'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  readonly recordDuration = new Histogram({
+    name: 'openclaw_gateway_record_seconds',
+    help: "A main turn's durable write: its record, its outbox entry and its reply index.",
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    registers: [this.registry],
+  });
+
+  private readonly onTurnTiming: ((timing: TurnTiming) => void) | undefined;
+
+  /** Chat completions being answered now (the outbox relay yields to them). */
+  chatInFlight = 0;
+
+  constructor(options: GatewayMetricsOptions = {}) {
+    this.onTurnTiming = options.onTurnTiming;
     if (options.processMetrics) collectDefaultMetrics({ register: this.registry });
     const outbox = options.outbox;
     if (outbox) {
@@ -177,6 +214,13 @@ export class GatewayMetrics {
       deliveryFailed: () => this.outboxDeliveryFailures.inc(),
       claimFailed: () => this.outboxClaimFailures.inc(),
     };
+  }
+
+  /** One answered turn's time after the engine (see `TurnTiming`). */
+  turnAnswered(timing: TurnTiming): void {
+    this.afterEngine.observe({ turn_type: timing.turnType }, timing.afterEngineMs / 1000);
+    if (timing.recordMs !== null) this.recordDuration.observe(timing.recordMs / 1000);
+    this.onTurnTiming?.(timing);
   }
 
   turnRecorded(outcome: RecordOutcome, pairing: Pairing): void {

@@ -8,6 +8,11 @@
 // filesystem outbox renews its lease when half of it has run; PostgreSQL renews it in full on every claim), and
 // every delivery attempt carries a deadline inside that window. A claim that fails (the store is down) is not
 // renewed, so deliveries stop before another relay may take over.
+//
+// Delivery yields to serving: each delivery costs CPU here, on the Temporal server and in the control worker,
+// which on a small machine is taken from generation. While the gateway is answering requests (`busy`), an
+// entry waits until it is not, or until it is `yieldMs` old, whichever comes first; the turn is already
+// durable, so only its delivery lag grows.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
@@ -40,8 +45,15 @@ export interface OutboxRelayOptions {
   maxBackoffMs?: number;
   /** Longest a single delivery attempt may take (default 10 s). */
   attemptTimeoutMs?: number;
+  /** Whether serving is busy now (the gateway: requests in flight); deliveries wait while it is. */
+  busy?: () => boolean;
+  /** Longest an entry waits for serving to be idle, from its `createdAt` (default 2 s; 0: never waits). */
+  yieldMs?: number;
   events?: RelayEvents;
 }
+
+/** How often a relay waiting for serving to be idle looks again. */
+const IDLE_POLL_MS = 10;
 
 interface SessionQueue {
   entries: OutboxEntry[];
@@ -63,10 +75,18 @@ export class OutboxRelay {
   private readonly initialBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly attemptTimeoutMs: number;
+  private readonly yieldMs: number;
+  /** Resolves when serving is next idle; one wait shared by every drain. */
+  private idle: Promise<void> | null = null;
   private readonly sessions = new Map<string, SessionQueue>();
   /** Positions this relay delivered lately: a claim that read one before its removal does not repeat it. */
   private readonly delivered = new Set<string>();
   private readonly drains = new Set<Promise<void>>();
+  /**
+   * performance.now() at which this relay last gave up each session's lease: a claim that began before then
+   * may return the session's entries while another relay has taken it since.
+   */
+  private readonly releasedAt = new Map<string, number>();
   private readonly stopping = new AbortController();
   private timer: NodeJS.Timeout | null = null;
   private unwatch: (() => void) | null = null;
@@ -83,6 +103,7 @@ export class OutboxRelay {
     this.initialBackoffMs = options.initialBackoffMs ?? 200;
     this.maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 10_000;
+    this.yieldMs = options.busy ? (options.yieldMs ?? 2_000) : 0;
     // Every session waiting out a backoff listens for the stop: as many as `concurrency`.
     setMaxListeners(this.concurrency + 10, this.stopping.signal);
   }
@@ -133,8 +154,10 @@ export class OutboxRelay {
       const claimedAt = performance.now();
       let claim: Claim;
       try {
+        // No more sessions than it has room to deliver: a session leased here and left waiting is one no
+        // other relay may take.
         claim = await this.outbox.claim(this.holder, this.leaseMs, {
-          sessions: this.concurrency,
+          sessions: Math.max(0, this.concurrency - this.sessions.size),
           entries: this.batch,
         });
       } catch (error) {
@@ -147,7 +170,10 @@ export class OutboxRelay {
       const held = claim.sessions === 'all' ? null : new Set(claim.sessions);
       for (const [sessionId, queue] of this.sessions)
         if (held === null || held.has(sessionId)) queue.validUntil = validUntil;
+      for (const [sessionId, at] of this.releasedAt)
+        if (at < claimedAt - this.leaseMs) this.releasedAt.delete(sessionId);
       for (const entry of claim.entries) {
+        if ((this.releasedAt.get(entry.sessionId) ?? -1) >= claimedAt) continue;
         let queue = this.sessions.get(entry.sessionId);
         // Its drain is letting go of the lease; it looks again once it has.
         if (queue?.closing) continue;
@@ -194,8 +220,10 @@ export class OutboxRelay {
     }
     queue.running = false;
     queue.closing = true;
-    if (leaseKept && !this.stopping.signal.aborted)
+    if (leaseKept && !this.stopping.signal.aborted) {
+      this.releasedAt.set(sessionId, performance.now());
       await this.outbox.release(this.holder, [sessionId]).catch(() => undefined);
+    }
     this.sessions.delete(sessionId);
     if (leaseKept) this.notify(); // entries that arrived while it was letting go
   }
@@ -208,8 +236,25 @@ export class OutboxRelay {
     }
   }
 
+  /** Waits while serving is busy, until `entry` is `yieldMs` old at most. */
+  private async yieldToServing(entry: OutboxEntry): Promise<void> {
+    const busy = this.options.busy;
+    const waitMs = entry.createdAt + this.yieldMs - Date.now();
+    if (!busy || waitMs <= 0 || !busy()) return;
+    this.idle ??= this.untilIdle(busy).finally(() => {
+      this.idle = null;
+    });
+    await Promise.race([this.idle, sleep(waitMs, undefined, { ref: false })]);
+  }
+
+  private async untilIdle(busy: () => boolean): Promise<void> {
+    while (busy() && !this.stopping.signal.aborted)
+      await sleep(IDLE_POLL_MS, undefined, { ref: false }).catch(() => undefined);
+  }
+
   /** True once delivered; false when the lease may have run out or the relay is stopping. */
   private async deliverUntilDone(entry: OutboxEntry, queue: SessionQueue): Promise<boolean> {
+    await this.yieldToServing(entry);
     let backoff = this.initialBackoffMs;
     for (;;) {
       const now = performance.now();

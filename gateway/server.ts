@@ -69,6 +69,8 @@ export interface GatewayOptions {
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
 export const DEFAULT_UPSTREAM_TIMEOUT_MS = 15 * 60 * 1000;
 
+const CHAT_ROUTE = '/v1/chat/completions';
+
 /** Routes anyone may call: liveness for orchestrators, metrics for scrapers. */
 const PUBLIC_ROUTES = new Set(['/healthz', '/metrics']);
 
@@ -157,7 +159,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
     routes.get('/v1/models', (_request, reply) => upstream.models(clientSignalOf(reply)));
 
     routes.post(
-      '/v1/chat/completions',
+      CHAT_ROUTE,
       chatCompletionsHandler(
         {
           upstream,
@@ -190,9 +192,12 @@ function observeRequest(
   reply: FastifyReply,
   startedAt: bigint,
 ): void {
+  const chat = request.routeOptions.url === CHAT_ROUTE;
   metrics.inFlight.inc();
+  if (chat) metrics.chatInFlight++;
   reply.raw.once('close', () => {
     metrics.inFlight.dec();
+    if (chat) metrics.chatInFlight--;
     const route = request.routeOptions.url ?? 'unmatched';
     const status = reply.raw.writableFinished ? String(reply.raw.statusCode) : '499';
     metrics.requests.inc({ route, status });

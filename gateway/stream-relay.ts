@@ -19,7 +19,6 @@ import { clientChunk } from './client-response.js';
 import { parseSseEvents } from './engine-stream.js';
 import { ClientGoneError } from './engine-upstream.js';
 import { badGateway, internalError, OpenAIError } from './openai-errors.js';
-import type { RecordedTurn } from './turn-recorder.js';
 
 const SSE_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
 const DONE_EVENT = 'data: [DONE]\n\n';
@@ -90,8 +89,11 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
     );
   }
 
+  const engineDone = performance.now();
+  let recordMs: number | null = null;
   try {
-    const recorded: RecordedTurn | null = turn.main ? await recordMainTurn(deps, turn, capture) : null;
+    const recorded = turn.main ? await recordMainTurn(deps, turn, capture) : null;
+    recordMs = recorded?.recordMs ?? null;
     await endSessionIfAsked(deps, turn);
     if (sent !== null)
       await keepForReplay(
@@ -103,6 +105,11 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
     return endWithError(asOpenAIError(error));
   }
   raw.end(DONE_EVENT);
+  deps.metrics.turnAnswered({
+    turnType: turn.main ? 'main' : 'side',
+    afterEngineMs: performance.now() - engineDone,
+    recordMs,
+  });
 }
 
 function parseChunk(data: string): Record<string, unknown> {

@@ -58,6 +58,10 @@ export interface BenchGateway {
   storeTimes: number[];
   /** Milliseconds from an entry being durable to its session workflow accepting it. */
   lagMs: number[];
+  /** Per answered turn: ms from the engine's last byte to the answer's, by turn type (gateway/metrics.ts). */
+  afterEngineMs: { main: number[]; side: number[] };
+  /** Per main turn: ms of the whole durable write (record, outbox entry, reply index). */
+  recordMs: number[];
 }
 
 export interface Stack {
@@ -156,7 +160,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     if (postgresServer) cleanups.push(() => postgresServer.destroy());
 
     const kind = options.engineKind ?? 'reference';
-    const model = await makeTinyModel(join(dir, 'model'), 0, kind === 'vllm' ? 64 : 16);
+    const model = await makeTinyModel(join(dir, 'model'));
     const trainer = await startReferenceEngine({ model, trainer: true });
     cleanups.push(() => trainer.stop());
     let engine: EngineProcess = trainer;
@@ -241,6 +245,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const startBenchGateway = async (laneStore: SampleStore, taskQueue: string): Promise<BenchGateway> => {
       const storeTimes: number[] = [];
       const lagMs: number[] = [];
+      const afterEngineMs = { main: [] as number[], side: [] as number[] };
+      const recordMs: number[] = [];
       // What startGateway builds by default, with the stack's store (timed) and client.
       const gateway = await startGateway(
         { ...config, gateway: { ...config.gateway, port: 0 } },
@@ -250,10 +256,14 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
           taskQueue,
           logger: false,
           relay: { onDelivered: (lag) => lagMs.push(lag) },
+          onTurnTiming: (timing) => {
+            afterEngineMs[timing.turnType].push(timing.afterEngineMs);
+            if (timing.recordMs !== null) recordMs.push(timing.recordMs);
+          },
         },
       );
       cleanups.push(() => gateway.close());
-      return { gateway, store: laneStore, storeTimes, lagMs };
+      return { gateway, store: laneStore, storeTimes, lagMs, afterEngineMs, recordMs };
     };
     const file = options.gateway ? await startBenchGateway(store, config.temporal.taskQueue) : null;
     const postgres =

@@ -54,9 +54,17 @@ const turnOf = (e: OutboxEntry) => (e.message.kind === 'turn' ? e.message.ref.tu
 function relayOf(
   store: SampleStore,
   deliver: (e: OutboxEntry) => Promise<void>,
-  options: { leaseMs?: number; concurrency?: number; outbox?: Outbox } = {},
+  options: {
+    leaseMs?: number;
+    concurrency?: number;
+    outbox?: Outbox;
+    busy?: () => boolean;
+    yieldMs?: number;
+  } = {},
 ) {
   const relay = new OutboxRelay({
+    ...(options.busy && { busy: options.busy }),
+    ...(options.yieldMs !== undefined && { yieldMs: options.yieldMs }),
     outbox: options.outbox ?? store.outbox,
     deliver,
     leaseMs: options.leaseMs ?? 2_000,
@@ -89,6 +97,26 @@ describe.each(stores)('OutboxRelay on the $name store', ({ name, make }) => {
     await outboxEmpty(store, 20_000);
     expect(failures).toBe(4);
     for (const session of ['a', 'b', 'c']) expect(delivered.get(session)).toEqual([1, 2, 3, 4, 5]);
+    await relay.stop();
+  });
+
+  it('holds a delivery while serving is busy, until serving is idle or the entry is old enough', async () => {
+    const store = await make();
+    let busy = true;
+    const delivered: string[] = [];
+    const relay = relayOf(store, async (e) => void delivered.push(e.sessionId), {
+      busy: () => busy,
+      yieldMs: 600_000,
+    });
+    await store.outbox.enqueue(entry('held', 1));
+    // Written 700 s ago: past yieldMs, so delivered however busy serving is.
+    await store.outbox.enqueue(testTurnEntry('overdue', 1, Date.now() - 700_000));
+    relay.start();
+    await expect.poll(() => delivered, { timeout: 10_000 }).toEqual(['overdue']);
+    expect(relay.activeSessions).toBe(1); // `held` is claimed and waiting
+    busy = false;
+    await outboxEmpty(store, 20_000);
+    expect(delivered).toEqual(['overdue', 'held']);
     await relay.stop();
   });
 
