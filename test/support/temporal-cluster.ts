@@ -1,17 +1,18 @@
 // The Temporal server as production runs it, for tests and benchmarks: go.temporal.io/server built from the
-// Go module proxy, on PostgreSQL from Debian running as a non-root user, both in one folder, started by
-// scripts/temporal-server.sh (`run`: the script execs the server, so the child's pid is the server's).
+// Go module proxy, on PostgreSQL from Debian (postgres-server.ts, with a password, as the server's own user),
+// both in one folder; scripts/temporal-server.sh sets up the schema and runs the server on that PostgreSQL
+// (`run` with POSTGRES_EXTERNAL=1: the script execs the server, so the child's pid is the server's).
 // Building the binaries the first time takes minutes (cached in build/temporal-server/).
 
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { chmod, mkdir, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
+import { newPostgresPassword, startPostgres } from './postgres-server.js';
 
 const run = promisify(execFile);
 const SCRIPT = fileURLToPath(new URL('../../scripts/temporal-server.sh', import.meta.url));
@@ -21,7 +22,7 @@ const PORTS_PER_SERVER = 9;
 export interface TemporalCluster {
   address: string;
   namespace: string;
-  /** The folder with PostgreSQL's data, the server's config and its log. */
+  /** The folder with the server's config and its log, and PostgreSQL's folder (`postgres`). */
   dir: string;
   /** The Temporal server process (its pid is what memory figures read). */
   readonly process: ChildProcess;
@@ -108,13 +109,21 @@ export async function startTemporalCluster(dir: string): Promise<TemporalCluster
   for (let parent = dirname(resolve(dir)); parent.startsWith(`${tmpdir()}/`); parent = dirname(parent))
     await chmod(parent, ((await stat(parent)).mode & 0o777) | 0o711);
   const port = await freePortRange(PORTS_PER_SERVER);
-  const pgPort = await freePortRange(1);
+  const postgres = await startPostgres({
+    dir: join(dir, 'postgres'),
+    user: 'temporal',
+    password: newPostgresPassword(),
+  });
   const namespace = 'default';
   const address = `127.0.0.1:${port}`;
   const env = {
     ...process.env,
     TEMPORAL_PORT: String(port),
-    POSTGRES_PORT: String(pgPort),
+    POSTGRES_EXTERNAL: '1',
+    POSTGRES_HOST: '127.0.0.1',
+    POSTGRES_PORT: String(postgres.port),
+    POSTGRES_USER: postgres.user,
+    POSTGRES_PASSWORD: postgres.password ?? '',
     TEMPORAL_LOG_LEVEL: 'error',
   };
   let errors = 0;
@@ -138,7 +147,13 @@ export async function startTemporalCluster(dir: string): Promise<TemporalCluster
     child.kill('SIGKILL');
     await exited;
   };
-  await spawnServer();
+  try {
+    await spawnServer();
+  } catch (error) {
+    await kill9();
+    await postgres.destroy();
+    throw error;
+  }
   return {
     address,
     namespace,
@@ -146,13 +161,7 @@ export async function startTemporalCluster(dir: string): Promise<TemporalCluster
     get process() {
       return child;
     },
-    postgresPid() {
-      try {
-        return Number(readFileSync(`${dir}/postgres/postmaster.pid`, 'utf8').split('\n')[0]);
-      } catch {
-        return null;
-      }
-    },
+    postgresPid: () => postgres.pid(),
     errorLines: () => errors,
     kill9,
     restart: spawnServer,
@@ -165,6 +174,7 @@ export async function startTemporalCluster(dir: string): Promise<TemporalCluster
         clearTimeout(timer);
       }
       await run('bash', [SCRIPT, 'stop', dir], { env });
+      await postgres.stop();
     },
   };
 }
