@@ -16,7 +16,7 @@ import {
   parseOutboxEntry,
 } from './outbox.js';
 import { packRecord, unpackRecord } from './packed-arrays.js';
-import type { SampleStore } from './sample-store.js';
+import type { CreateOptions, SampleStore } from './sample-store.js';
 
 /** Tables by the first part of a key; everything else is in `records`. */
 const TABLES = ['turns', 'samples', 'exclusions', 'lineage'] as const;
@@ -155,28 +155,52 @@ export class PostgresSampleStore implements SampleStore {
     );
   }
 
-  async putIfAbsent(key: string, value: unknown, options: { outbox?: OutboxEntry } = {}): Promise<boolean> {
+  async putIfAbsent(key: string, value: unknown, options: CreateOptions = {}): Promise<boolean> {
     checkKey(key);
     const { json, arrays } = packRecord(value);
     const table = tableOf(key);
-    if (!options.outbox) {
+    const entry = options.outbox;
+    const alongside = options.alongside ?? [];
+    if (!entry && alongside.length === 0) {
       const result = await this.query(
         `INSERT INTO ${table} (key, doc, arrays) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key`,
         [key, json, arrays],
       );
       return result.rowCount === 1;
     }
-    // One statement, so one transaction: the entry exists exactly when the record was created by it.
-    const entry = options.outbox;
-    const result = await this.query<{ created: string }>(
-      `WITH created AS (
-         INSERT INTO ${table} (key, doc, arrays) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key
-       ), queued AS (
+    // One statement, so one transaction and one commit: the entry and the other keys are written exactly when
+    // the value is created by it (data-modifying WITH clauses run whether the last SELECT reads them or not).
+    const values: unknown[] = [key, json, arrays];
+    const parameter = (value: unknown) => {
+      values.push(value);
+      return `$${values.length}`;
+    };
+    const clauses = [
+      `created AS (
+         INSERT INTO ${table} (key, doc, arrays) VALUES ($1, $2, $3) ON CONFLICT (key) DO NOTHING RETURNING key)`,
+    ];
+    if (entry) {
+      const [id, sessionId, message, workflow, createdAt] = entryValues(entry).map(parameter);
+      clauses.push(`queued AS (
          INSERT INTO outbox (id, session_id, message, workflow, created_at)
-         SELECT $4, $5, $6, $7, $8 FROM created ON CONFLICT (id) DO NOTHING RETURNING 1
-       )
+         SELECT ${id}::text, ${sessionId}::text, ${message}::jsonb, ${workflow}::jsonb, ${createdAt}::bigint
+         FROM created ON CONFLICT (id) DO NOTHING)`);
+    }
+    alongside.forEach((write, i) => {
+      checkKey(write.key);
+      const packed = packRecord(write.value);
+      const columns = `${parameter(write.key)}::text, ${parameter(packed.json)}::json, ${parameter(packed.arrays)}::bytea`;
+      const conflict = write.ifAbsent
+        ? 'DO NOTHING'
+        : 'DO UPDATE SET doc = EXCLUDED.doc, arrays = EXCLUDED.arrays, written_at = now()';
+      clauses.push(`alongside_${i} AS (
+         INSERT INTO ${tableOf(write.key)} (key, doc, arrays) SELECT ${columns} FROM created
+         ON CONFLICT (key) ${conflict})`);
+    });
+    const result = await this.query<{ created: string }>(
+      `WITH ${clauses.join(',\n')}
        SELECT (SELECT count(*) FROM created) AS created`,
-      [key, json, arrays, ...entryValues(entry)],
+      values,
     );
     return Number(result.rows[0]?.created) === 1;
   }

@@ -15,11 +15,11 @@ export interface SampleStore {
   put(key: string, value: unknown): Promise<void>;
   /**
    * Writes only if nothing is at `key`; returns false (and changes nothing) if something is. With `outbox`,
-   * the entry is added together with the value when the value is created: once this resolves true, both are
-   * durable; a failure may leave the value without its entry (a retry that finds the value adds it), never the
-   * entry without its value.
+   * the entry is added together with the value when the value is created, and so are the `alongside` writes:
+   * once this resolves true, all of them are durable; a failure may leave the value without some of them (a
+   * retry that finds the value writes them again), never one of them without the value.
    */
-  putIfAbsent(key: string, value: unknown, options?: { outbox?: OutboxEntry }): Promise<boolean>;
+  putIfAbsent(key: string, value: unknown, options?: CreateOptions): Promise<boolean>;
   get<T = unknown>(key: string): Promise<T | undefined>;
   /** Keys directly or indirectly under `prefix`, sorted. */
   list(prefix: string): Promise<string[]>;
@@ -28,6 +28,19 @@ export interface SampleStore {
   readonly outbox: Outbox;
   /** Releases connections; the store is not used afterwards. */
   close?(): Promise<void>;
+}
+
+/** Another key written when a value is created, after it: `ifAbsent` keeps what is already there. */
+export interface AlongsideWrite {
+  key: string;
+  value: unknown;
+  ifAbsent: boolean;
+}
+
+/** What `putIfAbsent` writes with the value when it creates it. */
+export interface CreateOptions {
+  outbox?: OutboxEntry;
+  alongside?: readonly AlongsideWrite[];
 }
 
 export function storeKey(...parts: (string | number)[]): string {
@@ -91,33 +104,45 @@ export class FileSampleStore implements SampleStore {
     await this.syncDirectory(dirname(path));
   }
 
-  async putIfAbsent(key: string, value: unknown, options: { outbox?: OutboxEntry } = {}): Promise<boolean> {
+  async putIfAbsent(key: string, value: unknown, options: CreateOptions = {}): Promise<boolean> {
     const path = this.path(key);
     const entry = options.outbox;
-    // The entry's file is written (and fsync'd) with the value's; it joins the outbox only after the value.
-    const [written, preparing] = await Promise.allSettled([
-      this.writeTemporary(path, value),
-      entry ? this.outbox.prepare(entry) : null,
-    ]);
-    if (written.status === 'rejected' || preparing.status === 'rejected') {
-      if (written.status === 'fulfilled') await rm(written.value, { force: true });
-      if (preparing.status === 'fulfilled' && preparing.value) await this.outbox.discard(preparing.value);
-      throw written.status === 'rejected' ? written.reason : (preparing as PromiseRejectedResult).reason;
+    const alongside = (options.alongside ?? []).map((write) => ({ ...write, path: this.path(write.key) }));
+    // Every file is written (and fsync'd) at once under a temporary name; the entry and the other keys take
+    // their names only once the value has its own, durably. Temporary files left over are removed at the end.
+    const temps: string[] = [];
+    const writing = <T extends string | PreparedEntry>(made: Promise<T>) =>
+      made.then((done) => {
+        temps.push(typeof done === 'string' ? done : done.temp);
+        return done;
+      });
+    try {
+      const written = await Promise.allSettled([
+        writing(this.writeTemporary(path, value)),
+        entry ? writing(this.outbox.prepare(entry)) : null,
+        ...alongside.map((write) => writing(this.writeTemporary(write.path, write.value))),
+      ]);
+      const failed = written.find((result) => result.status === 'rejected');
+      if (failed) throw (failed as PromiseRejectedResult).reason;
+      const [temp, prepared, ...others] = written.map((result) =>
+        result.status === 'fulfilled' ? result.value : null,
+      ) as [string, PreparedEntry | null, ...string[]];
+      if (!(await this.link(temp, path))) return false;
+      await this.syncDirectory(dirname(path));
+      // The value is durable; only now may anything point at it.
+      await Promise.all([
+        prepared ? this.outbox.commit(prepared) : null,
+        ...alongside.map(async (write, i) => {
+          const other = others[i] as string;
+          if (write.ifAbsent) await this.link(other, write.path);
+          else await rename(other, write.path);
+          await this.syncDirectory(dirname(write.path));
+        }),
+      ]);
+      return true;
+    } finally {
+      await Promise.all(temps.map((temp) => rm(temp, { force: true })));
     }
-    const temp = written.value;
-    const prepared = preparing.value;
-    const created = await this.link(temp, path).catch(async (error: unknown) => {
-      if (prepared) await this.outbox.discard(prepared);
-      throw error;
-    });
-    if (!created) {
-      if (prepared) await this.outbox.discard(prepared);
-      return false;
-    }
-    await this.syncDirectory(dirname(path));
-    // The value is durable; only now may an entry point at it.
-    if (prepared) await this.commitEntry(prepared);
-    return true;
   }
 
   /** Gives `temp` the name `path` unless something has it (link() fails then: an atomic create-if-absent). */
@@ -131,13 +156,6 @@ export class FileSampleStore implements SampleStore {
     } finally {
       await rm(temp, { force: true });
     }
-  }
-
-  private async commitEntry(prepared: PreparedEntry): Promise<void> {
-    await this.outbox.commit(prepared).catch(async (error: unknown) => {
-      await this.outbox.discard(prepared);
-      throw error;
-    });
   }
 
   async get<T = unknown>(key: string): Promise<T | undefined> {

@@ -2,12 +2,13 @@
 // prefix and response (create-if-absent, so several gateways and restarts agree without coordination), together
 // with its outbox entry, and indexed by its reply so that the request that keeps the reply finds it. A constant
 // number of store operations per turn, whatever the session's length: at most two reads to find the turn this
-// one continues, one create-if-absent for the record and its entry (a read and a re-queue when it was already
-// there), two index writes. Nothing here talks to Temporal: the relay delivers the entry (outbox-relay.ts).
+// one continues, and one create-if-absent that writes the record with its entry and its two index entries (a
+// read, a re-queue and the index again when it was already there). Nothing here talks to Temporal: the relay
+// delivers the entry (outbox-relay.ts).
 
 import { z } from 'zod';
 import type { OutboxEntry } from '../activities/outbox.js';
-import type { SampleStore } from '../activities/sample-store.js';
+import type { AlongsideWrite, SampleStore } from '../activities/sample-store.js';
 import { turnSampleId } from '../core/sample-id.js';
 import { type TurnRecord, turnRecordKey } from '../core/turn-record.js';
 import type { TurnPointer, TurnRef } from '../core/types.js';
@@ -73,22 +74,30 @@ export class TurnPersistence {
     const key = turnRecordKey(record.sampleId);
     if (key === null) throw new Error(`unparseable sample id ${record.sampleId}`);
 
-    let stored = record;
-    let duplicate = false;
     const entry = this.options.outboxEntry(turnRefOf(record));
-    if (!(await this.io(() => this.store.putIfAbsent(key, record, { outbox: entry })))) {
+    // A new turn's entry and index are written with its record (one transaction in PostgreSQL).
+    const created = await this.io(() =>
+      this.store.putIfAbsent(key, record, { outbox: entry, alongside: indexWrites(record, false) }),
+    );
+    if (!created) {
       // The same request answered with the same tokens (a retry with a seed, a second gateway): one turn. Its
       // entry is queued again (a record written just before a crash gets its entry this way; a turn already
       // delivered is delivered again, which the session ignores).
       const existing = await this.io(() => this.store.get<TurnRecord>(key));
       if (existing === undefined) throw new Error(`turn record ${key} vanished while it was being written`);
-      stored = existing;
-      duplicate = true;
       const again = this.options.outboxEntry(turnRefOf(existing));
       await this.io(() => this.store.outbox.enqueue(again));
+      await Promise.all(
+        indexWrites(existing, true).map((write) =>
+          this.io(async () => {
+            if (write.ifAbsent) await this.store.putIfAbsent(write.key, write.value);
+            else await this.store.put(write.key, write.value);
+          }),
+        ),
+      );
+      return { ref: turnRefOf(existing), duplicate: true, pairing: found.pairing };
     }
-    await this.index(stored, duplicate);
-    return { ref: turnRefOf(stored), duplicate, pairing: found.pairing };
+    return { ref: turnRefOf(record), duplicate: false, pairing: found.pairing };
   }
 
   /** The turn whose reply this request keeps: by reply and exact prefix, else by reply alone. */
@@ -109,28 +118,24 @@ export class TurnPersistence {
     return parsed.success ? parsed.data : null;
   }
 
-  /**
-   * Indexes the turn by its reply. The exact entry is create-if-absent (two turns with the same prefix and
-   * the same reply are interchangeable; the first stays). The reply-only entry names the latest turn with that
-   * reply, so a compacted conversation pairs with its newest turn; a duplicate only restores a missing one.
-   */
-  private async index(record: TurnRecord, duplicate: boolean): Promise<void> {
-    const keys = replyKeysOfTurn(record.prefixHash, record.response);
-    const pointer = turnPointerOf(record);
-    const replyKey = replyIndexKey(record.sessionId, keys.replyKey);
-    const continuationKey = continuationIndexKey(record.sessionId, keys.continuationKey);
-    await Promise.all([
-      this.io(() => this.store.putIfAbsent(continuationKey, pointer)),
-      this.io(async () => {
-        if (duplicate) await this.store.putIfAbsent(replyKey, pointer);
-        else await this.store.put(replyKey, pointer);
-      }),
-    ]);
-  }
-
   private io<T>(operation: () => Promise<T>): Promise<T> {
     return withRetry(operation, this.retry);
   }
+}
+
+/**
+ * The index entries of a turn, by its reply. The exact entry is create-if-absent (two turns with the same
+ * prefix and the same reply are interchangeable; the first stays). The reply-only entry names the latest turn
+ * with that reply, so a compacted conversation pairs with its newest turn; a duplicate only restores a
+ * missing one.
+ */
+function indexWrites(record: TurnRecord, duplicate: boolean): AlongsideWrite[] {
+  const keys = replyKeysOfTurn(record.prefixHash, record.response);
+  const pointer = turnPointerOf(record);
+  return [
+    { key: continuationIndexKey(record.sessionId, keys.continuationKey), value: pointer, ifAbsent: true },
+    { key: replyIndexKey(record.sessionId, keys.replyKey), value: pointer, ifAbsent: duplicate },
+  ];
 }
 
 export function turnPointerOf(record: TurnRecord): TurnPointer {

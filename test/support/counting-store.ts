@@ -1,5 +1,4 @@
-import type { OutboxEntry } from '../../activities/outbox.js';
-import { FileSampleStore } from '../../activities/sample-store.js';
+import { type CreateOptions, FileSampleStore } from '../../activities/sample-store.js';
 
 /** The real file store, counting the operations made on it (how much work a request does, not how long). */
 export class CountingStore extends FileSampleStore {
@@ -8,7 +7,7 @@ export class CountingStore extends FileSampleStore {
     this.operations++;
     return super.put(key, value);
   }
-  override putIfAbsent(key: string, value: unknown, options?: { outbox?: OutboxEntry }) {
+  override putIfAbsent(key: string, value: unknown, options?: CreateOptions) {
     this.operations++;
     return super.putIfAbsent(key, value, options);
   }
