@@ -2,6 +2,7 @@
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
 //                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
+//                                   [--patterns new,follow]
 //
 //   npm run bench:ingest
 //
@@ -33,8 +34,18 @@ import {
   ratio,
   runConcurrently,
   signedMs,
+  stringOption,
 } from './support/stats.js';
 
+type Pattern = 'new' | 'follow';
+const PATTERNS: readonly Pattern[] = ['new', 'follow'];
+/** `--patterns new,follow` (default both): the session patterns to measure, in this order. */
+const patterns = stringOption('patterns', PATTERNS.join(','))
+  .split(',')
+  .map((name) => {
+    if (!(PATTERNS as readonly string[]).includes(name)) throw new Error(`unknown pattern ${name}`);
+    return name as Pattern;
+  });
 const options = intOptions(
   {
     turns1: 40,
@@ -50,7 +61,6 @@ const options = intOptions(
   'npx tsx bench/turn-ingestion.ts [options]',
 );
 
-type Pattern = 'new' | 'follow';
 const KINDS = ['side', 'main file', 'main postgres'] as const;
 type Kind = (typeof KINDS)[number];
 
@@ -214,7 +224,7 @@ async function main(): Promise<void> {
     await runBlock('new', kind, 4, 20, warm);
   }
 
-  for (const pattern of ['new', 'follow'] as const) {
+  for (const pattern of patterns) {
     console.log(`\n### Pattern "${pattern}"\n`);
     const rows: string[][] = [];
     const handoff: string[][] = [];

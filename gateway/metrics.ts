@@ -9,6 +9,9 @@ import type { Pairing } from './turn-recorder.js';
 
 export type RecordOutcome = 'recorded' | 'duplicate';
 
+/** Seconds: from half a millisecond (a side turn) to seconds (a durable write on a busy disk). */
+const AFTER_ENGINE_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5];
+
 /** What the gateway did after the engine's last byte for one answered turn (benchmarks listen to these). */
 export interface TurnTiming {
   turnType: 'main' | 'side';
@@ -137,14 +140,14 @@ export class GatewayMetrics {
     name: 'openclaw_gateway_after_engine_seconds',
     help: "From the engine's last byte to the answer's last byte, by turn type: what the gateway adds after generation (for a main turn, capture and the durable write).",
     labelNames: ['turn_type'] as const,
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    buckets: AFTER_ENGINE_BUCKETS,
     registers: [this.registry],
   });
 
   readonly recordDuration = new Histogram({
     name: 'openclaw_gateway_record_seconds',
     help: "A main turn's durable write: its record, its outbox entry and its reply index.",
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    buckets: AFTER_ENGINE_BUCKETS,
     registers: [this.registry],
   });
 
