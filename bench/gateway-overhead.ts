@@ -2,6 +2,7 @@
 //
 //   npx tsx bench/gateway-overhead.ts [--engine reference|vllm] [--rounds1 50] [--rounds8 3] [--rounds32 3]
 //                                      [--perLane 2] [--maxTokens 16] [--settleMs 20] [--settle32Ms 300]
+//                                      [--yieldMs 0]
 //   npm run bench:gateway
 //
 // Starts a Temporal dev server, the policy engine (the reference engine with --trainer, or vLLM with the
@@ -50,6 +51,7 @@ const options = intOptions(
     seed: 1234,
     settleMs: 20,
     settle32Ms: 300,
+    yieldMs: 0,
   },
   'npx tsx bench/gateway-overhead.ts [options]',
 );
@@ -303,7 +305,13 @@ async function main(): Promise<void> {
     gateway: true,
     postgres: true,
     // Each main turn opens its own session, which stays open (no scoring runs during the measurement).
-    config: { runId: 'bench-gateway', method: 'rl', session: { idleTimeoutMs: 3_600_000 } },
+    config: {
+      runId: 'bench-gateway',
+      method: 'rl',
+      session: { idleTimeoutMs: 3_600_000 },
+      // How long the gateways' relays hold deliveries while they answer (store.outboxYieldMs).
+      store: { outboxYieldMs: options.yieldMs },
+    },
   });
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   console.log(
@@ -311,7 +319,8 @@ async function main(): Promise<void> {
       `concurrency 1: ${options.rounds1} rounds; concurrency 8: ${options.rounds8} rounds x ` +
       `${8 * options.perLane} requests per block; concurrency 32: ${options.rounds32} rounds x ` +
       `${32 * options.perLane} requests per block; settle: outboxes empty and control workers idle ` +
-      `${options.settleMs} ms before each c1 request, ${options.settle32Ms} ms before each block`,
+      `${options.settleMs} ms before each c1 request, ${options.settle32Ms} ms before each block; relays yield ` +
+      `${options.yieldMs} ms to serving`,
   );
 
   // Same output on every path (same seed), so every path does the same engine work.

@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
 //                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
-//                                   [--patterns new,follow]
+//                                   [--patterns new,follow] [--yieldMs 0]
 //
 //   npm run bench:ingest
 //
@@ -57,6 +57,7 @@ const options = intOptions(
     maxTokens: 1,
     settleMs: 300,
     settleCapMs: 20_000,
+    yieldMs: 0,
   },
   'npx tsx bench/turn-ingestion.ts [options]',
 );
@@ -201,6 +202,8 @@ async function main(): Promise<void> {
       judge: { votes: 1 },
       training: { batchSize: 4096 },
       session: { idleTimeoutMs: 3_600_000 },
+      // How long the gateways' relays hold deliveries while they answer (store.outboxYieldMs).
+      store: { outboxYieldMs: options.yieldMs },
     },
   });
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -212,7 +215,8 @@ async function main(): Promise<void> {
   console.log(
     `parameters: non-streaming, max_tokens ${options.maxTokens}; turns per block ` +
       `${levels.map(([c, n]) => `c${c}: ${n}`).join(', ')}; ${options.rounds} rounds of (side, main file, ` +
-      `main postgres) blocks; follow pattern: ${options.sessionTurns} turns per session; each block starts ` +
+      `main postgres) blocks; follow pattern: ${options.sessionTurns} turns per session; relays yield ` +
+      `${options.yieldMs} ms to serving; each block starts ` +
       `once the outboxes are empty and the workers idle ${options.settleMs} ms (waiting at most ` +
       `${options.settleCapMs} ms)`,
   );
