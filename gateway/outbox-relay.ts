@@ -9,7 +9,7 @@
 // every delivery attempt carries a deadline inside that window. A claim that fails (the store is down) is not
 // renewed, so deliveries stop before another relay may take over.
 //
-// Delivery yields to serving: each delivery costs CPU here, on the Temporal server and in the control worker,
+// Delivery may yield to serving: each delivery costs CPU here, on the Temporal server and in the control worker,
 // which on a small machine is taken from generation. With `yieldMs`, while the gateway is answering requests
 // (`busy`), an entry waits until it is not, or until it is `yieldMs` old, whichever comes first; the turn is
 // already durable, so only its delivery lag grows. That helps bursts with idle gaps between them; under steady
