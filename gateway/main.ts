@@ -116,7 +116,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
       deliver: sessionDelivery(temporal),
       leaseMs: deps.relay?.leaseMs ?? config.store.outboxLeaseMs,
       // Deliveries wait while this gateway answers requests (outbox-relay.ts).
-      busy: () => metrics.chatInFlight > 0,
+      servingIdleMs: () => metrics.chatIdleMs(),
       yieldMs: deps.relay?.yieldMs ?? config.store.outboxYieldMs,
       ...(deps.relay?.pollMs !== undefined && { pollMs: deps.relay.pollMs }),
       events: onDelivered

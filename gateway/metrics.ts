@@ -153,8 +153,23 @@ export class GatewayMetrics {
 
   private readonly onTurnTiming: ((timing: TurnTiming) => void) | undefined;
 
-  /** Chat completions being answered now (the outbox relay yields to them). */
-  chatInFlight = 0;
+  /** Chat completions being answered now (the outbox relay may yield to them). */
+  private chatInFlight = 0;
+  /** performance.now() when the last chat completion ended. */
+  private chatIdleSince = performance.now();
+
+  chatStarted(): void {
+    this.chatInFlight++;
+  }
+
+  chatEnded(): void {
+    if (--this.chatInFlight === 0) this.chatIdleSince = performance.now();
+  }
+
+  /** How long no chat completion has been in flight, ms; 0 while one is. */
+  chatIdleMs(): number {
+    return this.chatInFlight > 0 ? 0 : performance.now() - this.chatIdleSince;
+  }
 
   constructor(options: GatewayMetricsOptions = {}) {
     this.onTurnTiming = options.onTurnTiming;

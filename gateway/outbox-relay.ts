@@ -10,10 +10,10 @@
 // renewed, so deliveries stop before another relay may take over.
 //
 // Delivery may yield to serving: each delivery costs CPU here, on the Temporal server and in the control worker,
-// which on a small machine is taken from generation. With `yieldMs`, while the gateway is answering requests
-// (`busy`), an entry waits until it is not, or until it is `yieldMs` old, whichever comes first; the turn is
-// already durable, so only its delivery lag grows. That helps bursts with idle gaps between them; under steady
-// load the held deliveries only bunch up, so it is off by default.
+// which on a small machine is taken from generation. With `yieldMs`, while the gateway is answering requests,
+// an entry waits until serving has been idle for QUIET_MS, or until it is `yieldMs` old, whichever comes first;
+// the turn is already durable, so only its delivery lag grows. A moment between two back-to-back requests is not
+// idle: were it, every held delivery would start at once, just as the next request does.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
@@ -46,8 +46,8 @@ export interface OutboxRelayOptions {
   maxBackoffMs?: number;
   /** Longest a single delivery attempt may take (default 10 s). */
   attemptTimeoutMs?: number;
-  /** Whether serving is busy now (the gateway: requests in flight); deliveries wait while it is. */
-  busy?: () => boolean;
+  /** How long serving has been idle, ms (0 while the gateway answers a request); deliveries may wait for it. */
+  servingIdleMs?: () => number;
   /** Longest an entry waits for serving to be idle, from its `createdAt` (default 0: never waits). */
   yieldMs?: number;
   events?: RelayEvents;
@@ -55,6 +55,8 @@ export interface OutboxRelayOptions {
 
 /** How often a relay waiting for serving to be idle looks again. */
 const IDLE_POLL_MS = 10;
+/** Serving counts as idle once it has answered nothing for this long. */
+const QUIET_MS = 50;
 
 interface SessionQueue {
   entries: OutboxEntry[];
@@ -104,7 +106,7 @@ export class OutboxRelay {
     this.initialBackoffMs = options.initialBackoffMs ?? 200;
     this.maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 10_000;
-    this.yieldMs = options.busy ? (options.yieldMs ?? 0) : 0;
+    this.yieldMs = options.servingIdleMs ? (options.yieldMs ?? 0) : 0;
     // Every session waiting out a backoff listens for the stop: as many as `concurrency`.
     setMaxListeners(this.concurrency + 10, this.stopping.signal);
   }
@@ -237,20 +239,20 @@ export class OutboxRelay {
     }
   }
 
-  /** Waits while serving is busy, until `entry` is `yieldMs` old at most. */
+  /** Waits until serving is idle, or until `entry` is `yieldMs` old. */
   private async yieldToServing(entry: OutboxEntry): Promise<void> {
-    const busy = this.options.busy;
+    const idleMs = this.options.servingIdleMs;
     const waitMs = entry.createdAt + this.yieldMs - Date.now();
-    if (!busy || waitMs <= 0 || !busy()) return;
-    this.idle ??= this.untilIdle(busy).finally(() => {
+    if (!idleMs || waitMs <= 0 || idleMs() >= QUIET_MS) return;
+    this.idle ??= this.untilIdle(idleMs).finally(() => {
       this.idle = null;
     });
     await Promise.race([this.idle, sleep(waitMs, undefined, { ref: false })]);
   }
 
-  private async untilIdle(busy: () => boolean): Promise<void> {
-    while (busy() && !this.stopping.signal.aborted)
-      await sleep(IDLE_POLL_MS, undefined, { ref: false }).catch(() => undefined);
+  private async untilIdle(idleMs: () => number): Promise<void> {
+    for (let idle = idleMs(); idle < QUIET_MS && !this.stopping.signal.aborted; idle = idleMs())
+      await sleep(Math.max(IDLE_POLL_MS, QUIET_MS - idle), undefined, { ref: false });
   }
 
   /** True once delivered; false when the lease may have run out or the relay is stopping. */

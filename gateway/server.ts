@@ -194,10 +194,10 @@ function observeRequest(
 ): void {
   const chat = request.routeOptions.url === CHAT_ROUTE;
   metrics.inFlight.inc();
-  if (chat) metrics.chatInFlight++;
+  if (chat) metrics.chatStarted();
   reply.raw.once('close', () => {
     metrics.inFlight.dec();
-    if (chat) metrics.chatInFlight--;
+    if (chat) metrics.chatEnded();
     const route = request.routeOptions.url ?? 'unmatched';
     const status = reply.raw.writableFinished ? String(reply.raw.statusCode) : '499';
     metrics.requests.inc({ route, status });

@@ -58,12 +58,12 @@ function relayOf(
     leaseMs?: number;
     concurrency?: number;
     outbox?: Outbox;
-    busy?: () => boolean;
+    servingIdleMs?: () => number;
     yieldMs?: number;
   } = {},
 ) {
   const relay = new OutboxRelay({
-    ...(options.busy && { busy: options.busy }),
+    ...(options.servingIdleMs && { servingIdleMs: options.servingIdleMs }),
     ...(options.yieldMs !== undefined && { yieldMs: options.yieldMs }),
     outbox: options.outbox ?? store.outbox,
     deliver,
@@ -105,7 +105,8 @@ describe.each(stores)('OutboxRelay on the $name store', ({ name, make }) => {
     let busy = true;
     const delivered: string[] = [];
     const relay = relayOf(store, async (e) => void delivered.push(e.sessionId), {
-      busy: () => busy,
+      // Answering requests without a pause, then idle for good.
+      servingIdleMs: () => (busy ? 0 : 60_000),
       yieldMs: 600_000,
     });
     await store.outbox.enqueue(entry('held', 1));
