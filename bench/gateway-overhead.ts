@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/gateway-overhead.ts [--engine reference|vllm] [--rounds1 50] [--rounds8 3] [--rounds32 3]
 //                                      [--perLane 2] [--maxTokens 16] [--settleMs 20] [--settle32Ms 300]
-//                                      [--yieldMs 0]
+//                                      [--yieldMs 2000]
 //   npm run bench:gateway
 //
 // Starts a Temporal dev server, the policy engine (the reference engine with --trainer, or vLLM with the
@@ -51,7 +51,7 @@ const options = intOptions(
     seed: 1234,
     settleMs: 20,
     settle32Ms: 300,
-    yieldMs: 0,
+    yieldMs: 2_000,
   },
   'npx tsx bench/gateway-overhead.ts [options]',
 );

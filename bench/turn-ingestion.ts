@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
 //                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
-//                                   [--patterns new,follow] [--yieldMs 0]
+//                                   [--patterns new,follow] [--yieldMs 2000]
 //
 //   npm run bench:ingest
 //
@@ -57,7 +57,7 @@ const options = intOptions(
     maxTokens: 1,
     settleMs: 300,
     settleCapMs: 20_000,
-    yieldMs: 0,
+    yieldMs: 2_000,
   },
   'npx tsx bench/turn-ingestion.ts [options]',
 );

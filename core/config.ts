@@ -167,7 +167,7 @@ const configObject = z.strictObject({
         ])
         .default(''),
       outboxLeaseMs: z.number().int().min(1000).default(10_000),
-      outboxYieldMs: z.number().int().min(0).default(0),
+      outboxYieldMs: z.number().int().min(0).default(2_000),
     })
     .prefault({}),
   payloads: z
@@ -799,7 +799,7 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_OUTBOX_YIELD_MS',
     kind: 'integer',
     description:
-      "How long a gateway's relay may hold a recorded turn's delivery while the gateway is answering requests, so deliveries (and the workflow work they start) do not take CPU from generation during a burst; the turn is already durable, only its delivery lag grows. 0 (the default) delivers at once: under steady load held deliveries only bunch up (docs/benchmarks.md).",
+      "How long a gateway's relay may hold a recorded turn's delivery while the gateway is answering requests (until it has been idle 50 ms), so deliveries and the workflow work they start do not take CPU from generation and from the durable writes; the turn is already durable, only its delivery lag grows. 0 delivers at once.",
   },
   {
     key: 'payloads.encryption',

@@ -48,7 +48,7 @@ export interface OutboxRelayOptions {
   attemptTimeoutMs?: number;
   /** How long serving has been idle, ms (0 while the gateway answers a request); deliveries may wait for it. */
   servingIdleMs?: () => number;
-  /** Longest an entry waits for serving to be idle, from its `createdAt` (default 0: never waits). */
+  /** Longest an entry waits for serving to be idle, from its `createdAt` (default 2 s; 0: never waits). */
   yieldMs?: number;
   events?: RelayEvents;
 }
@@ -106,7 +106,7 @@ export class OutboxRelay {
     this.initialBackoffMs = options.initialBackoffMs ?? 200;
     this.maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 10_000;
-    this.yieldMs = options.servingIdleMs ? (options.yieldMs ?? 0) : 0;
+    this.yieldMs = options.servingIdleMs ? (options.yieldMs ?? 2_000) : 0;
     // Every session waiting out a backoff listens for the stop: as many as `concurrency`.
     setMaxListeners(this.concurrency + 10, this.stopping.signal);
   }
