@@ -175,22 +175,29 @@ export class OutboxRelay {
         if (held === null || held.has(sessionId)) queue.validUntil = validUntil;
       for (const [sessionId, at] of this.releasedAt)
         if (at < claimedAt - this.leaseMs) this.releasedAt.delete(sessionId);
+      // Entries delivered whose removal failed (the store was down): removed again, not delivered again.
+      const leftovers: OutboxEntry[] = [];
       for (const entry of claim.entries) {
         if ((this.releasedAt.get(entry.sessionId) ?? -1) >= claimedAt) continue;
+        const position = positionOf(entry);
+        if (this.delivered.has(position)) {
+          leftovers.push(entry);
+          continue;
+        }
         let queue = this.sessions.get(entry.sessionId);
         // Its drain is letting go of the lease; it looks again once it has.
         if (queue?.closing) continue;
+        if (queue?.seen.has(position)) continue;
+        // A queue only with an entry to deliver: an empty one would never be drained, and would hold its place.
         if (!queue) {
           queue = { entries: [], seen: new Set(), validUntil, closing: false, running: false };
           this.sessions.set(entry.sessionId, queue);
         }
-        queue.validUntil = validUntil;
-        const position = positionOf(entry);
-        if (queue.seen.has(position) || this.delivered.has(position)) continue;
         queue.seen.add(position);
         queue.entries.push(entry);
       }
       this.startDrains();
+      if (leftovers.length > 0) await this.outbox.remove(leftovers).catch(() => undefined);
     } while (this.tickAgain && !this.stopping.signal.aborted);
   }
 
