@@ -121,6 +121,36 @@ describe.each(stores)('OutboxRelay on the $name store', ({ name, make }) => {
     await relay.stop();
   });
 
+  it('an entry whose removal failed is removed later, not delivered again, and holds no place', async () => {
+    const store = await make();
+    let failedRemovals = 0;
+    const flaky: Outbox = {
+      enqueue: (e) => store.outbox.enqueue(e),
+      claim: (holder, leaseMs, limit) => store.outbox.claim(holder, leaseMs, limit),
+      release: (h, s) => store.outbox.release(h, s),
+      stats: () => store.outbox.stats(),
+      remove: async (e) => {
+        if (failedRemovals++ === 0) throw new Error('the store is down');
+        await store.outbox.remove(e);
+      },
+    };
+    const delivered: string[] = [];
+    // One session at a time: a place kept by `a` after its delivery would keep `b` out.
+    const relay = relayOf(store, async (e) => void delivered.push(`${e.sessionId}:${turnOf(e)}`), {
+      outbox: flaky,
+      concurrency: 1,
+    });
+    await store.outbox.enqueue(entry('a', 1));
+    relay.start();
+    await outboxEmpty(store, 20_000);
+    await store.outbox.enqueue(entry('b', 1));
+    relay.notify();
+    await outboxEmpty(store, 20_000);
+    expect(delivered).toEqual(['a:1', 'b:1']);
+    expect(failedRemovals).toBeGreaterThanOrEqual(2);
+    await relay.stop();
+  });
+
   it('three relays on one outbox: each entry delivered, never one session by two relays at once', async () => {
     const store = await make();
     const sessions = Array.from({ length: 12 }, (_, i) => `s${i}`);
