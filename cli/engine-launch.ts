@@ -6,7 +6,8 @@ import type { OpenClawConfig } from '../core/config.js';
 import { runRecordKey } from '../core/training-keys.js';
 import { createEngineAdapter, withEngineAuth } from '../engines/engine-adapters.js';
 import { splitArgs } from '../engines/vllm-server-args.js';
-import { engineAccessEnv } from '../security/engine-token.js';
+import { engineAccessEnv, engineToken } from '../security/engine-token.js';
+import { isLoopbackHost } from '../security/loopback-host.js';
 import {
   type EngineProcess,
   makeTinyModel,
@@ -131,6 +132,12 @@ export async function launchEngine(
     if (config.engine.kind === 'reference') {
       processes.push(await startReferenceAt(config, config.engine.url, model, log));
     } else {
+      const token = engineToken(config);
+      // The reference engine refuses this itself; vLLM would serve anyone who reaches it.
+      if (!token && !config.engine.allowNoToken && !isLoopbackHost(host))
+        throw new Error(
+          `refusing to start vLLM on ${host} without a token: set engine.token (OPENCLAW_ENGINE_TOKEN or OPENCLAW_ENGINE_TOKEN_FILE), listen on 127.0.0.1, or set engine.allowNoToken if the network is yours alone`,
+        );
       ensureVllmInstalled(log);
       if (config.trainer.backend === 'reference') {
         const trainer = await startTrainerBeside(config, model, log);
@@ -145,6 +152,7 @@ export async function launchEngine(
           port,
           device: config.engine.device,
           extraArgs: splitArgs(config.engine.args),
+          apiKey: token,
           onLine: log,
         }),
       );
