@@ -121,6 +121,16 @@ export async function launchEngine(
   options: LaunchOptions = {},
 ): Promise<LaunchedEngine> {
   const { host, port } = hostAndPort(config.engine.url, 30000);
+  // The reference engine refuses this itself; vLLM would serve anyone who reaches it.
+  if (
+    config.engine.kind === 'vllm' &&
+    !engineToken(config) &&
+    !config.engine.allowNoToken &&
+    !isLoopbackHost(host)
+  )
+    throw new Error(
+      `refusing to start vLLM on ${host} without a token: set engine.token (OPENCLAW_ENGINE_TOKEN or OPENCLAW_ENGINE_TOKEN_FILE), listen on 127.0.0.1, or set engine.allowNoToken if the network is yours alone`,
+    );
   const model = await resolveModel(config);
   const processes: EngineProcess[] = [];
   let trainerUrl: string | null = null;
@@ -132,12 +142,6 @@ export async function launchEngine(
     if (config.engine.kind === 'reference') {
       processes.push(await startReferenceAt(config, config.engine.url, model, log));
     } else {
-      const token = engineToken(config);
-      // The reference engine refuses this itself; vLLM would serve anyone who reaches it.
-      if (!token && !config.engine.allowNoToken && !isLoopbackHost(host))
-        throw new Error(
-          `refusing to start vLLM on ${host} without a token: set engine.token (OPENCLAW_ENGINE_TOKEN or OPENCLAW_ENGINE_TOKEN_FILE), listen on 127.0.0.1, or set engine.allowNoToken if the network is yours alone`,
-        );
       ensureVllmInstalled(log);
       if (config.trainer.backend === 'reference') {
         const trainer = await startTrainerBeside(config, model, log);
@@ -152,7 +156,7 @@ export async function launchEngine(
           port,
           device: config.engine.device,
           extraArgs: splitArgs(config.engine.args),
-          apiKey: token,
+          apiKey: engineToken(config),
           onLine: log,
         }),
       );
