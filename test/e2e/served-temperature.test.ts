@@ -12,22 +12,19 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig } from '../../core/config.js';
 import { sampleKey, type TurnRecord, teacherKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
-import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
-import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { lineageQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { startControlStack, untilTrainingStatus } from '../support/control-stack.js';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { startTranscriptJudge, type TranscriptJudge } from '../support/transcript-judge-server.js';
@@ -101,20 +98,16 @@ describe('the served temperature, from the gateway to the trained sample', () =>
     );
     if (!loaded.ok) throw new Error(loaded.error);
     const config = loaded.config;
-    const store = new FileSampleStore(join(config.dataDir, 'store'));
-    const worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
-    const running = worker.run();
-    let gateway: RunningGateway | undefined;
+    const stack = await startControlStack(config, env);
     try {
-      gateway = await startGateway(config, { temporal: env.client, logger: false });
-      const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const { store } = stack;
       const chat = async (
         session: string,
         messages: ChatCompletionMessageParam[],
         sampling: { temperature?: number },
         done = false,
       ) => {
-        const response = await client.chat.completions.create(
+        const response = await stack.openai.chat.completions.create(
           { model: 'tiny', messages, max_tokens: 6, seed: messages.length, ...sampling },
           { headers: { 'X-Session-Id': session, ...(done && { 'X-Session-Done': 'true' }) } },
         );
@@ -155,14 +148,8 @@ describe('the served temperature, from the gateway to the trained sample', () =>
       expect(hotTurn.sampling?.temperature).toBe(T);
       expect(plainTurn.sampling?.temperature).toBe(MODEL_DEFAULT_T);
 
+      await untilTrainingStatus(env.client, config.runId, (status) => status.stepsCompleted >= 1);
       const training = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
-      const deadline = Date.now() + 90_000;
-      for (;;) {
-        const status = await training.query(trainingStatusQuery).catch(() => null);
-        if (status && status.stepsCompleted >= 1) break;
-        if (Date.now() > deadline) throw new Error(`no epoch trained: ${JSON.stringify(status)}`);
-        await new Promise((resolve) => setTimeout(resolve, 300));
-      }
       const [epoch] = await training.query(lineageQuery);
       expect([...(epoch?.sampleIds ?? [])].sort()).toEqual([hotTurn.sampleId, plainTurn.sampleId].sort());
       expect(judge.unexpected).toEqual([]);
@@ -189,9 +176,7 @@ describe('the served temperature, from the gateway to the trained sample', () =>
       // served ones: mean |log π_θ − log π_served| over the batch, i.e. an importance ratio of 1.
       expect(epoch?.metrics.train_rollout_logprob_abs_diff).toBeLessThan(1e-4);
     } finally {
-      await gateway?.close();
-      worker.shutdown();
-      await running.catch(() => undefined);
+      await stack.close();
     }
   }, 150_000);
 });
