@@ -9,10 +9,12 @@ import { type CliProcess, freePortPair, startCli } from '../support/cli-process.
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {
   createOpenClawHome,
+  expectExactIds,
   OPENCLAW_PLUGIN_DIR,
   type OpenClawHome,
   openclawInstalled,
 } from '../support/openclaw-agent.js';
+import { waitFor } from '../support/wait-for.js';
 
 // A new user's path, end to end: `openclaw-rl dev` on its default model, and the real OpenClaw agent (npm
 // `openclaw`, installed by scripts/openclaw-setup.sh) pointed at its gateway, once without the plugin and once
@@ -106,25 +108,6 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     return new Set(keys.map((key) => decodeURIComponent(key.split('/')[1] ?? '')));
   }
 
-  /**
-   * The record's prompt ids are exactly the engine's tokenization of its messages and the tools it offered
-   * (`onlyTool`: a named tool_choice offers only that tool, as SGLang does).
-   */
-  async function expectExactIds(record: TurnRecord, onlyTool?: string): Promise<void> {
-    const tools = (record.tools as { function: { name: string } }[] | null)?.filter(
-      (tool) => onlyTool === undefined || tool.function.name === onlyTool,
-    );
-    const response = await fetch(`${engineUrl}/v1/tokenize`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ messages: record.messages, tools }),
-    });
-    const { tokens } = (await response.json()) as { tokens: number[] };
-    expect(record.promptIds).toEqual(tokens);
-    expect(record.responseIds.length).toBeGreaterThan(0);
-    expect(record.responseLogProbs).toHaveLength(record.responseIds.length);
-  }
-
   async function timed(label: string, home: OpenClawHome, sessionId: string, message: string) {
     const run = await home.agent(sessionId, message);
     timings.push({ label, ms: run.meta.durationMs });
@@ -147,7 +130,7 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     expect(session).not.toContain('plain-1');
     const turns = await turnsOf(session);
     expect(turns.map((t) => t.turn)).toEqual([1, 2, 3]);
-    for (const turn of turns) await expectExactIds(turn);
+    for (const turn of turns) await expectExactIds(engineUrl, turn);
     // Each turn carries the whole conversation so far (OpenClaw adds a user-role context message to each call).
     expect(turns.map((t) => t.messages.filter((m) => m.role === 'assistant').length)).toEqual([0, 1, 2]);
   }, 900_000);
@@ -160,7 +143,7 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     // Each user turn is two model calls: the forced `ls` call, then a reply that sees the tool's result.
     expect(turns.map((t) => t.turn)).toEqual([1, 2, 3, 4, 5, 6]);
     for (const [index, turn] of turns.entries()) {
-      await expectExactIds(turn, 'ls');
+      await expectExactIds(engineUrl, turn, 'ls');
       if (index % 2 === 0) {
         const calls = turn.response.toolCalls as { function: { name: string } }[] | null;
         expect(calls?.map((c) => c.function.name)).toEqual(['ls']);
@@ -217,11 +200,3 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     expect(turn?.policyVersion).toBeGreaterThanOrEqual(1);
   }, 900_000);
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}
