@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { exclusionKey, sampleKey, type TurnRecord } from '../../core/turn-record.js';
-import { type CliProcess, freePort, freePortPair, startCli } from '../support/cli-process.js';
+import { type CliProcess, freePortPair, startCli } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { type GatewayReading, readGateway } from '../support/gateway-metrics.js';
 import {
@@ -92,7 +92,8 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
       home = await createOpenClawHome(
         join(dir, 'openclaw'),
         { baseUrl: gatewayUrl, apiKey: API_KEY },
-        { port: await freePort(), token: 'openclaw-daemon-e2e-token' },
+        // The daemon also listens on port + 2 (its browser control service).
+        { port: await freePortPair(2), token: 'openclaw-daemon-e2e-token' },
       );
       await home.cli(['plugins', 'install', '--force', '--accept-capabilities', OPENCLAW_PLUGIN_DIR]);
       await home.configure({
