@@ -2,18 +2,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
+import type { FileSampleStore } from '../../activities/sample-store.js';
 import { exclusionKey, sampleKey, type TurnRecord } from '../../core/turn-record.js';
 import { sessionDoneRequest } from '../../openclaw-plugin/index.js';
-import { type CliProcess, freePortPair, startCli } from '../support/cli-process.js';
+import type { CliProcess } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {
   createOpenClawHome,
   expectExactIds,
   OPENCLAW_PLUGIN_DIR,
   type OpenClawHome,
-  openclawInstalled,
+  requireOpenClaw,
 } from '../support/openclaw-agent.js';
+import { startDevStack } from '../support/openclaw-dev-stack.js';
 import { waitFor } from '../support/wait-for.js';
 
 // A new user's path, end to end: `openclaw-rl dev` on its default model, and the real OpenClaw agent (npm
@@ -35,35 +36,12 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
   const timings: { label: string; ms: number }[] = [];
 
   beforeAll(async () => {
-    if (!openclawInstalled())
-      throw new Error(
-        'the OpenClaw agent is not installed: run `bash scripts/openclaw-setup.sh` (npm run setup does)',
-      );
+    requireOpenClaw();
     dir = await mkdtemp(join(tmpdir(), 'openclaw-e2e-'));
     judge = await startFakeJudge();
-    const temporalPort = await freePortPair(1000);
-    const enginePort = await freePortPair(1); // the engine, and the frozen judge engine `dev` starts beside it
-    const gatewayPort = await freePortPair(0);
-    engineUrl = `http://127.0.0.1:${enginePort}`;
-    dev = startCli(
-      'dev',
-      ['dev'],
-      {
-        OPENCLAW_DATA_DIR: join(dir, 'data'),
-        OPENCLAW_GATEWAY_PORT: String(gatewayPort),
-        OPENCLAW_ENGINE_URL: engineUrl,
-        TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
-        OPENCLAW_JUDGE_URL: judge.url,
-        OPENCLAW_METHOD: 'rl',
-        OPENCLAW_BATCH_SIZE: String(BATCH),
-        OPENCLAW_API_KEYS: API_KEY,
-      },
-      join(dir, 'dev.log'),
-    );
-    const line = await dev.waitForLine(/^gateway http/, 300_000);
-    gatewayUrl = line.replace(/^gateway /, '');
-    await dev.waitForLine(/^ready$/, 60_000);
-    store = new FileSampleStore(join(dir, 'data', 'store'));
+    const stack = await startDevStack(dir, { judgeUrl: judge.url, apiKey: API_KEY, batchSize: BATCH });
+    ({ dev, engineUrl, gatewayUrl, store } = stack);
+    await stack.ready();
 
     plain = await createOpenClawHome(join(dir, 'plain'), { baseUrl: gatewayUrl, apiKey: API_KEY });
     withPlugin = await createOpenClawHome(join(dir, 'plugin'), { baseUrl: gatewayUrl, apiKey: API_KEY });

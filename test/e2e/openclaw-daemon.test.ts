@@ -3,9 +3,9 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { FileSampleStore } from '../../activities/sample-store.js';
+import type { FileSampleStore } from '../../activities/sample-store.js';
 import { exclusionKey, sampleKey, type TurnRecord } from '../../core/turn-record.js';
-import { type CliProcess, freePortPair, startCli } from '../support/cli-process.js';
+import { type CliProcess, freePortPair } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { type GatewayReading, readGateway } from '../support/gateway-metrics.js';
 import {
@@ -13,8 +13,9 @@ import {
   expectExactIds,
   OPENCLAW_PLUGIN_DIR,
   type OpenClawHome,
-  openclawInstalled,
+  requireOpenClaw,
 } from '../support/openclaw-agent.js';
+import { startDevStack } from '../support/openclaw-dev-stack.js';
 import { recordedTurns } from '../support/turn-lookup.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -60,33 +61,12 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
   const timings: TurnTiming[] = [];
 
   beforeAll(async () => {
-    if (!openclawInstalled())
-      throw new Error(
-        'the OpenClaw agent is not installed: run `bash scripts/openclaw-setup.sh` (npm run setup does)',
-      );
+    requireOpenClaw();
     dir = await mkdtemp(join(tmpdir(), 'openclaw-daemon-e2e-'));
     judge = await startFakeJudge();
-    const temporalPort = await freePortPair(1000);
-    const enginePort = await freePortPair(1); // the engine, and the frozen judge engine `dev` starts beside it
-    const gatewayPort = await freePortPair(0);
-    engineUrl = `http://127.0.0.1:${enginePort}`;
-    gatewayUrl = `http://127.0.0.1:${gatewayPort}/v1`;
-    dev = startCli(
-      'dev',
-      ['dev'],
-      {
-        OPENCLAW_DATA_DIR: join(dir, 'data'),
-        OPENCLAW_GATEWAY_PORT: String(gatewayPort),
-        OPENCLAW_ENGINE_URL: engineUrl,
-        TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
-        OPENCLAW_JUDGE_URL: judge.url,
-        OPENCLAW_METHOD: 'rl',
-        // No epoch in this file: publishing new weights would empty the prefix cache between timed turns.
-        OPENCLAW_BATCH_SIZE: '1000',
-        OPENCLAW_API_KEYS: API_KEY,
-      },
-      join(dir, 'dev.log'),
-    );
+    // No epoch in this file: publishing new weights would empty the prefix cache between timed turns.
+    const stack = await startDevStack(dir, { judgeUrl: judge.url, apiKey: API_KEY, batchSize: 1000 });
+    ({ dev, engineUrl, gatewayUrl, store } = stack);
     // OpenClaw's home and daemon come up while the stack does: the daemon needs the gateway only per turn.
     const openclawReady = (async () => {
       home = await createOpenClawHome(
@@ -101,11 +81,7 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
       });
       daemon = await home.startGateway(join(dir, 'openclaw-gateway.log'));
     })();
-    const line = await dev.waitForLine(/^gateway http/, 300_000);
-    expect(line).toBe(`gateway ${gatewayUrl}`);
-    await dev.waitForLine(/^ready$/, 60_000);
-    store = new FileSampleStore(join(dir, 'data', 'store'));
-    await openclawReady;
+    await Promise.all([stack.ready(), openclawReady]);
   }, 600_000);
 
   afterAll(async () => {

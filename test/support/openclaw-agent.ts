@@ -20,6 +20,14 @@ export function openclawInstalled(): boolean {
   return existsSync(OPENCLAW_BIN) && existsSync(join(NODE_BIN, 'node'));
 }
 
+/** Fails a suite that needs the real agent with the command that installs it. */
+export function requireOpenClaw(): void {
+  if (!openclawInstalled())
+    throw new Error(
+      'the OpenClaw agent is not installed: run `bash scripts/openclaw-setup.sh` (npm run setup does)',
+    );
+}
+
 /** What `openclaw agent --local --json` prints (only the fields the tests read). */
 const AgentRunOutput = z.looseObject({
   payloads: z.array(z.looseObject({ text: z.string().nullish() })),
