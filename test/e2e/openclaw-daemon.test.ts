@@ -5,6 +5,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { FileSampleStore } from '../../activities/sample-store.js';
 import { exclusionKey, sampleKey, type TurnRecord } from '../../core/turn-record.js';
+import { sessionWorkflowId } from '../../workflows/session-signals.js';
+import type { sessionWorkflow } from '../../workflows/session-workflow.js';
 import { type CliProcess, freePortPair } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { type GatewayReading, readGateway } from '../support/gateway-metrics.js';
@@ -16,6 +18,7 @@ import {
   requireOpenClaw,
 } from '../support/openclaw-agent.js';
 import { startDevStack } from '../support/openclaw-dev-stack.js';
+import { connectTestClient } from '../support/temporal.js';
 import { recordedTurns } from '../support/turn-lookup.js';
 import { waitFor } from '../support/wait-for.js';
 
@@ -57,6 +60,7 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
   let store: FileSampleStore;
   let engineUrl: string;
   let gatewayUrl: string;
+  let temporalAddress: string;
   let home: OpenClawHome;
   const timings: TurnTiming[] = [];
 
@@ -66,7 +70,7 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
     judge = await startFakeJudge();
     // No epoch in this file: publishing new weights would empty the prefix cache between timed turns.
     const stack = await startDevStack(dir, { judgeUrl: judge.url, apiKey: API_KEY, batchSize: 1000 });
-    ({ dev, engineUrl, gatewayUrl, store } = stack);
+    ({ dev, engineUrl, gatewayUrl, store, temporalAddress } = stack);
     // OpenClaw's home and daemon come up while the stack does: the daemon needs the gateway only per turn.
     const openclawReady = (async () => {
       home = await createOpenClawHome(
@@ -206,5 +210,15 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
     expect(after.sideTurns).toBe(before.sideTurns + 1);
     expect(after.mainTurns).toBe(before.mainTurns);
     expect(await recordedTurns(store, SESSION)).toHaveLength(turns.length);
+    // The session workflow closed on the done signal (not its idle timer), having scored every turn.
+    const { client, connection } = await connectTestClient(temporalAddress);
+    try {
+      const result = await client.workflow
+        .getHandle<typeof sessionWorkflow>(sessionWorkflowId(SESSION))
+        .result();
+      expect(result).toMatchObject({ sessionId: SESSION, end: 'done-signal', turnsScored: turns.length });
+    } finally {
+      await connection.close();
+    }
   }, 600_000);
 });

@@ -6,6 +6,8 @@ import { type CliProcess, freePortPair, startCli } from './cli-process.js';
 export interface DevStack {
   readonly dev: CliProcess;
   readonly engineUrl: string;
+  /** The Temporal dev server `dev` starts (namespace `default`). */
+  readonly temporalAddress: string;
   /** The gateway's OpenAI base URL (`.../v1`), known before the stack is up. */
   readonly gatewayUrl: string;
   /** The stack's sample store, read directly (turn records, samples, exclusions). */
@@ -26,6 +28,7 @@ export async function startDevStack(dir: string, settings: DevStackSettings): Pr
   const enginePort = await freePortPair(1); // the engine, and the frozen judge engine `dev` starts beside it
   const gatewayPort = await freePortPair(0);
   const engineUrl = `http://127.0.0.1:${enginePort}`;
+  const temporalAddress = `127.0.0.1:${temporalPort}`;
   const gatewayUrl = `http://127.0.0.1:${gatewayPort}/v1`;
   const dev = startCli(
     'dev',
@@ -34,7 +37,7 @@ export async function startDevStack(dir: string, settings: DevStackSettings): Pr
       OPENCLAW_DATA_DIR: join(dir, 'data'),
       OPENCLAW_GATEWAY_PORT: String(gatewayPort),
       OPENCLAW_ENGINE_URL: engineUrl,
-      TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
+      TEMPORAL_ADDRESS: temporalAddress,
       OPENCLAW_JUDGE_URL: settings.judgeUrl,
       OPENCLAW_METHOD: 'rl',
       OPENCLAW_BATCH_SIZE: String(settings.batchSize),
@@ -45,6 +48,7 @@ export async function startDevStack(dir: string, settings: DevStackSettings): Pr
   return {
     dev,
     engineUrl,
+    temporalAddress,
     gatewayUrl,
     store: new FileSampleStore(join(dir, 'data', 'store')),
     async ready() {
