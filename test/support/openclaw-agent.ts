@@ -60,12 +60,12 @@ export interface OpenClawHome {
   cli(args: string[], timeoutMs?: number): Promise<{ stdout: string; stderr: string }>;
   /**
    * One user turn: `openclaw agent --local --session-id <id> --message <text> --json`, or, for a home made with
-   * a gateway, the same without `--local`: the Gateway daemon (`startGateway()`) runs the turn.
+   * daemon settings, the same without `--local`: the Gateway daemon (`startGateway()`) runs the turn.
    */
   agent(sessionId: string, message: string): Promise<AgentRunOutput>;
   /**
    * Starts OpenClaw's own Gateway daemon for this home (`openclaw gateway run --port P --bind loopback --auth
-   * token`); resolves once it is ready. Only for a home made with `gateway` settings.
+   * token`); resolves once it is ready. Only for a home made with daemon settings.
    */
   startGateway(logFile: string): Promise<CliProcess>;
   /** Merges `patch` into the config file (objects merged key by key). */
@@ -174,7 +174,7 @@ export async function createOpenClawHome(
       }
     },
     async startGateway(logFile) {
-      if (!daemon) throw new Error('this OpenClaw home was made without gateway settings');
+      if (!daemon) throw new Error('this OpenClaw home was made without daemon settings');
       const child = spawn(
         OPENCLAW_BIN,
         ['gateway', 'run', '--port', String(daemon.port), '--bind', 'loopback', '--auth', 'token'],
