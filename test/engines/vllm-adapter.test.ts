@@ -25,7 +25,7 @@ async function statusWithoutToken(url: string, method: 'GET' | 'POST', path: str
 }
 
 describeEngineContract('vllm (real vLLM, CPU build, behind the engine token)', async () => {
-  const { base, other, remove } = await tinyWeights('vllm-contract', 64);
+  const { base, other, remove } = await tinyWeights('vllm-contract');
   // As `dev --engine vllm` starts it with engine.token set: every call of the contract sends the token.
   const vllm = await startVllm({ model: base, servedModelName: 'default', device: 'cpu', apiKey: TOKEN });
   for (const [method, path] of [
