@@ -91,7 +91,7 @@ describe('loadConfig defaults', () => {
         tinkerUrl: '',
         url: '',
       },
-      store: { backend: 'file', url: '', outboxLeaseMs: 10_000 },
+      store: { backend: 'file', url: '', outboxLeaseMs: 10_000, outboxYieldMs: 2_000 },
       payloads: { encryption: 'auto', keys: [], keyId: '', keysFile: '' },
       codecServer: { host: '127.0.0.1', port: 8234, corsOrigins: [] },
       session: {
@@ -110,6 +110,7 @@ describe('loadConfig defaults', () => {
       backend: 'postgres',
       url: 'postgres://u@db:5432/openclaw',
       outboxLeaseMs: 10_000,
+      outboxYieldMs: 2_000,
     });
     const missing = loadConfig({ OPENCLAW_STORE: 'postgres' });
     expect(missing.ok).toBe(false);
