@@ -159,8 +159,8 @@ describe('docker compose up (local images)', () => {
     );
     // What a user does to talk to it: read the key the first start made, and the payload keys for a client.
     apiKey =
-      parseApiKeysFile((await composeRun(['exec', '-T', 'gateway', 'cat', '/keys/api-keys'])).stdout)[0] ??
-      '';
+      parseApiKeysFile((await composeRun(['exec', '-T', 'gateway', 'cat', '/keys/api-keys'])).stdout)[0]
+        ?.key ?? '';
     engineToken = (
       await composeRun(['exec', '-T', 'gateway', 'cat', '/engine-keys/engine-token'])
     ).stdout.trim();
