@@ -30,7 +30,10 @@ export function parseApiKeysFile(text: string): ApiKey[] {
       throw new Error(
         `line ${index + 1}: a line is a key and, optionally, its tenant (found ${words.length} words)`,
       );
-    if (tenant === undefined) return void keys.push({ key });
+    if (tenant === undefined) {
+      keys.push({ key });
+      return;
+    }
     const parsed = tenantNameSchema.safeParse(tenant);
     if (!parsed.success) throw new Error(`line ${index + 1}: ${parsed.error.issues[0]?.message}`);
     keys.push({ key, tenant });

@@ -7,6 +7,7 @@ import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/reso
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { Method, SampleExclusion, TrainingSample } from '../../core/types.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
@@ -149,7 +150,11 @@ describe('Track 1 through the gateway', () => {
         const resolved: Record<string, T> = {};
         for (const [key, value] of Object.entries(byPosition)) {
           const colon = key.lastIndexOf(':');
-          const record = await findRecordedTurn(store, key.slice(0, colon), Number(key.slice(colon + 1)));
+          const record = await findRecordedTurn(
+            store,
+            scopedSessionId(LOCAL_TENANT, key.slice(0, colon)),
+            Number(key.slice(colon + 1)),
+          );
           if (!record) throw new Error(`${method}: no turn recorded for ${key}`);
           resolved[record.sampleId] = value;
         }
