@@ -4,19 +4,14 @@
 // tenant of any session id is read back from the id alone; ids recorded before tenants existed have none. Pure:
 // workflows use it to count lineage by tenant.
 
-import { z } from 'zod';
-
 /** The tenant of an open gateway (no keys configured): everyone who reaches it. */
 export const LOCAL_TENANT = 'local';
 
-const TENANT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
+/** A tenant name: what the keys file may name; never a `/`, so the tenant of a session id is unambiguous. */
+export const TENANT_NAME = /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/;
 
-export const tenantNameSchema = z
-  .string()
-  .regex(
-    TENANT_NAME,
-    'a tenant name is 1-64 letters, digits, ".", "_", "@" or "-", starting with a letter or digit',
-  );
+export const TENANT_NAME_RULE =
+  'a tenant name is 1-64 letters, digits, ".", "_", "@" or "-", starting with a letter or digit';
 
 /** `<tenant>/<id>`: the session id as recorded. */
 export function scopedSessionId(tenant: string, id: string): string {

@@ -6,10 +6,13 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { z } from 'zod';
 import type { OpenClawConfig } from '../core/config.js';
-import { tenantNameSchema } from '../core/tenant.js';
+import { TENANT_NAME, TENANT_NAME_RULE } from '../core/tenant.js';
 import type { ApiKey } from '../gateway/auth.js';
 import { replaceSecretFile, writeSecretFile } from './secret-file.js';
+
+const tenantNameSchema = z.string().regex(TENANT_NAME, TENANT_NAME_RULE);
 
 /** Where the keys file is: the configured path, else `<dataDir>/keys/api-keys`. */
 export function apiKeysFile(config: OpenClawConfig): string {
