@@ -124,9 +124,12 @@ function openingOf(messages: unknown): { text: string; reply: string | null } | 
   };
 }
 
-/** The id itself when it is short and made of safe characters, else `h-` + its hash (stable, path-safe). */
+/**
+ * The id itself when it is short and made of safe characters (and not only dots, which name folders), else
+ * `h-` + its hash (stable, path-safe).
+ */
 export function safeSessionId(id: string): string {
-  return SAFE_SESSION_ID.test(id) ? id : `h-${fnv1a64Hex(id)}`;
+  return SAFE_SESSION_ID.test(id) && !/^\.+$/.test(id) ? id : `h-${fnv1a64Hex(id)}`;
 }
 
 /** A copy of the body without the session metadata fields. */

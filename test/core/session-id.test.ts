@@ -212,6 +212,7 @@ describe('safeSessionId', () => {
     expect(safeSessionId('openai:alice')).toBe('openai:alice');
     expect(safeSessionId('../../etc/passwd')).toBe(`h-${fnv1a64Hex('../../etc/passwd')}`);
     expect(safeSessionId('x'.repeat(129))).toMatch(/^h-[0-9a-f]{16}$/);
+    for (const dots of ['.', '..', '...']) expect(safeSessionId(dots)).toBe(`h-${fnv1a64Hex(dots)}`);
   });
 
   it('applies to ids from headers too, and a scoped id from a client is just an id', () => {
