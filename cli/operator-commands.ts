@@ -154,20 +154,26 @@ export function listTrainingRuns(client: Client, limit = 50): Promise<WorkflowRo
   );
 }
 
-/** Sessions, newest first; with `tenant`, only that tenant's. */
-export async function listSessions(
-  client: Client,
-  limit = 50,
-  tenant?: string,
-): Promise<WorkflowRow<SessionStatus>[]> {
+export type SessionRow = WorkflowRow<SessionStatus> & {
+  /** Null for sessions recorded before tenants. */
+  tenant: string | null;
+};
+
+/** Sessions, newest first, with their tenant; with `tenant`, only that tenant's. */
+export async function listSessions(client: Client, limit = 50, tenant?: string): Promise<SessionRow[]> {
   if (tenant !== undefined && !TENANT_NAME.test(tenant)) throw new Error(`--tenant: ${TENANT_NAME_RULE}`);
-  return listByType(
+  const rows = await listByType(
     client,
     'sessionWorkflow',
     limit,
     (id) => client.workflow.getHandle(id).query(sessionStatusQuery),
     tenant === undefined ? undefined : sessionWorkflowId(scopedSessionId(tenant, '')),
   );
+  return rows.map((row) => ({ ...row, tenant: tenantOfSession(sessionIdOf(row)) }));
+}
+
+function sessionIdOf({ workflowId, state }: WorkflowRow<SessionStatus>): string {
+  return state?.sessionId ?? workflowId.replace(/^session-/, '');
 }
 
 /** Left-aligned columns with a header, the way `docker ps` prints. */
@@ -217,13 +223,13 @@ export function formatSessions(rows: WorkflowRow<SessionStatus>[]): string {
   if (rows.length === 0) return 'no sessions';
   return formatTable(
     ['TENANT', 'SESSION', 'STATUS', 'TURNS', 'SCORED', 'WAITING', 'STARTED'],
-    rows.map(({ workflowId, status, startTime, state }) => [
-      ...tenantAndId(state?.sessionId ?? workflowId.replace(/^session-/, '')),
-      sessionStatusText(status, state),
-      state ? String(state.turnsReceived) : '',
-      state ? String(state.turnsScored) : '',
-      state ? String(state.openTurns.length) : '',
-      startTime,
+    rows.map((row) => [
+      ...tenantAndId(sessionIdOf(row)),
+      sessionStatusText(row.status, row.state),
+      row.state ? String(row.state.turnsReceived) : '',
+      row.state ? String(row.state.turnsScored) : '',
+      row.state ? String(row.state.openTurns.length) : '',
+      row.startTime,
     ]),
   );
 }
@@ -309,6 +315,13 @@ const temporalOption = () =>
     'Temporal frontend (TEMPORAL_ADDRESS; default 127.0.0.1:7233)',
   );
 
+interface ListFlags {
+  limit?: string;
+  tenant?: string;
+  temporalAddress?: string;
+  json?: boolean;
+}
+
 export interface OperatorCommandOptions {
   /** Where progress bars go (default stderr; drawn only on a terminal). */
   progressStream?: ProgressStream;
@@ -377,29 +390,33 @@ export function registerOperatorCommands(
       }
     });
 
-  const listCommand = <Status>(
+  const listCommand = <Row>(
     parent: Command,
     name: string,
     description: string,
-    list: (client: Client, limit: number) => Promise<WorkflowRow<Status>[]>,
-    format: (rows: WorkflowRow<Status>[]) => string,
-  ) =>
-    parent
+    list: (client: Client, limit: number, flags: ListFlags) => Promise<Row[]>,
+    format: (rows: Row[]) => string,
+    options: Option[] = [],
+  ) => {
+    const command = parent
       .command(name)
       .description(description)
-      .addOption(new Option('--limit <n>', 'at most this many (default 50)'))
+      .addOption(new Option('--limit <n>', 'at most this many (default 50)'));
+    for (const option of options) command.addOption(option);
+    return command
       .addOption(temporalOption())
       .option('--json', 'print JSON')
-      .action(async (flags: { limit?: string; temporalAddress?: string; json?: boolean }) => {
+      .action(async (flags: ListFlags) => {
         const config = configFromFlags({ temporalAddress: flags.temporalAddress });
         const { client, close } = await connectClient(config);
         try {
-          const rows = await list(client, limitOf(flags.limit));
+          const rows = await list(client, limitOf(flags.limit), flags);
           console.log(flags.json ? JSON.stringify(rows, null, 2) : format(rows));
         } finally {
           await close();
         }
       });
+  };
 
   listCommand(
     train,
@@ -408,36 +425,14 @@ export function registerOperatorCommands(
     listTrainingRuns,
     formatTrainingRuns,
   );
-  program
-    .command('sessions')
-    .description(
-      'list chat sessions, newest first, with their tenant: turns seen, scored and waiting for their next state',
-    )
-    .addOption(new Option('--limit <n>', 'at most this many (default 50)'))
-    .addOption(new Option('--tenant <name>', "only this tenant's sessions"))
-    .addOption(temporalOption())
-    .option('--json', 'print JSON')
-    .action(async (flags: { limit?: string; tenant?: string; temporalAddress?: string; json?: boolean }) => {
-      const config = configFromFlags({ temporalAddress: flags.temporalAddress });
-      const { client, close } = await connectClient(config);
-      try {
-        const rows = await listSessions(client, limitOf(flags.limit), flags.tenant);
-        console.log(
-          flags.json
-            ? JSON.stringify(
-                rows.map((row) => ({
-                  ...row,
-                  tenant: tenantOfSession(row.state?.sessionId ?? row.workflowId.slice(8)),
-                })),
-                null,
-                2,
-              )
-            : formatSessions(rows),
-        );
-      } finally {
-        await close();
-      }
-    });
+  listCommand(
+    program,
+    'sessions',
+    'list chat sessions, newest first, with their tenant: turns seen, scored and waiting for their next state',
+    (client, limit, flags) => listSessions(client, limit, flags.tenant),
+    formatSessions,
+    [new Option('--tenant <name>', "only this tenant's sessions")],
+  );
 
   train
     .command('lineage')

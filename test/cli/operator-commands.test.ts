@@ -130,7 +130,9 @@ describe('operator commands', () => {
       const rows = await listSessions(env.client, 500, 'alice');
       return rows.some((r) => r.workflowId === sessionWorkflowId(session.sessionId)) ? rows : null;
     });
-    expect(ofAlice.every((row) => row.workflowId.startsWith('session-alice/'))).toBe(true);
+    expect(
+      ofAlice.every((row) => row.workflowId.startsWith('session-alice/') && row.tenant === 'alice'),
+    ).toBe(true);
     const ofBob = await listSessions(env.client, 500, 'bob');
     expect(ofBob.some((r) => r.workflowId === sessionWorkflowId(session.sessionId))).toBe(false);
     await expect(listSessions(env.client, 5, "x' OR 'a")).rejects.toThrow(/--tenant: a tenant name/);
