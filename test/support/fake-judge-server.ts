@@ -29,7 +29,10 @@ export interface FakeJudgeOptions {
    * Answers a call in place of the rule (for a misbehaving judge): `content` is sent as the reply's text,
    * `raw` as the whole HTTP body (status 200). Undefined: the rule answers.
    */
-  answer?: (call: { system: string; user: string }) => { content: string | null } | { raw: string } | undefined;
+  answer?: (call: {
+    system: string;
+    user: string;
+  }) => { content: string | null } | { raw: string } | undefined;
 }
 
 export async function startFakeJudge(options: FakeJudgeOptions = {}): Promise<FakeJudge> {
