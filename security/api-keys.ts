@@ -91,7 +91,9 @@ export function newApiKey(): string {
 
 /** Adds a new key for `tenant` to the keys file (created when missing); returns the key. */
 export async function addApiKey(path: string, tenant: string): Promise<string> {
-  const name = tenantNameSchema.parse(tenant);
+  const parsed = tenantNameSchema.safeParse(tenant);
+  if (!parsed.success) throw new Error(`tenant "${tenant}": ${TENANT_NAME_RULE}`);
+  const name = parsed.data;
   const key = newApiKey();
   const line = `${key} ${name}\n`;
   if (await writeSecretFile(path, `${KEYS_FILE_HEADER}${line}`)) return key;
