@@ -33,8 +33,10 @@ import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js'
 import { explicitSampling } from './sampling.js';
 import { relayStream } from './stream-relay.js';
 
-/** What the gateway learnt about a request before its handler ran: who sent it (session ids and
- * Idempotency-Keys are scoped by its tenant) and when. */
+/**
+ * What the gateway learnt about a request before its handler ran: who sent it (session ids and
+ * Idempotency-Keys are scoped by its tenant) and when.
+ */
 export interface RequestContext extends Caller {
   startedAt: bigint;
 }
