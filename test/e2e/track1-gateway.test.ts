@@ -196,6 +196,8 @@ describe('Track 1 through the gateway', () => {
       const trained = lineage.flatMap((entry) => entry.sampleIds);
       expect(new Set(trained).size).toBe(trained.length);
       for (const id of trained) expect(Object.keys(want.samples)).toContain(id);
+      // An open gateway's one tenant: every sample of every version is `local`'s.
+      for (const entry of lineage) expect(entry.tenants).toEqual({ [LOCAL_TENANT]: entry.sampleIds.length });
     } finally {
       await gateway?.close();
       worker.shutdown();
