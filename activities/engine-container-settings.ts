@@ -5,7 +5,13 @@
 import { z } from 'zod';
 import { ENGINE_KINDS } from '../core/engine-kinds.js';
 import { describeZodError } from '../core/training-settings.js';
-import { VLLM_SERVER_ENV, VLLM_SERVER_MODULE, vllmServerArgs } from '../engines/vllm-server-args.js';
+import {
+  VLLM_SERVER_ENV,
+  VLLM_SERVER_MODULE,
+  vllmApiKeyEnv,
+  vllmServerArgs,
+} from '../engines/vllm-server-args.js';
+import { isLoopbackHost } from '../security/loopback-host.js';
 
 /** Where the model folder appears inside the container (mounted read-only). */
 export const ENGINE_MODEL_MOUNT = '/models/policy';
@@ -39,8 +45,9 @@ export const engineContainerSettingsSchema = z.object({
   /** Address the host port is published on. */
   bindAddress: z.string().min(1).default('127.0.0.1'),
   /**
-   * The bearer token the reference engine asks of every route but /health (engine.token). Without one the
-   * engine runs open, which is allowed only while the port is published on loopback.
+   * The engine token (engine.token): the reference engine asks it of every route but /health, SGLang gets it
+   * as `--api-key` (every route but /health*, /ready*, /metrics*), vLLM as VLLM_API_KEY (its /v1 routes only).
+   * Without one the engine runs open, which is allowed only while the port is published on loopback.
    */
   token: z.string().min(1).optional(),
   /** Port the server listens on inside the container. */
@@ -68,15 +75,13 @@ export const engineContainerSettingsSchema = z.object({
   restartDelayMs: z.number().int().min(0).default(2_000),
   restartMaxDelayMs: z.number().int().min(0).default(120_000),
 });
-const LOOPBACK = new Set(['127.0.0.1', '::1', 'localhost']);
-
-/** The reference engine listens on 0.0.0.0 inside its container: the host's published address decides. */
+/** Every engine listens on 0.0.0.0 inside its container: the host's published address decides. */
 function checkEngineAccess(settings: z.output<typeof engineContainerSettingsSchema>, ctx: z.RefinementCtx) {
-  if (settings.kind === 'reference' && !settings.token && !LOOPBACK.has(settings.bindAddress))
+  if (!settings.token && !isLoopbackHost(settings.bindAddress))
     ctx.addIssue({
       code: 'custom',
       path: ['token'],
-      message: `publishing the reference engine on ${settings.bindAddress} needs a token (engine.token or OPENCLAW_ENGINE_TOKEN)`,
+      message: `publishing the ${settings.kind} engine on ${settings.bindAddress} needs a token (engine.token or OPENCLAW_ENGINE_TOKEN)`,
     });
 }
 
@@ -156,6 +161,8 @@ export function engineCommand(settings: EngineContainerSettings): string[] {
     port,
     '--enable-metrics',
     ...SGLANG_PARSER_ARGS,
+    // SGLang reads its key from the command line only (no variable).
+    ...(settings.token ? ['--api-key', settings.token] : []),
     ...settings.extraArgs,
   ];
 }
@@ -195,7 +202,7 @@ export function engineContainerSpec(settings: EngineContainerSettings, hostId: s
     Image: engineImage(settings),
     Cmd: engineCommand(settings),
     Env: Object.entries({
-      ...(settings.kind === 'vllm' ? VLLM_SERVER_ENV : {}),
+      ...(settings.kind === 'vllm' && { ...VLLM_SERVER_ENV, ...vllmApiKeyEnv(settings.token) }),
       ...(settings.kind === 'reference' && referenceEngineAccessEnv(settings)),
       ...settings.env,
     }).map(([key, value]) => `${key}=${value}`),

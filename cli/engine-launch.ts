@@ -6,7 +6,8 @@ import type { OpenClawConfig } from '../core/config.js';
 import { runRecordKey } from '../core/training-keys.js';
 import { createEngineAdapter, withEngineAuth } from '../engines/engine-adapters.js';
 import { splitArgs } from '../engines/vllm-server-args.js';
-import { engineAccessEnv } from '../security/engine-token.js';
+import { engineAccessEnv, engineToken } from '../security/engine-token.js';
+import { isLoopbackHost } from '../security/loopback-host.js';
 import {
   type EngineProcess,
   makeTinyModel,
@@ -120,6 +121,16 @@ export async function launchEngine(
   options: LaunchOptions = {},
 ): Promise<LaunchedEngine> {
   const { host, port } = hostAndPort(config.engine.url, 30000);
+  // The reference engine refuses this itself; vLLM would serve anyone who reaches it.
+  if (
+    config.engine.kind === 'vllm' &&
+    !engineToken(config) &&
+    !config.engine.allowNoToken &&
+    !isLoopbackHost(host)
+  )
+    throw new Error(
+      `refusing to start vLLM on ${host} without a token: set engine.token (OPENCLAW_ENGINE_TOKEN or OPENCLAW_ENGINE_TOKEN_FILE), listen on 127.0.0.1, or set engine.allowNoToken if the network is yours alone`,
+    );
   const model = await resolveModel(config);
   const processes: EngineProcess[] = [];
   let trainerUrl: string | null = null;
@@ -145,6 +156,7 @@ export async function launchEngine(
           port,
           device: config.engine.device,
           extraArgs: splitArgs(config.engine.args),
+          apiKey: engineToken(config),
           onLine: log,
         }),
       );

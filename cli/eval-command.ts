@@ -11,6 +11,7 @@ import { responseTextForJudge } from '../activities/turn-text.js';
 import { buildBinaryJudgeMessages } from '../core/judge-prompts.js';
 import { type JudgeScore, majorityVote, parseJudgeVote } from '../core/judge-votes.js';
 import { describeZodError } from '../core/training-settings.js';
+import { engineToken, judgeApiKey } from '../security/engine-token.js';
 import { startReferenceEngine } from '../workers/reference-engine-process.js';
 import { configFromFlags } from './cli-config.js';
 import { connectClient } from './connect.js';
@@ -77,6 +78,8 @@ export async function readEvalConversations(path: string): Promise<EvalConversat
 export interface ConversationEvalOptions {
   /** The engine's base URL (its OpenAI API is under /v1). */
   engineUrl: string;
+  /** The engine's bearer token, when it requires one (engine.token). */
+  engineToken?: string | null;
   judge: Judge;
   votes: number;
   maxTokens: number;
@@ -92,7 +95,7 @@ export async function evaluateConversations(
 ): Promise<EvalItem[]> {
   const policy = new OpenAI({
     baseURL: `${options.engineUrl.replace(/\/+$/, '')}/v1`,
-    apiKey: 'none',
+    apiKey: options.engineToken || 'none',
     maxRetries: 1,
   });
   const items: EvalItem[] = [];
@@ -116,7 +119,12 @@ export async function evaluateConversations(
     });
     const replies = await Promise.all(
       Array.from({ length: options.votes }, (_, seed) =>
-        options.judge.complete(prompt, { seed }).catch(() => null as string | null),
+        options.judge.complete(prompt, { seed }).catch((error: unknown) => {
+          // A judge that refuses the key refuses every vote: say so instead of scoring nothing.
+          if (error instanceof OpenAI.AuthenticationError || error instanceof OpenAI.PermissionDeniedError)
+            throw new Error(`the judge refused its key (${error.status}): ${error.message}`);
+          return null as string | null;
+        }),
       ),
     );
     const majority = majorityVote(replies.map(parseJudgeVote));
@@ -322,7 +330,7 @@ export async function runEval(
       const judge = new OpenAIJudge({
         baseUrl: config.judge.baseUrl,
         model: config.judge.model,
-        apiKey: config.judge.apiKey,
+        apiKey: judgeApiKey(config),
         temperature: config.judge.temperature,
         maxTokens: config.judge.maxTokens ?? 4096,
       });
@@ -332,6 +340,7 @@ export async function runEval(
         items.push(
           ...(await evaluateConversations(conversations, {
             engineUrl,
+            engineToken: engineToken(config),
             judge,
             votes: positive('--votes', flags.votes, config.judge.votes ?? 1) || 1,
             maxTokens: positive('--max-tokens', flags.maxTokens, 512),

@@ -12,12 +12,13 @@ import type { EpisodeProgress } from '../activities/episode-loop.js';
 import { OpenAIJudge } from '../activities/judge-client.js';
 import type { RolloutHeartbeat } from '../activities/policy-step.js';
 import { storeFromConfig } from '../activities/store-from-config.js';
+import type { OpenClawConfig } from '../core/config.js';
 import { agenticTrainingInputSchema, envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
 import { createEnvironmentRegistry } from '../environments/registry.js';
 import type { SandboxProvider } from '../environments/sandbox.js';
 import { parseWarmPoolSizes, type WarmPoolSettingsInput } from '../environments/warm-pool.js';
-import { engineAuthHeaders } from '../security/engine-token.js';
+import { engineAuthHeaders, judgeApiKey } from '../security/engine-token.js';
 import { createEnvWorkers } from '../workers/env-worker.js';
 import {
   type AgenticStatus,
@@ -367,6 +368,24 @@ export function parseEnvOptions(text: string | undefined): Record<string, unknow
   return parsed as Record<string, unknown>;
 }
 
+/**
+ * The step judge at `judgeUrl`: `--judge-api-key`, else the config's judge key, else the engine token when the
+ * URL is one of the project's own engines (a guarded frozen judge engine).
+ */
+export function stepJudge(
+  config: OpenClawConfig,
+  judgeUrl: string,
+  flags: Pick<EnvWorkerFlags, 'judgeModel' | 'judgeApiKey'> = {},
+): OpenAIJudge {
+  return new OpenAIJudge({
+    baseUrl: judgeUrl,
+    model: flags.judgeModel ?? config.judge.model,
+    apiKey: flags.judgeApiKey ?? judgeApiKey(config, judgeUrl),
+    temperature: config.judge.temperature,
+    maxTokens: config.judge.maxTokens,
+  });
+}
+
 /** Runs an env host until Ctrl-C: the shared-queue worker, the host-queue worker, the lease reaper. */
 export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options = {}): Promise<void> {
   const config = configFromFlags({ temporalAddress: flags.temporalAddress, dataDir: flags.dataDir });
@@ -401,15 +420,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
     sharedTaskQueue: flags.envQueue ?? 'env',
     policyApiKey: flags.policyApiKey ?? process.env.OPENCLAW_POLICY_API_KEY,
     engineHeaders: engineAuthHeaders(config),
-    ...(judgeUrl && {
-      judge: new OpenAIJudge({
-        baseUrl: judgeUrl,
-        model: flags.judgeModel ?? config.judge.model,
-        apiKey: flags.judgeApiKey ?? config.judge.apiKey,
-        temperature: config.judge.temperature,
-        maxTokens: config.judge.maxTokens,
-      }),
-    }),
+    ...(judgeUrl && { judge: stepJudge(config, judgeUrl, flags) }),
     ...(reapIntervalMs !== undefined && { reapIntervalMs }),
     sharedWorkerOptions: { maxConcurrentActivityTaskExecutions: maxActivities },
     hostWorkerOptions: { maxConcurrentActivityTaskExecutions: maxActivities },

@@ -453,7 +453,7 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_ENGINE_TOKEN',
     kind: 'string',
     description:
-      'Bearer token of the reference engine, its trainer and the Tinker sidecar: they require it on every route but `/health` when set, and refuse to listen beyond loopback without one; every project process sends it to the engines it calls (SGLang and vLLM check the same header with `--api-key`).',
+      'Bearer token of the engines and trainers: the reference engine, its trainer and the Tinker sidecar require it on every route but `/health` when set, and refuse to listen beyond loopback without one; the vLLM and SGLang servers the project starts get it as their API key (vLLM guards only its `/v1` routes, docs/security.md); every project process sends it to the engines it calls.',
   },
   {
     key: 'engine.tokenFile',
@@ -467,7 +467,7 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_ENGINE_ALLOW_NO_TOKEN',
     kind: 'boolean',
     description:
-      'Let the reference engine and the Tinker sidecar listen beyond loopback without a token (`--allow-no-token`); otherwise they refuse to start.',
+      'Let the reference engine, the Tinker sidecar and a vLLM that `dev`/`engine` start listen beyond loopback without a token (`--allow-no-token`); otherwise they refuse to start.',
   },
   {
     key: 'temporal.address',

@@ -27,4 +27,5 @@ RUN pip install --no-deps /opt/vllm/engine-src
 USER vllm
 EXPOSE 30000
 ENV OPENCLAW_MODEL_DIR=/models/policy OPENCLAW_TINY_MODEL_DIR=/home/vllm/tiny-model
-ENTRYPOINT ["sh", "-c", "model=\"$OPENCLAW_MODEL_DIR\"; if [ ! -f \"$model/config.json\" ]; then model=\"$OPENCLAW_TINY_MODEL_DIR\"; [ -f \"$model/config.json\" ] || python -m openclaw_engine make-tiny-model \"$model\" --head-dim 64; fi; exec python -m vllm.entrypoints.openai.api_server --model \"$model\" \"$@\"", "vllm"]
+# The engine token (OPENCLAW_ENGINE_TOKEN_FILE, when set) becomes vLLM's own VLLM_API_KEY: out of the process list.
+ENTRYPOINT ["sh", "-c", "if [ -n \"$OPENCLAW_ENGINE_TOKEN_FILE\" ]; then VLLM_API_KEY=\"$(head -n 1 \"$OPENCLAW_ENGINE_TOKEN_FILE\")\" || exit 1; export VLLM_API_KEY; fi; model=\"$OPENCLAW_MODEL_DIR\"; if [ ! -f \"$model/config.json\" ]; then model=\"$OPENCLAW_TINY_MODEL_DIR\"; [ -f \"$model/config.json\" ] || python -m openclaw_engine make-tiny-model \"$model\" --head-dim 64; fi; exec python -m vllm.entrypoints.openai.api_server --model \"$model\" \"$@\"", "vllm"]

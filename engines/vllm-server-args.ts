@@ -23,6 +23,15 @@ export const VLLM_SERVER_ENV: Readonly<Record<string, string>> = {
   VLLM_ALLOW_RUNTIME_LORA_UPDATING: 'True',
 };
 
+/**
+ * vLLM's API key, as its own variable: the server takes `--api-key` or else VLLM_API_KEY
+ * (entrypoints/serve/middleware/register.py), and a variable stays out of the process list. It guards only the
+ * /v1, /v2, /inference and /cohere routes (middleware/authenticate.py `GUARDED_PREFIX`).
+ */
+export function vllmApiKeyEnv(token: string | null | undefined): Record<string, string> {
+  return token ? { VLLM_API_KEY: token } : {};
+}
+
 export interface VllmServerSettings {
   model: string;
   /** The name requests must use in `model` (vLLM refuses others). */

@@ -4,7 +4,7 @@
 // Temporal connection is lazy: the gateway starts and serves while Temporal is down, and the relay delivers
 // once it is up. It refuses to listen beyond loopback without an API key unless `gateway.allowNoKeys` says so.
 
-import { type AddressInfo, isIP } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type { LoggerOptions } from 'pino';
@@ -15,6 +15,7 @@ import type { OpenClawConfig } from '../core/config.js';
 import { LOCAL_TENANT } from '../core/tenant.js';
 import { type ConfiguredApiKeys, configuredApiKeys } from '../security/api-keys.js';
 import { engineAuthHeaders } from '../security/engine-token.js';
+import { isLoopbackHost } from '../security/loopback-host.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics } from './metrics.js';
@@ -186,15 +187,6 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
       await cleanUp();
     },
   };
-}
-
-/** Whether `host` can only be reached from this machine: 127.0.0.0/8, ::1 (also IPv4-mapped) or `localhost`. */
-export function isLoopbackHost(host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
-  if (bare === 'localhost') return true;
-  if (isIP(bare) === 4) return bare.startsWith('127.');
-  if (isIP(bare) === 6) return bare === '::1' || /^::ffff:127\./.test(bare);
-  return false;
 }
 
 /**

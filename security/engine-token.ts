@@ -43,12 +43,32 @@ export async function ensureEngineTokenFile(path: string): Promise<{ created: bo
   return { created: await writeSecretFile(path, `ocrl-engine-${randomBytes(32).toString('base64url')}\n`) };
 }
 
+/** The URLs of the engines the project runs, which all share the engine token: policy, frozen judge, teacher. */
+function ownEngineOrigins(config: OpenClawConfig): Set<string> {
+  const origins = new Set<string>();
+  for (const url of [config.engine.url, config.judgeEngine.url, config.teacher.url]) {
+    const origin = originOf(url);
+    if (origin) origins.add(origin);
+  }
+  return origins;
+}
+
+function originOf(url: string): string | null {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return null;
+  }
+}
+
 /**
- * The key of judge calls: `judge.apiKey`, else the engine token when the judge is the project's own frozen judge
- * engine (a reference engine that requires it); never the token for a judge elsewhere.
+ * The key of judge calls to `baseUrl` (default `judge.baseUrl`): `judge.apiKey`, else the engine token when the
+ * judge is one of the project's own engines (the frozen judge engine, or the policy engine that `eval` lets
+ * judge itself; a reference engine, vLLM or SGLang that require it); never the token for a judge elsewhere.
  */
-export function judgeApiKey(config: OpenClawConfig): string {
+export function judgeApiKey(config: OpenClawConfig, baseUrl: string = config.judge.baseUrl): string {
   if (config.judge.apiKey) return config.judge.apiKey;
-  const ownEngine = config.judge.baseUrl.replace(/\/+$/, '') === `${config.judgeEngine.url}/v1`;
+  const origin = originOf(baseUrl);
+  const ownEngine = origin !== null && ownEngineOrigins(config).has(origin);
   return ownEngine ? (engineToken(config) ?? '') : '';
 }

@@ -10,6 +10,7 @@ import {
   VLLM_SERVER_ENV,
   VLLM_SERVER_MODULE,
   type VllmServerSettings,
+  vllmApiKeyEnv,
   vllmServerArgs,
 } from '../engines/vllm-server-args.js';
 import type { ReadyProcess } from './ready-line-process.js';
@@ -39,6 +40,8 @@ export interface VllmProcessOptions extends Omit<VllmServerSettings, 'port' | 'h
   port?: number;
   readyTimeoutMs?: number;
   onLine?: (line: string) => void;
+  /** The engine token: vLLM then requires it on its /v1 routes (VLLM_API_KEY). */
+  apiKey?: string | null;
 }
 
 export interface VllmProcess extends ReadyProcess {
@@ -52,7 +55,7 @@ export async function startVllm(options: VllmProcessOptions): Promise<VllmProces
   const args = ['-m', VLLM_SERVER_MODULE, ...vllmServerArgs({ ...options, host, port })];
   const server = spawnServer(vllmPython(), args, {
     name: 'vllm',
-    env: { ...VLLM_SERVER_ENV, PYTHONUNBUFFERED: '1' },
+    env: { ...VLLM_SERVER_ENV, ...vllmApiKeyEnv(options.apiKey), PYTHONUNBUFFERED: '1' },
     readyTimeoutMs: options.readyTimeoutMs ?? 600_000,
     onLine: options.onLine,
     group: true,

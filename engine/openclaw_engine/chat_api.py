@@ -167,9 +167,16 @@ def _finish(result: GenerationResult, has_tool_calls: bool) -> tuple[str | None,
     return kind, reason.get("matched")
 
 
-def _usage(result: GenerationResult) -> dict[str, int]:
+def _usage(result: GenerationResult) -> dict[str, Any]:
     prompt, completion = len(result.prompt_ids), len(result.output_ids)
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        # As SGLang with --enable-cache-report (and OpenAI): prompt tokens served from the prefix cache.
+        # Clients show it (OpenClaw's usage.cacheRead), so a broken shared prefix is visible from outside.
+        "prompt_tokens_details": {"cached_tokens": result.cached_tokens},
+    }
 
 
 def _meta_info(result: GenerationResult, plan_: ChatPlan) -> dict[str, Any]:

@@ -88,6 +88,7 @@ def test_non_streaming_shape_and_token_ids(client: httpx.Client, tokenizer: PreT
         "prompt_tokens": len(choice["prompt_token_ids"]),
         "completion_tokens": len(token_ids),
         "total_tokens": len(choice["prompt_token_ids"]) + len(token_ids),
+        "prompt_tokens_details": {"cached_tokens": out["usage"]["prompt_tokens_details"]["cached_tokens"]},
     }
     assert out["metadata"]["weight_version"] == client.get("/get_model_info").json()["weight_version"]
 
@@ -160,6 +161,22 @@ def test_input_ids_bypass_the_template(client: httpx.Client) -> None:
     out = chat(client, input_ids=ids, max_tokens=3, return_prompt_token_ids=True, seed=1)
     assert out["choices"][0]["prompt_token_ids"] == ids
     assert out["usage"]["prompt_tokens"] == len(ids)
+
+
+def test_usage_counts_the_prompt_tokens_served_from_the_prefix_cache(client: httpx.Client) -> None:
+    system = {"role": "system", "content": "A system prompt only this test sends, long enough to cache. " * 8}
+
+    def usage(user: str) -> dict:
+        body = {"messages": [system, {"role": "user", "content": user}], "max_tokens": 2, "seed": 3}
+        response = client.post("/v1/chat/completions", json=body)
+        assert response.status_code == 200, response.text
+        return response.json()["usage"]
+
+    first, second = usage("The first question."), usage("Another question entirely.")
+    cached = [u["prompt_tokens_details"]["cached_tokens"] for u in (first, second)]
+    # The first may share only the template's opening with earlier tests; the second shares the whole system
+    # prompt with the first, not its user message.
+    assert cached[0] + 40 < cached[1] < second["prompt_tokens"]
 
 
 def test_tools_are_rendered_and_tool_choice_none_hides_them(

@@ -81,6 +81,7 @@ describe('engine container settings', () => {
         checkpointDir: '/data/checkpoints',
         hostPort: 31000,
         bindAddress: '0.0.0.0',
+        token: 't0ken',
         env: { HF_TOKEN: 'x' },
         volumes: ['openclaw_data:/data:ro'],
       }),
@@ -150,5 +151,32 @@ describe('engine container settings', () => {
     expect(() => parseEngineContainerSettings({ ...base, bindAddress: '0.0.0.0' })).toThrow(
       /token: publishing the reference engine on 0\.0\.0\.0 needs a token/,
     );
+  });
+
+  it('gives SGLang the token as --api-key and vLLM as VLLM_API_KEY, and refuses either open beyond loopback', () => {
+    const sglang = { kind: 'sglang', modelPath: '/m' };
+    const vllm = { kind: 'vllm', modelPath: '/m' };
+    const guardedSglang = engineContainerSpec(
+      parseEngineContainerSettings({ ...sglang, bindAddress: '0.0.0.0', token: 't0ken' }),
+      'h',
+    );
+    const at = guardedSglang.Cmd.indexOf('--api-key');
+    expect(guardedSglang.Cmd[at + 1]).toBe('t0ken');
+    expect(engineContainerSpec(parseEngineContainerSettings(sglang), 'h').Cmd).not.toContain('--api-key');
+
+    const guardedVllm = engineContainerSpec(
+      parseEngineContainerSettings({ ...vllm, bindAddress: '0.0.0.0', token: 't0ken' }),
+      'h',
+    );
+    expect(guardedVllm.Env).toContain('VLLM_API_KEY=t0ken');
+    // The variable, not the command line: `docker top` and the host's process list do not show it.
+    expect(guardedVllm.Cmd.join(' ')).not.toContain('t0ken');
+    expect(engineContainerSpec(parseEngineContainerSettings(vllm), 'h').Env.join(' ')).not.toContain(
+      'VLLM_API_KEY',
+    );
+    for (const open of [sglang, vllm])
+      expect(() => parseEngineContainerSettings({ ...open, bindAddress: '192.168.1.5' })).toThrow(
+        new RegExp(`token: publishing the ${open.kind} engine on 192\\.168\\.1\\.5 needs a token`),
+      );
   });
 });

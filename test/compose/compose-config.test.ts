@@ -80,6 +80,14 @@ describe('compose with the example .env files', () => {
     expect(mounts(services.sglang)).toEqual(
       expect.arrayContaining([expect.stringMatching(/^\/srv\/models\/Qwen3-4B:\/models\/policy/)]),
     );
+    // Both SGLang servers read the engine token data-init makes (their entrypoint passes it as --api-key:
+    // test/conformance/server-commands.test.ts), and everything that calls them reads the same file.
+    for (const name of ['sglang', 'judge', 'gateway', 'control-worker', 'trainer-worker'])
+      expect(services[name]?.environment?.OPENCLAW_ENGINE_TOKEN_FILE, name).toBe('/engine-keys/engine-token');
+    for (const name of ['sglang', 'judge']) {
+      expect(mounts(services[name]), name).toContain('engine-keys:/engine-keys:ro');
+      expect(Object.keys(services[name]?.depends_on ?? {}), name).toContain('data-init');
+    }
   });
 
   it('tinker.env: the sidecar serves and the trainer-worker trains through it', async () => {

@@ -4,6 +4,8 @@
 // compose itself resolves it (defaults filled in).
 
 import { execFile } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
@@ -16,14 +18,40 @@ import { checkWithEngineCode, failures } from './python-check.js';
 const run = promisify(execFile);
 const ROOT = join(import.meta.dirname, '../..');
 
-/** The services' commands as compose resolves them with `envFile` (every profile). */
-async function composeCommands(envFile: string | null): Promise<Record<string, string[]>> {
+interface ComposeService {
+  command?: string[];
+  entrypoint?: string[];
+}
+
+/** The services as compose resolves them with `envFile` (every profile). */
+async function composeServices(envFile: string | null): Promise<Record<string, ComposeService>> {
   const [command, ...prefix] = await composeCommand();
   const args = [...prefix, '-f', 'docker-compose.yml', ...(envFile ? ['--env-file', envFile] : []), 'config'];
   const env = { ...process.env, COMPOSE_PROFILES: 'gpu,gpu-judge,vllm,tinker,gpu-worker' };
   const { stdout } = await run(command ?? 'docker-compose', args, { cwd: ROOT, env });
-  const services = (parse(stdout) as { services: Record<string, { command?: string[] }> }).services;
+  return (parse(stdout) as { services: Record<string, ComposeService> }).services;
+}
+
+/** The services' commands as compose resolves them with `envFile` (every profile). */
+async function composeCommands(envFile: string | null): Promise<Record<string, string[]>> {
+  const services = await composeServices(envFile);
   return Object.fromEntries(Object.entries(services).map(([name, s]) => [name, s.command ?? []]));
+}
+
+/**
+ * What a service's shell entrypoint runs, by running it here with `printf` in front of its command: the
+ * argument list the server would get. (`config` keeps compose's `$$` escapes; the container's shell sees `$`.)
+ */
+async function entrypointArgv(service: ComposeService, env: Record<string, string>): Promise<string[]> {
+  const [shell, ...entrypoint] = (service.entrypoint ?? []).map((part) => part.replaceAll('$$', '$'));
+  const { stdout } = await run(
+    shell ?? 'sh',
+    [...entrypoint, 'printf', '%s\\n', ...(service.command ?? [])],
+    {
+      env: { ...process.env, ...env },
+    },
+  );
+  return stdout.split('\n').slice(0, -1);
 }
 
 /** The arguments after `python3 -m <module>`. */
@@ -34,15 +62,33 @@ function argsAfter(module: string, command: string[]): string[] {
 }
 
 describe('engine server command lines, parsed by the engines themselves', () => {
-  it("SGLang's: the gpu worker's container and compose's sglang and judge services", async () => {
-    const compose = await composeCommands('docs/examples/gpu.env');
+  it("SGLang's: the gpu worker's container and compose's sglang and judge services, with the engine token", async () => {
+    const services = await composeServices('docs/examples/gpu.env');
     const container = engineCommand(
-      parseEngineContainerSettings({ kind: 'sglang', modelPath: '/srv/m', tensorParallel: 2 }),
+      parseEngineContainerSettings({
+        kind: 'sglang',
+        modelPath: '/srv/m',
+        tensorParallel: 2,
+        token: 't0ken',
+      }),
     );
+    // compose's SGLang services read the token data-init made and pass it as --api-key.
+    const dir = await mkdtemp(join(tmpdir(), 'sglang-token-'));
+    const tokenEnv = { OPENCLAW_ENGINE_TOKEN_FILE: join(dir, 'engine-token') };
+    await writeFile(tokenEnv.OPENCLAW_ENGINE_TOKEN_FILE, 'ocrl-engine-t0ken\n');
+    const [sglang, judge] = await Promise.all(
+      [services.sglang, services.judge].map((service) => entrypointArgv(service ?? {}, tokenEnv)),
+    );
+    await rm(dir, { recursive: true, force: true });
+    for (const argv of [container, sglang ?? [], judge ?? []])
+      expect(argv.slice(argv.indexOf('--api-key'), argv.indexOf('--api-key') + 2)).toEqual([
+        '--api-key',
+        argv === container ? 't0ken' : 'ocrl-engine-t0ken',
+      ]);
     const commands = [
       argsAfter('sglang.launch_server', container),
-      argsAfter('sglang.launch_server', compose.sglang ?? []),
-      argsAfter('sglang.launch_server', compose.judge ?? []),
+      argsAfter('sglang.launch_server', sglang ?? []),
+      argsAfter('sglang.launch_server', judge ?? []),
     ];
     const result = await checkWithEngineCode('sglang', {
       commands: [...commands, ['--model-path', '/m', '--no-such-flag']],

@@ -2,19 +2,22 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
+import type { FileSampleStore } from '../../activities/sample-store.js';
 import { scopedSessionId, splitSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey, sessionTurnsPrefix, type TurnRecord } from '../../core/turn-record.js';
 import { apiKeyName } from '../../gateway/auth.js';
 import { sessionDoneRequest } from '../../openclaw-plugin/index.js';
-import { type CliProcess, freePortPair, startCli } from '../support/cli-process.js';
+import type { CliProcess } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {
   createOpenClawHome,
+  expectExactIds,
   OPENCLAW_PLUGIN_DIR,
   type OpenClawHome,
-  openclawInstalled,
+  requireOpenClaw,
 } from '../support/openclaw-agent.js';
+import { startDevStack } from '../support/openclaw-dev-stack.js';
+import { waitFor } from '../support/wait-for.js';
 
 // A new user's path, end to end: `openclaw-rl dev` on its default model, and the real OpenClaw agent (npm
 // `openclaw`, installed by scripts/openclaw-setup.sh) pointed at its gateway, once without the plugin and once
@@ -37,35 +40,12 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
   const timings: { label: string; ms: number }[] = [];
 
   beforeAll(async () => {
-    if (!openclawInstalled())
-      throw new Error(
-        'the OpenClaw agent is not installed: run `bash scripts/openclaw-setup.sh` (npm run setup does)',
-      );
+    requireOpenClaw();
     dir = await mkdtemp(join(tmpdir(), 'openclaw-e2e-'));
     judge = await startFakeJudge();
-    const temporalPort = await freePortPair(1000);
-    const enginePort = await freePortPair(1); // the engine, and the frozen judge engine `dev` starts beside it
-    const gatewayPort = await freePortPair(0);
-    engineUrl = `http://127.0.0.1:${enginePort}`;
-    dev = startCli(
-      'dev',
-      ['dev'],
-      {
-        OPENCLAW_DATA_DIR: join(dir, 'data'),
-        OPENCLAW_GATEWAY_PORT: String(gatewayPort),
-        OPENCLAW_ENGINE_URL: engineUrl,
-        TEMPORAL_ADDRESS: `127.0.0.1:${temporalPort}`,
-        OPENCLAW_JUDGE_URL: judge.url,
-        OPENCLAW_METHOD: 'rl',
-        OPENCLAW_BATCH_SIZE: String(BATCH),
-        OPENCLAW_API_KEYS: API_KEY,
-      },
-      join(dir, 'dev.log'),
-    );
-    const line = await dev.waitForLine(/^gateway http/, 300_000);
-    gatewayUrl = line.replace(/^gateway /, '');
-    await dev.waitForLine(/^ready$/, 60_000);
-    store = new FileSampleStore(join(dir, 'data', 'store'));
+    const stack = await startDevStack(dir, { judgeUrl: judge.url, apiKey: API_KEY, batchSize: BATCH });
+    ({ dev, engineUrl, gatewayUrl, store } = stack);
+    await stack.ready();
 
     plain = await createOpenClawHome(join(dir, 'plain'), { baseUrl: gatewayUrl, apiKey: API_KEY });
     withPlugin = await createOpenClawHome(join(dir, 'plugin'), { baseUrl: gatewayUrl, apiKey: API_KEY });
@@ -111,25 +91,6 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     return new Set(keys.map((key) => splitSessionId(decodeURIComponent(key.split('/')[1] ?? '')).id));
   }
 
-  /**
-   * The record's prompt ids are exactly the engine's tokenization of its messages and the tools it offered
-   * (`onlyTool`: a named tool_choice offers only that tool, as SGLang does).
-   */
-  async function expectExactIds(record: TurnRecord, onlyTool?: string): Promise<void> {
-    const tools = (record.tools as { function: { name: string } }[] | null)?.filter(
-      (tool) => onlyTool === undefined || tool.function.name === onlyTool,
-    );
-    const response = await fetch(`${engineUrl}/v1/tokenize`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ messages: record.messages, tools }),
-    });
-    const { tokens } = (await response.json()) as { tokens: number[] };
-    expect(record.promptIds).toEqual(tokens);
-    expect(record.responseIds.length).toBeGreaterThan(0);
-    expect(record.responseLogProbs).toHaveLength(record.responseIds.length);
-  }
-
   async function timed(label: string, home: OpenClawHome, sessionId: string, message: string) {
     const run = await home.agent(sessionId, message);
     timings.push({ label, ms: run.meta.durationMs });
@@ -152,7 +113,7 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     expect(session).not.toContain('plain-1');
     const turns = await turnsOf(session);
     expect(turns.map((t) => t.turn)).toEqual([1, 2, 3]);
-    for (const turn of turns) await expectExactIds(turn);
+    for (const turn of turns) await expectExactIds(engineUrl, turn);
     // Each turn carries the whole conversation so far (OpenClaw adds a user-role context message to each call).
     expect(turns.map((t) => t.messages.filter((m) => m.role === 'assistant').length)).toEqual([0, 1, 2]);
   }, 900_000);
@@ -165,7 +126,7 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     // Each user turn is two model calls: the forced `ls` call, then a reply that sees the tool's result.
     expect(turns.map((t) => t.turn)).toEqual([1, 2, 3, 4, 5, 6]);
     for (const [index, turn] of turns.entries()) {
-      await expectExactIds(turn, 'ls');
+      await expectExactIds(engineUrl, turn, 'ls');
       if (index % 2 === 0) {
         const calls = turn.response.toolCalls as { function: { name: string } }[] | null;
         expect(calls?.map((c) => c.function.name)).toEqual(['ls']);
@@ -222,11 +183,3 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     expect(turn?.policyVersion).toBeGreaterThanOrEqual(1);
   }, 900_000);
 });
-
-async function waitFor(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 500));
-  }
-}

@@ -2,22 +2,19 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import OpenAI from 'openai';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { Method, SampleExclusion, TrainingSample } from '../../core/types.js';
-import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
 import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { startControlStack, untilTrainingStatus } from '../support/control-stack.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
@@ -83,13 +80,9 @@ describe('Track 1 through the gateway', () => {
     );
     if (!loaded.ok) throw new Error(loaded.error);
     const config: OpenClawConfig = loaded.config;
-    const store = new FileSampleStore(join(config.dataDir, 'store'));
-    const worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
-    const running = worker.run();
-    let gateway: RunningGateway | undefined;
+    const stack = await startControlStack(config, env);
     try {
-      gateway = await startGateway(config, { temporal: env.client, logger: false });
-      const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+      const { store, openai: client } = stack;
       const chat = async (
         session: string,
         messages: ChatCompletionMessageParam[],
@@ -163,18 +156,16 @@ describe('Track 1 through the gateway', () => {
       want.samples = await resolve(want.samples);
       want.exclusions = await resolve(want.exclusions);
       const settledIds = [...Object.keys(want.samples), ...Object.keys(want.exclusions)];
-      const training = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
       const trainedSamples = Object.keys(want.samples).length;
       const steps = Math.floor(trainedSamples / want.batchSize);
-      const deadline = Date.now() + 90_000;
-      for (;;) {
-        const status = await training.query(trainingStatusQuery).catch(() => null);
-        const settled = status && status.samplesExcluded + status.samplesTrained + status.pendingSamples;
-        if (status && settled === settledIds.length && status.stepsCompleted === steps) break;
-        if (Date.now() > deadline)
-          throw new Error(`${method}: run did not settle: ${JSON.stringify(status)}`);
-        await new Promise((r) => setTimeout(r, 300));
-      }
+      await untilTrainingStatus(
+        env.client,
+        config.runId,
+        (status) =>
+          status.samplesExcluded + status.samplesTrained + status.pendingSamples === settledIds.length &&
+          status.stepsCompleted === steps,
+      );
+      const training = env.client.workflow.getHandle(trainingWorkflowId(config.runId));
 
       for (const [id, sample] of Object.entries(want.samples)) {
         const stored = await store.get<TrainingSample>(sampleKey(id));
@@ -199,9 +190,7 @@ describe('Track 1 through the gateway', () => {
       // An open gateway's one tenant: every sample of every version is `local`'s.
       for (const entry of lineage) expect(entry.tenants).toEqual({ [LOCAL_TENANT]: entry.sampleIds.length });
     } finally {
-      await gateway?.close();
-      worker.shutdown();
-      await running.catch(() => undefined);
+      await stack.close();
     }
   }
 

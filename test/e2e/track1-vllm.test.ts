@@ -6,7 +6,8 @@
 // acknowledged is still there, the interrupted one is not, and its retry is recorded. First, a request that
 // names no sampling field: the gateway sends the model's generation_config.json values (what vLLM's own default,
 // `--generation-config auto`, would use), vLLM samples at exactly them and reports log-probs at them, and the
-// record says so.
+// record says so. vLLM and the trainer run behind the engine token, as `dev` starts them with one: every call
+// the gateway, the control worker and the publishing make carries it.
 
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -39,6 +40,8 @@ import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js'
 import { findRecordedTurn } from '../support/turn-lookup.js';
 
 const MODEL = 'default';
+const TOKEN = `engine-token-${process.pid}`;
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 const QWEN3_SAMPLING = { temperature: 0.6, top_p: 0.95, top_k: 20 };
 const TOOLS: ChatCompletionTool[] = [
   {
@@ -75,8 +78,8 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     await writeFile(generationConfig, JSON.stringify({ ...shipped, ...QWEN3_SAMPLING }));
     vllmPort = await freePort();
     [vllm, trainer, judge] = await Promise.all([
-      startVllm({ model, servedModelName: MODEL, device: 'cpu', port: vllmPort }),
-      startReferenceEngine({ model, trainer: true }),
+      startVllm({ model, servedModelName: MODEL, device: 'cpu', port: vllmPort, apiKey: TOKEN }),
+      startReferenceEngine({ model, trainer: true, env: { OPENCLAW_ENGINE_TOKEN: TOKEN } }),
       startFakeJudge(),
     ]);
     const taskQueue = uniqueTaskQueue('e2e-vllm');
@@ -86,7 +89,7 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
         runId: `vllm-${taskQueue}`.slice(0, 64),
         method: 'combine',
         dataDir: join(dir, 'data'),
-        engine: { kind: 'vllm', url: vllm.url },
+        engine: { kind: 'vllm', url: vllm.url, token: TOKEN },
         trainer: { url: trainer.url },
         teacher: { url: vllm.url },
         judge: { baseUrl: judge.url, model: 'fake-judge' },
@@ -147,7 +150,7 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
   async function vllmDirect(messages: ChatCompletionMessageParam[]) {
     const response = await fetch(`${vllm.url}/v1/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...AUTH },
       body: JSON.stringify({ model: MODEL, messages, max_tokens: 6, temperature: 0, return_token_ids: true }),
     });
     const body = (await response.json()) as {
@@ -168,6 +171,13 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
   }
+
+  it('vLLM refuses a caller without the token', async () => {
+    const refused = await fetch(`${vllm.url}/v1/models`);
+    expect(refused.status).toBe(401);
+    const allowed = await fetch(`${vllm.url}/v1/models`, { headers: AUTH });
+    expect(allowed.status).toBe(200);
+  });
 
   it("sends a request without sampling fields at the model's generation_config; vLLM samples at it, as recorded", async () => {
     // The suite's gateway does not read the model folder (it sends the neutral values); this one does.
@@ -201,7 +211,7 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
       const sampled = async (sampling: Record<string, number>) => {
         const response = await fetch(`${vllm.url}/v1/chat/completions`, {
           method: 'POST',
-          headers: { 'content-type': 'application/json' },
+          headers: { 'content-type': 'application/json', ...AUTH },
           body: JSON.stringify({
             model: MODEL,
             messages,
@@ -281,7 +291,7 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     // Four samples (s1:1, s1:2, s2:1, s3:1) in batches of two: two epochs, each published into vLLM.
     const status = await settled(2);
     expect(status.policyVersion).toBe(2);
-    const serving = new VllmAdapter(vllm.url);
+    const serving = new VllmAdapter(vllm.url, { headers: AUTH });
     expect(await serving.weightVersion()).toBe('2');
 
     // The next turn is served by the published weights and recorded with their version.
@@ -328,11 +338,11 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     const crashed = vllm.process;
     if (crashed.exitCode === null && crashed.signalCode === null)
       await new Promise((resolve) => crashed.once('exit', resolve));
-    vllm = await startVllm({ model, servedModelName: MODEL, device: 'cpu', port: vllmPort });
+    vllm = await startVllm({ model, servedModelName: MODEL, device: 'cpu', port: vllmPort, apiKey: TOKEN });
     const latest = await latestPublished(config);
     expect(latest?.version).toBe(2);
     if (latest)
-      await new VllmAdapter(vllm.url).publishWeights({
+      await new VllmAdapter(vllm.url, { headers: AUTH }).publishWeights({
         path: latest.checkpoint,
         version: String(latest.version),
       });

@@ -10,11 +10,14 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { trainerFromConfig } from '../../activities/trainer-backends/trainer-from-config.js';
+import { runEval } from '../../cli/eval-command.js';
+import { stepJudge } from '../../cli/track2-commands.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { buildBinaryJudgeMessages } from '../../core/judge-prompts.js';
 import { createEngineAdapter, policyEngineFromConfig } from '../../engines/engine-adapters.js';
 import { EngineHttpError } from '../../engines/engine-http.js';
 import { startGateway } from '../../gateway/main.js';
-import { engineAccessEnv } from '../../security/engine-token.js';
+import { engineAccessEnv, judgeApiKey } from '../../security/engine-token.js';
 import {
   type EngineProcess,
   makeTinyModel,
@@ -29,11 +32,12 @@ describe('the engine behind a token, its paths confined', () => {
   let engine: EngineProcess;
   let config: OpenClawConfig;
   let env: TestWorkflowEnvironment;
+  let tokenFile: string;
 
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'engine-access-'));
     env = await connectTestEnvironment();
-    const tokenFile = join(dir, 'engine-token');
+    tokenFile = join(dir, 'engine-token');
     await writeFile(tokenFile, `${TOKEN}\n`, { mode: 0o600 });
     const loaded = loadConfig(
       {},
@@ -115,5 +119,43 @@ describe('the engine behind a token, its paths confined', () => {
     } finally {
       await gateway.close();
     }
+  }, 60_000);
+
+  it('eval sends the token to the engine it evaluates and to that engine judging itself', async () => {
+    const file = join(dir, 'heldout.jsonl');
+    const line = { id: 'hi', messages: [{ role: 'user', content: 'hello' }], next_user: 'thanks!' };
+    await writeFile(file, `${JSON.stringify(line)}\n`);
+    const flags = {
+      engineUrl: config.engine.url,
+      conversations: file,
+      votes: '2',
+      maxTokens: '4',
+      progress: false,
+    };
+    // The tiny model's judge replies are kept short: nothing here reads them.
+    const guarded = { OPENCLAW_ENGINE_TOKEN_FILE: tokenFile, OPENCLAW_JUDGE_MAX_TOKENS: '4' };
+    const report = await runEval(flags, guarded);
+    expect(report.items.map((item) => item.id)).toEqual(['hi']);
+    // Without the token the engine refuses the answer; with a wrong judge key the judge refuses every vote.
+    await expect(runEval(flags, { OPENCLAW_JUDGE_MAX_TOKENS: '4' })).rejects.toThrow(/401/);
+    await expect(runEval({ ...flags, judgeApiKey: 'not-the-token' }, guarded)).rejects.toThrow(
+      /the judge refused its key \(401\)/,
+    );
+  }, 60_000);
+
+  it("the env worker's step judge at a guarded judge engine's URL sends the token, and only there", async () => {
+    const prompt = buildBinaryJudgeMessages({
+      responseText: 'hi',
+      nextStateText: 'thanks',
+      nextStateRole: 'user',
+    });
+    const judgeUrl = `${config.engine.url}/v1`;
+    const short = { ...config, judge: { ...config.judge, maxTokens: 4 } };
+    expect(typeof (await stepJudge(short, judgeUrl).complete(prompt, { seed: 1 }))).toBe('string');
+    const open = { ...short, engine: { ...config.engine, token: '', tokenFile: '' } };
+    await expect(stepJudge(open, judgeUrl).complete(prompt, {})).rejects.toMatchObject({ status: 401 });
+    expect(judgeApiKey(config, judgeUrl)).toBe(TOKEN);
+    expect(judgeApiKey(config, `${config.judgeEngine.url}/v1`)).toBe(TOKEN);
+    expect(judgeApiKey(config, 'https://api.example.com/v1')).toBe('');
   }, 60_000);
 });

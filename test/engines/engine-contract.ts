@@ -25,12 +25,12 @@ export interface ContractSubject {
   close(): Promise<void>;
 }
 
-/** Two tiny models of one architecture and tokenizer (seeds 0 and 1) in a temporary folder. */
-export async function tinyWeights(label: string, headDim = 16) {
+/** Two tiny default models of one architecture and tokenizer (seeds 0 and 1) in a temporary folder. */
+export async function tinyWeights(label: string) {
   const dir = await mkdtemp(join(tmpdir(), `${label}-`));
   const [base, other] = await Promise.all([
-    makeTinyModel(join(dir, 'base'), 0, headDim),
-    makeTinyModel(join(dir, 'other'), 1, headDim),
+    makeTinyModel(join(dir, 'base'), 0),
+    makeTinyModel(join(dir, 'other'), 1),
   ]);
   return { base, other, remove: () => rm(dir, { recursive: true, force: true }) };
 }

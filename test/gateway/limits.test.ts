@@ -9,13 +9,14 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { RateLimitError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type OpenClawConfigInput } from '../../core/config.js';
-import { isLoopbackHost, startGateway } from '../../gateway/main.js';
+import { startGateway } from '../../gateway/main.js';
 import {
   apiKeysFile,
   configuredApiKeys,
   ensureApiKeysFile,
   parseApiKeysFile,
 } from '../../security/api-keys.js';
+import { isLoopbackHost } from '../../security/loopback-host.js';
 import { connectTestEnvironment } from '../support/temporal.js';
 import { freePort, startTestGateway, type TestGateway } from './gateway-fixture.js';
 

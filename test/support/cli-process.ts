@@ -10,7 +10,9 @@ const cliEntry = fileURLToPath(new URL('../../bin/openclaw-rl.mjs', import.meta.
 
 // Children still alive when the test process exits (a timeout, a crash) are killed with it, never orphaned.
 const alive = new Set<ChildProcess>();
+const groups = new Set<(signal: NodeJS.Signals) => void>();
 process.once('exit', () => {
+  for (const kill of groups) kill('SIGKILL');
   for (const child of alive) child.kill('SIGKILL');
 });
 
@@ -58,11 +60,38 @@ export function startCli(name: string, args: string[], env: NodeJS.ProcessEnv, l
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  return superviseChild(name, child, logFile);
+}
+
+/**
+ * A started child (stdout and stderr piped) as a `CliProcess`: its lines logged and watched, killed with this
+ * process. `group`: the child leads its own process group (spawned `detached`), and signals go to the whole
+ * group, so helpers it started go with it.
+ */
+export function superviseChild(
+  name: string,
+  child: ChildProcess,
+  logFile: string,
+  options: { group?: boolean } = {},
+): CliProcess {
+  const signal = (kind: NodeJS.Signals) => {
+    if (options.group && child.pid !== undefined) {
+      try {
+        process.kill(-child.pid, kind);
+        return;
+      } catch {
+        // the group is gone already; fall through to the child itself
+      }
+    }
+    child.kill(kind);
+  };
   alive.add(child);
+  if (options.group) groups.add(signal);
   const exited = new Promise<void>((resolve) => {
-    child.once('exit', (code, signal) => {
+    child.once('exit', (code, how) => {
       alive.delete(child);
-      remember(`[${name} exited: code ${code}, signal ${signal}]`);
+      groups.delete(signal);
+      remember(`[${name} exited: code ${code}, signal ${how}]`);
       resolve();
     });
   });
@@ -106,13 +135,13 @@ export function startCli(name: string, args: string[], env: NodeJS.ProcessEnv, l
     },
     async kill9() {
       if (isGone()) return;
-      child.kill('SIGKILL');
+      signal('SIGKILL');
       await exited;
     },
     async stop(graceMs = 10_000) {
       if (isGone()) return;
-      child.kill('SIGTERM');
-      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      signal('SIGTERM');
+      const timer = setTimeout(() => signal('SIGKILL'), graceMs);
       await exited;
       clearTimeout(timer);
     },

@@ -3,7 +3,10 @@ import { closeSync, existsSync, openSync } from 'node:fs';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { expect } from 'vitest';
 import { z } from 'zod';
+import type { TurnRecord } from '../../core/turn-record.js';
+import { type CliProcess, superviseChild } from './cli-process.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -17,15 +20,37 @@ export function openclawInstalled(): boolean {
   return existsSync(OPENCLAW_BIN) && existsSync(join(NODE_BIN, 'node'));
 }
 
-/** What `openclaw agent --json` prints (only the fields the tests read). */
+/** Fails a suite that needs the real agent with the command that installs it. */
+export function requireOpenClaw(): void {
+  if (!openclawInstalled())
+    throw new Error(
+      'the OpenClaw agent is not installed: run `bash scripts/openclaw-setup.sh` (npm run setup does)',
+    );
+}
+
+/** What `openclaw agent --local --json` prints (only the fields the tests read). */
 const AgentRunOutput = z.looseObject({
   payloads: z.array(z.looseObject({ text: z.string().nullish() })),
   meta: z.looseObject({
     durationMs: z.number(),
-    agentMeta: z.looseObject({ sessionId: z.string(), promptTokens: z.number().optional() }),
+    agentMeta: z.looseObject({
+      sessionId: z.string(),
+      promptTokens: z.number().optional(),
+      /** Over the run's model calls: `cacheRead` prompt tokens came from the engine's cache, `input` the rest. */
+      usage: z.looseObject({ input: z.number(), cacheRead: z.number().optional() }).optional(),
+    }),
   }),
 });
 export type AgentRunOutput = z.infer<typeof AgentRunOutput>;
+
+/** What `openclaw agent --json` prints when its Gateway daemon ran the turn: the run inside `result`. */
+const GatewayAgentOutput = z.looseObject({ status: z.literal('ok'), result: AgentRunOutput });
+
+/** Where the home's Gateway daemon listens, and the shared token its clients present. */
+export interface OpenClawGatewaySettings {
+  port: number;
+  token: string;
+}
 
 /** One OpenClaw installation's state: its own state folder and config file, as a user's `~/.openclaw` is. */
 export interface OpenClawHome {
@@ -33,8 +58,16 @@ export interface OpenClawHome {
   readonly configPath: string;
   /** Runs `openclaw <args>` with this home; resolves with what it printed. */
   cli(args: string[], timeoutMs?: number): Promise<{ stdout: string; stderr: string }>;
-  /** One user turn: `openclaw agent --local --session-id <id> --message <text> --json`. */
+  /**
+   * One user turn: `openclaw agent --local --session-id <id> --message <text> --json`, or, for a home made with
+   * daemon settings, the same without `--local`: the Gateway daemon (`startGateway()`) runs the turn.
+   */
   agent(sessionId: string, message: string): Promise<AgentRunOutput>;
+  /**
+   * Starts OpenClaw's own Gateway daemon for this home (`openclaw gateway run --port P --bind loopback --auth
+   * token`); resolves once it is ready. Only for a home made with daemon settings.
+   */
+  startGateway(logFile: string): Promise<CliProcess>;
   /** Merges `patch` into the config file (objects merged key by key). */
   configure(patch: Record<string, unknown>): Promise<void>;
 }
@@ -43,7 +76,11 @@ export interface OpenClawHome {
  * A scratch OpenClaw home whose one provider, `openclaw-rl`, is the gateway at `baseUrl` (the provider config
  * docs/openclaw.md gives a user).
  */
-export async function createOpenClawHome(dir: string, gateway: { baseUrl: string; apiKey: string }) {
+export async function createOpenClawHome(
+  dir: string,
+  gateway: { baseUrl: string; apiKey: string },
+  daemon?: OpenClawGatewaySettings,
+) {
   await mkdir(join(dir, 'state'), { recursive: true });
   const configPath = join(dir, 'openclaw.json');
   await writeFile(
@@ -62,6 +99,8 @@ export async function createOpenClawHome(dir: string, gateway: { baseUrl: string
           },
         },
         agents: { defaults: { model: { primary: 'openclaw-rl/default' } } },
+        // `openclaw gateway` refuses to start without it (what `openclaw onboard --mode local` writes).
+        ...(daemon ? { gateway: { mode: 'local' } } : {}),
       },
       null,
       2,
@@ -77,6 +116,8 @@ export async function createOpenClawHome(dir: string, gateway: { baseUrl: string
     OPENCLAW_STATE_DIR: join(dir, 'state'),
     OPENCLAW_CONFIG_PATH: configPath,
     NO_COLOR: '1',
+    // The daemon and its clients (`openclaw agent`, `openclaw system ...`) find each other by these.
+    ...(daemon ? { OPENCLAW_GATEWAY_PORT: String(daemon.port), OPENCLAW_GATEWAY_TOKEN: daemon.token } : {}),
   };
   let runs = 0;
   const home: OpenClawHome = {
@@ -113,9 +154,10 @@ export async function createOpenClawHome(dir: string, gateway: { baseUrl: string
       }
     },
     async agent(sessionId, message) {
+      const where = daemon ? [] : ['--local'];
       const { stdout } = await home.cli([
         'agent',
-        '--local',
+        ...where,
         '--session-id',
         sessionId,
         '--message',
@@ -125,10 +167,23 @@ export async function createOpenClawHome(dir: string, gateway: { baseUrl: string
       // The JSON document is the last thing printed; a first run may print notices before it.
       const start = stdout.search(/^\{/m);
       try {
-        return AgentRunOutput.parse(JSON.parse(stdout.slice(Math.max(0, start))));
+        const printed: unknown = JSON.parse(stdout.slice(Math.max(0, start)));
+        return daemon ? GatewayAgentOutput.parse(printed).result : AgentRunOutput.parse(printed);
       } catch (error) {
         throw new Error(`openclaw agent printed no run JSON (${error}):\n${stdout.slice(0, 2000)}`);
       }
+    },
+    async startGateway(logFile) {
+      if (!daemon) throw new Error('this OpenClaw home was made without daemon settings');
+      const child = spawn(
+        OPENCLAW_BIN,
+        ['gateway', 'run', '--port', String(daemon.port), '--bind', 'loopback', '--auth', 'token'],
+        // Its own process group: the daemon starts helpers (a spawn broker) that must stop with it.
+        { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], detached: true },
+      );
+      const gatewayProcess = superviseChild('openclaw gateway', child, logFile, { group: true });
+      await gatewayProcess.waitForLine(/\[gateway\] ready/, 300_000);
+      return gatewayProcess;
     },
     async configure(patch) {
       const current = JSON.parse(await readFile(configPath, 'utf8')) as Record<string, unknown>;
@@ -150,4 +205,27 @@ function merge(base: Record<string, unknown>, patch: Record<string, unknown>): R
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * The record's prompt ids are exactly the engine's tokenization of its messages and the tools it offered
+ * (`onlyTool`: a named tool_choice offers only that tool, as SGLang does).
+ */
+export async function expectExactIds(
+  engineUrl: string,
+  record: TurnRecord,
+  onlyTool?: string,
+): Promise<void> {
+  const tools = (record.tools as { function: { name: string } }[] | null)?.filter(
+    (tool) => onlyTool === undefined || tool.function.name === onlyTool,
+  );
+  const response = await fetch(`${engineUrl}/v1/tokenize`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: record.messages, tools }),
+  });
+  const { tokens } = (await response.json()) as { tokens: number[] };
+  expect(record.promptIds).toEqual(tokens);
+  expect(record.responseIds.length).toBeGreaterThan(0);
+  expect(record.responseLogProbs).toHaveLength(record.responseIds.length);
 }
