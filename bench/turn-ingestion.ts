@@ -22,6 +22,8 @@
 // the histories of up to `historySessions` sessions of each store's last c32 main block show how long after
 // the client got its response the session workflow had taken the turn in. Figures only; never passes or fails.
 
+import { LOCAL_TENANT, scopedSessionId } from '../core/tenant.js';
+import { sessionWorkflowId } from '../workflows/session-signals.js';
 import { type ChatTiming, packingConversation, timedChat } from './support/chat-client.js';
 import { signalDeliveries } from './support/history.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
@@ -171,7 +173,9 @@ async function historyCheck(sessions: Map<string, number[]>): Promise<number[]> 
     const [session, completedAt] = picked[index] as [string, number[]];
     const deadline = Date.now() + 30_000;
     for (;;) {
-      const history = await stack?.client.workflow.getHandle(`session-${session}`).fetchHistory();
+      const history = await stack?.client.workflow
+        .getHandle(sessionWorkflowId(scopedSessionId(LOCAL_TENANT, session)))
+        .fetchHistory();
       const deliveries = signalDeliveries(history?.events ?? []);
       if (deliveries.length >= completedAt.length || Date.now() > deadline) {
         deliveries.forEach((d, i) => {

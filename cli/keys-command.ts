@@ -2,7 +2,7 @@
 // runs `keys init` on every start; it changes nothing once they exist) and rotated in place.
 
 import { type Command, Option } from 'commander';
-import { apiKeysFile, ensureApiKeysFile } from '../security/api-keys.js';
+import { addApiKey, apiKeysFile, ensureApiKeysFile } from '../security/api-keys.js';
 import { ensureEngineTokenFile } from '../security/engine-token.js';
 import { ensurePayloadKeyFile, payloadKeysFile, rotatePayloadKeyFile } from '../security/payload-keys.js';
 import { configFromFlags } from './cli-config.js';
@@ -39,6 +39,21 @@ export function registerKeyCommands(program: Command): void {
       const payloadFile = payloadKeysFile(config);
       const payload = await ensurePayloadKeyFile(payloadFile);
       console.log(`payload keys ${payloadFile} (${payload.created ? 'created' : 'exists, unchanged'})`);
+    });
+
+  keys
+    .command('add')
+    .description(
+      "add a new API key for a tenant to the keys file and print it (a tenant's sessions are reachable only with its keys; restart the gateway to use it)",
+    )
+    .requiredOption('--tenant <name>', 'the tenant the key belongs to (letters, digits, ".", "_", "@", "-")')
+    .addOption(dataDirOption())
+    .action(async (flags: { tenant: string; dataDir?: string }) => {
+      const config = configFromFlags({ dataDir: flags.dataDir });
+      const file = apiKeysFile(config);
+      const key = await addApiKey(file, flags.tenant);
+      console.error(`api keys ${file}: added a key for tenant ${flags.tenant}`);
+      console.log(key);
     });
 
   keys

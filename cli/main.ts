@@ -29,8 +29,10 @@ import { registerTrack2Commands } from './track2-commands.js';
 import {
   followTrainingRun,
   formatOutboxStatus,
+  formatTrainedByTenant,
   formatTrainingStatus,
   readOutboxStatus,
+  readTrainedByTenant,
   readTrainingStatus,
 } from './train-status.js';
 import { runTrainerWorker } from './trainer-worker-command.js';
@@ -292,10 +294,12 @@ train
               progress: { enabled: !flags.json },
             })
           : await readTrainingStatus(client, config.runId);
-        if (flags.json) console.log(JSON.stringify({ ...status, outbox }, null, 2));
+        const trained = await readTrainedByTenant(client, config.runId);
+        if (flags.json) console.log(JSON.stringify({ ...status, outbox, trainedByTenant: trained }, null, 2));
         else {
           if (flags.watch) console.log(formatOutboxStatus(await readOutboxStatus(config)));
           console.log(formatTrainingStatus(status));
+          console.log(formatTrainedByTenant(trained));
         }
       } finally {
         await close();

@@ -6,10 +6,22 @@ import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/c
 import { type Command, Option } from 'commander';
 import type { z } from 'zod';
 import type { OpenClawConfig } from '../core/config.js';
+import {
+  formatTenantCounts,
+  NO_TENANT,
+  samplesByTenant,
+  scopedSessionId,
+  splitSessionId,
+  TENANT_NAME,
+  TENANT_NAME_RULE,
+  tenantOfSession,
+} from '../core/tenant.js';
 import { describeZodError, trainingInputSchema } from '../core/training-settings.js';
 import { trainingInputFromConfig } from '../workers/control-worker.js';
-import { type SessionStatus, sessionStatusQuery } from '../workflows/session-signals.js';
+import { type SessionStatus, sessionStatusQuery, sessionWorkflowId } from '../workflows/session-signals.js';
 import {
+  type LineageEntry,
+  lineageQuery,
   type TrainingInput,
   type TrainingRunStatus,
   trainingStatusQuery,
@@ -106,9 +118,13 @@ async function listByType<Status>(
   workflowType: string,
   limit: number,
   query: (workflowId: string) => Promise<Status>,
+  idPrefix?: string,
 ): Promise<WorkflowRow<Status>[]> {
   const rows: Omit<WorkflowRow<Status>, 'state'>[] = [];
-  for await (const execution of client.workflow.list({ query: `WorkflowType = '${workflowType}'` })) {
+  const prefix = idPrefix === undefined ? '' : ` AND WorkflowId STARTS_WITH '${idPrefix}'`;
+  for await (const execution of client.workflow.list({
+    query: `WorkflowType = '${workflowType}'${prefix}`,
+  })) {
     // Continue-as-new leaves one closed execution per run; list each workflow id once, newest first.
     if (rows.some((row) => row.workflowId === execution.workflowId)) continue;
     rows.push({
@@ -138,10 +154,26 @@ export function listTrainingRuns(client: Client, limit = 50): Promise<WorkflowRo
   );
 }
 
-export function listSessions(client: Client, limit = 50): Promise<WorkflowRow<SessionStatus>[]> {
-  return listByType(client, 'sessionWorkflow', limit, (id) =>
-    client.workflow.getHandle(id).query(sessionStatusQuery),
+export type SessionRow = WorkflowRow<SessionStatus> & {
+  /** Null for sessions recorded before tenants. */
+  tenant: string | null;
+};
+
+/** Sessions, newest first, with their tenant; with `tenant`, only that tenant's. */
+export async function listSessions(client: Client, limit = 50, tenant?: string): Promise<SessionRow[]> {
+  if (tenant !== undefined && !TENANT_NAME.test(tenant)) throw new Error(`--tenant: ${TENANT_NAME_RULE}`);
+  const rows = await listByType(
+    client,
+    'sessionWorkflow',
+    limit,
+    (id) => client.workflow.getHandle(id).query(sessionStatusQuery),
+    tenant === undefined ? undefined : sessionWorkflowId(scopedSessionId(tenant, '')),
   );
+  return rows.map((row) => ({ ...row, tenant: tenantOfSession(sessionIdOf(row)) }));
+}
+
+function sessionIdOf({ workflowId, state }: WorkflowRow<SessionStatus>): string {
+  return state?.sessionId ?? workflowId.replace(/^session-/, '');
 }
 
 /** Left-aligned columns with a header, the way `docker ps` prints. */
@@ -190,15 +222,38 @@ function sessionStatusText(status: string, state: SessionStatus | null): string 
 export function formatSessions(rows: WorkflowRow<SessionStatus>[]): string {
   if (rows.length === 0) return 'no sessions';
   return formatTable(
-    ['SESSION', 'STATUS', 'TURNS', 'SCORED', 'WAITING', 'STARTED'],
-    rows.map(({ workflowId, status, startTime, state }) => [
-      state?.sessionId ?? workflowId.replace(/^session-/, ''),
-      sessionStatusText(status, state),
-      state ? String(state.turnsReceived) : '',
-      state ? String(state.turnsScored) : '',
-      state ? String(state.openTurns.length) : '',
-      startTime,
+    ['TENANT', 'SESSION', 'STATUS', 'TURNS', 'SCORED', 'WAITING', 'STARTED'],
+    rows.map((row) => [
+      ...tenantAndId(sessionIdOf(row)),
+      sessionStatusText(row.status, row.state),
+      row.state ? String(row.state.turnsReceived) : '',
+      row.state ? String(row.state.turnsScored) : '',
+      row.state ? String(row.state.openTurns.length) : '',
+      row.startTime,
     ]),
+  );
+}
+
+/** A session id as its tenant (`-` for sessions from before tenants) and the id its client sends. */
+function tenantAndId(sessionId: string): [string, string] {
+  const { tenant, id } = splitSessionId(sessionId);
+  return [tenant ?? NO_TENANT, id];
+}
+
+/** Lineage entries, newest first: which samples made each version, and whose sessions they came from. */
+export function formatLineage(entries: readonly LineageEntry[]): string {
+  if (entries.length === 0) return 'no published versions';
+  return formatTable(
+    ['VERSION', 'STEP', 'SAMPLES', 'TENANTS', 'CHECKPOINT'],
+    [...entries]
+      .reverse()
+      .map((entry) => [
+        `v${entry.version}`,
+        entry.stepId,
+        String(entry.sampleIds.length),
+        formatTenantCounts(entry.tenants ?? samplesByTenant(entry.sampleIds)),
+        entry.checkpoint,
+      ]),
   );
 }
 
@@ -259,6 +314,13 @@ const temporalOption = () =>
     '--temporal-address <host:port>',
     'Temporal frontend (TEMPORAL_ADDRESS; default 127.0.0.1:7233)',
   );
+
+interface ListFlags {
+  limit?: string;
+  tenant?: string;
+  temporalAddress?: string;
+  json?: boolean;
+}
 
 export interface OperatorCommandOptions {
   /** Where progress bars go (default stderr; drawn only on a terminal). */
@@ -328,29 +390,33 @@ export function registerOperatorCommands(
       }
     });
 
-  const listCommand = <Status>(
+  const listCommand = <Row>(
     parent: Command,
     name: string,
     description: string,
-    list: (client: Client, limit: number) => Promise<WorkflowRow<Status>[]>,
-    format: (rows: WorkflowRow<Status>[]) => string,
-  ) =>
-    parent
+    list: (client: Client, limit: number, flags: ListFlags) => Promise<Row[]>,
+    format: (rows: Row[]) => string,
+    options: Option[] = [],
+  ) => {
+    const command = parent
       .command(name)
       .description(description)
-      .addOption(new Option('--limit <n>', 'at most this many (default 50)'))
+      .addOption(new Option('--limit <n>', 'at most this many (default 50)'));
+    for (const option of options) command.addOption(option);
+    return command
       .addOption(temporalOption())
       .option('--json', 'print JSON')
-      .action(async (flags: { limit?: string; temporalAddress?: string; json?: boolean }) => {
+      .action(async (flags: ListFlags) => {
         const config = configFromFlags({ temporalAddress: flags.temporalAddress });
         const { client, close } = await connectClient(config);
         try {
-          const rows = await list(client, limitOf(flags.limit));
+          const rows = await list(client, limitOf(flags.limit), flags);
           console.log(flags.json ? JSON.stringify(rows, null, 2) : format(rows));
         } finally {
           await close();
         }
       });
+  };
 
   listCommand(
     train,
@@ -362,8 +428,26 @@ export function registerOperatorCommands(
   listCommand(
     program,
     'sessions',
-    'list chat sessions, newest first: turns seen, scored and waiting for their next state',
-    listSessions,
+    'list chat sessions, newest first, with their tenant: turns seen, scored and waiting for their next state',
+    (client, limit, flags) => listSessions(client, limit, flags.tenant),
     formatSessions,
+    [new Option('--tenant <name>', "only this tenant's sessions")],
   );
+
+  train
+    .command('lineage')
+    .description("list a run's published versions (the newest 100): the samples that made each, by tenant")
+    .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
+    .addOption(temporalOption())
+    .option('--json', 'print JSON')
+    .action(async (flags: { run?: string; temporalAddress?: string; json?: boolean }) => {
+      const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });
+      const { client, close } = await connectClient(config);
+      try {
+        const entries = await client.workflow.getHandle(trainingWorkflowId(config.runId)).query(lineageQuery);
+        console.log(flags.json ? JSON.stringify(entries, null, 2) : formatLineage(entries));
+      } finally {
+        await close();
+      }
+    });
 }

@@ -1,7 +1,9 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { storeFromConfig } from '../activities/store-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { formatTenantCounts, samplesByTenant } from '../core/tenant.js';
 import {
+  lineageQuery,
   type TrainingRunStatus,
   trainingStatusQuery,
   trainingWorkflowId,
@@ -10,6 +12,26 @@ import { type ProgressStream, progressBar } from './progress.js';
 
 export async function readTrainingStatus(client: Client, runId: string): Promise<TrainingRunStatus> {
   return client.workflow.getHandle(trainingWorkflowId(runId)).query(trainingStatusQuery);
+}
+
+/** Samples trained per tenant over the versions the run's lineage query lists (its newest 100). */
+export interface TrainedByTenant {
+  versions: number;
+  tenants: Record<string, number>;
+}
+
+export async function readTrainedByTenant(client: Client, runId: string): Promise<TrainedByTenant> {
+  const entries = await client.workflow.getHandle(trainingWorkflowId(runId)).query(lineageQuery);
+  const tenants: Record<string, number> = {};
+  for (const entry of entries)
+    for (const [tenant, count] of Object.entries(entry.tenants ?? samplesByTenant(entry.sampleIds)))
+      tenants[tenant] = (tenants[tenant] ?? 0) + count;
+  return { versions: entries.length, tenants };
+}
+
+export function formatTrainedByTenant(trained: TrainedByTenant): string {
+  if (trained.versions === 0) return 'by tenant        nothing trained yet';
+  return `by tenant        ${formatTenantCounts(trained.tenants)} (samples of the last ${trained.versions} version${trained.versions === 1 ? '' : 's'})`;
 }
 
 /** What the gateways still have to hand to session workflows (read from the store, so Temporal may be down). */

@@ -342,7 +342,7 @@ export const CONFIG_OPTIONS = [
     env: 'OPENCLAW_API_KEYS',
     kind: 'string-list',
     description:
-      'Comma-separated bearer keys clients must send (original: `SGLANG_API_KEY`); with none here and no keys file, the gateway is open, which it only allows on a loopback address (docs/security.md).',
+      'Comma-separated bearer keys clients must send (original: `SGLANG_API_KEY`); each is a tenant of its own (`key-<digest>`; name tenants in the keys file). With none here and no keys file, the gateway is open (one tenant, `local`), which it only allows on a loopback address (docs/security.md).',
   },
   {
     key: 'gateway.apiKeysFile',
@@ -350,7 +350,7 @@ export const CONFIG_OPTIONS = [
     kind: 'string',
     defaultNote: '`<dataDir>/keys/api-keys`, when it exists',
     description:
-      'File of more bearer keys, one per line (`#` starts a comment); `openclaw-rl keys init` creates it with a new key, and compose does on first start.',
+      'File of more bearer keys, one per line: `<key> [<tenant>]` (a key without a tenant is a tenant of its own; several keys may share one; `#` starts a comment). Session ids are scoped by the tenant. `openclaw-rl keys init` creates it with a new key, and compose does on first start; `keys add --tenant NAME` adds one (docs/security.md#tenants).',
   },
   {
     key: 'gateway.allowNoKeys',

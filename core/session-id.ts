@@ -1,10 +1,13 @@
 // Which session a chat request belongs to, whether it is trainable, and whether it ends the session
 // (DESIGN section 4). Unlike the original (spec 3.2), a request without headers is still trained: the
-// session id falls back to the OpenAI `user` field, then to a hash of the conversation's opening messages,
-// and the turn type defaults to `main`.
+// session id falls back to the OpenAI `user` field, then to one derived from the conversation's opening
+// exchange, and the turn type defaults to `main`. Every id is scoped by the caller's tenant (core/tenant.ts):
+// the same id from two tenants names two sessions.
 
 import { flattenContent } from './chat-messages.js';
 import { fnv1a64Hex } from './fnv1a64.js';
+import { replyView } from './reply-view.js';
+import { LOCAL_TENANT, scopedSessionId } from './tenant.js';
 import type { TurnType } from './types.js';
 
 /** The parts of an HTTP request this module reads; header names in any case. */
@@ -15,13 +18,28 @@ export interface IncomingRequest {
 
 export type SessionIdSource = 'header' | 'body' | 'user' | 'derived';
 
-export type SessionIdentification =
-  | { sessionId: string; source: SessionIdSource; turnType: TurnType; sessionDone: boolean }
-  | { sessionId: null; source: 'none'; turnType: 'side'; sessionDone: boolean };
+interface Identified {
+  /** Who sent it: the tenant of the caller's API key. */
+  tenant: string;
+  turnType: TurnType;
+  sessionDone: boolean;
+}
+
+export type SessionIdentification = Identified &
+  (
+    | /** `sessionId` is the scoped id (`<tenant>/<id>`). */
+    { sessionId: string; source: SessionIdSource }
+    /**
+     * A conversation's first request, with no reply in it yet: its id is derived from the reply the engine is
+     * about to give (`derivedSessionId(identity, reply)`), once there is one.
+     */
+    | { sessionId: null; source: 'derived'; opening: string }
+    | { sessionId: null; source: 'none' }
+  );
 
 export interface IdentifyOptions {
-  /** Mixed into derived ids (e.g. the caller's API key name) so two tenants' identical chats stay apart. */
-  scope?: string;
+  /** The caller's tenant (default `local`, an open gateway's). */
+  tenant?: string;
 }
 
 /** Body fields that carry session metadata; they are not OpenAI fields and are removed before forwarding. */
@@ -35,8 +53,10 @@ export function identifySession(
   request: IncomingRequest,
   options: IdentifyOptions = {},
 ): SessionIdentification {
+  const tenant = options.tenant ?? LOCAL_TENANT;
   const body = isRecord(request.body) ? request.body : {};
   const sessionDone = isTrue(header(request, 'x-session-done')) || isTrue(body.session_done);
+  const known = { tenant, sessionDone };
 
   const explicit: [SessionIdSource, unknown][] = [
     ['header', header(request, 'x-session-id')],
@@ -46,34 +66,70 @@ export function identifySession(
   for (const [source, value] of explicit) {
     const id = idText(value);
     if (id !== null)
-      return { sessionId: safeSessionId(id), source, turnType: turnTypeOf(request, body), sessionDone };
+      return {
+        ...known,
+        sessionId: scopedSessionId(tenant, safeSessionId(id)),
+        source,
+        turnType: turnTypeOf(request, body),
+      };
   }
-  const derived = deriveSessionId(body.messages, options.scope);
-  if (derived !== null)
-    return { sessionId: derived, source: 'derived', turnType: turnTypeOf(request, body), sessionDone };
-  return { sessionId: null, source: 'none', turnType: 'side', sessionDone };
+  const opening = openingOf(body.messages);
+  if (opening === null) return { ...known, sessionId: null, source: 'none', turnType: 'side' };
+  const turnType = turnTypeOf(request, body);
+  if (opening.reply === null)
+    return { ...known, sessionId: null, source: 'derived', opening: opening.text, turnType };
+  return {
+    ...known,
+    sessionId: scopedSessionId(tenant, deriveSessionId(tenant, opening.text, opening.reply)),
+    source: 'derived',
+    turnType,
+  };
+}
+
+/** The scoped id of a conversation's first request, from the reply it was served. */
+export function derivedSessionId(
+  identity: { tenant: string; opening: string },
+  reply: { content: unknown; toolCalls: unknown },
+): string {
+  return scopedSessionId(
+    identity.tenant,
+    deriveSessionId(identity.tenant, identity.opening, replyView(reply.content, reply.toolCalls)),
+  );
 }
 
 /**
- * A stable id for a conversation without one: `conv-` + FNV-1a 64 of its first system (or developer) message
- * and its first user message (or, with neither, its first message). Every later request of the conversation
- * repeats those messages, so it maps to the same id. Null when there are no messages.
+ * A stable id for a conversation without one: `conv-` + FNV-1a 64 of the tenant, the conversation's first user
+ * message and its first assistant reply (as the client sends it back: reply-view.ts). Every later request of
+ * the conversation repeats both, so it maps to the same id, and two chats that open with the same words part
+ * as soon as their replies differ. The system prompt is left out: clients rewrite it between requests of one
+ * conversation (OpenClaw lists fewer tools on a fresh home's first run).
  */
-export function deriveSessionId(messages: unknown, scope = ''): string | null {
-  if (!Array.isArray(messages) || messages.length === 0) return null;
-  const all = messages.filter(isRecord);
-  const system = all.find((m) => m.role === 'system' || m.role === 'developer');
-  const user = all.find((m) => m.role === 'user');
-  const opening =
-    system || user
-      ? [system ? flattenContent(system.content) : null, user ? flattenContent(user.content) : null]
-      : [String(all[0]?.role ?? ''), flattenContent(all[0]?.content)];
-  return `conv-${fnv1a64Hex(JSON.stringify([scope, ...opening]))}`;
+export function deriveSessionId(tenant: string, opening: string, replyView: string): string {
+  return `conv-${fnv1a64Hex(JSON.stringify([tenant, opening, replyView]))}`;
 }
 
-/** The id itself when it is short and made of safe characters, else `h-` + its hash (stable, path-safe). */
+/**
+ * The opening of a conversation: its first user message (with none, its first message other than a reply) and
+ * the view of its first assistant reply (null when it has none yet). Null when there are no messages.
+ */
+function openingOf(messages: unknown): { text: string; reply: string | null } | null {
+  if (!Array.isArray(messages)) return null;
+  const all = messages.filter(isRecord);
+  const first = all.find((m) => m.role === 'user') ?? all.find((m) => m.role !== 'assistant');
+  const reply = all.find((m) => m.role === 'assistant');
+  if (first === undefined && reply === undefined) return null;
+  return {
+    text: first ? `${String(first.role)}:${flattenContent(first.content)}` : '',
+    reply: reply ? replyView(reply.content, reply.tool_calls) : null,
+  };
+}
+
+/**
+ * The id itself when it is short and made of safe characters (and not only dots, which name folders), else
+ * `h-` + its hash (stable, path-safe).
+ */
 export function safeSessionId(id: string): string {
-  return SAFE_SESSION_ID.test(id) ? id : `h-${fnv1a64Hex(id)}`;
+  return SAFE_SESSION_ID.test(id) && !/^\.+$/.test(id) ? id : `h-${fnv1a64Hex(id)}`;
 }
 
 /** A copy of the body without the session metadata fields. */

@@ -1,33 +1,55 @@
 // Bearer-key authentication. Keys are compared as SHA-256 digests with timingSafeEqual, so neither a key's
-// length nor its prefix leaks through response timing. No keys configured means an open gateway.
+// length nor its prefix leaks through response timing. Each key belongs to a tenant (the one its keys-file
+// entry names, else the key's own name); no keys configured means an open gateway, whose one tenant is `local`.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { LOCAL_TENANT } from '../core/tenant.js';
 import { type OpenAIError, unauthorized } from './openai-errors.js';
 
-export type AuthResult =
-  /** `scope` names the caller's key (a short digest, never the key): derived session ids are kept per key. */
-  { ok: true; scope: string } | { ok: false; error: OpenAIError };
+/** A key the gateway accepts and the tenant whose sessions it reaches (default: the key's name). */
+export interface ApiKey {
+  key: string;
+  tenant?: string;
+}
+
+export interface Caller {
+  /** Scopes the caller's session ids and Idempotency-Keys. */
+  tenant: string;
+  /** Names the caller's key (a short digest, never the key): rate limits count per key. Empty when open. */
+  keyName: string;
+}
+
+export type AuthResult = ({ ok: true } & Caller) | { ok: false; error: OpenAIError };
 
 export interface ApiKeyCheck {
   readonly open: boolean;
   check(authorization: string | undefined): AuthResult;
 }
 
-export function createApiKeyCheck(apiKeys: readonly string[]): ApiKeyCheck {
-  const digests = apiKeys.map(sha256);
+/** `key-<12 hex digits of its SHA-256>`: how a key is named in logs, and its tenant when none is given. */
+export function apiKeyName(key: string): string {
+  return `key-${sha256(key).toString('hex').slice(0, 12)}`;
+}
+
+export function createApiKeyCheck(apiKeys: readonly (string | ApiKey)[]): ApiKeyCheck {
+  const known = apiKeys.map((entry) => {
+    const { key, tenant } = typeof entry === 'string' ? { key: entry, tenant: undefined } : entry;
+    const keyName = apiKeyName(key);
+    return { digest: sha256(key), caller: { tenant: tenant ?? keyName, keyName } };
+  });
   return {
-    open: digests.length === 0,
+    open: known.length === 0,
     check(authorization) {
-      if (digests.length === 0) return { ok: true, scope: '' };
+      if (known.length === 0) return { ok: true, tenant: LOCAL_TENANT, keyName: '' };
       const match = /^Bearer\s+(.+)$/i.exec(authorization?.trim() ?? '');
       const key = match?.[1]?.trim();
       if (!key) return { ok: false, error: unauthorized('missing bearer token') };
       const presented = sha256(key);
       // Compare against every key so the time taken does not depend on which one matched.
-      let found: Buffer | undefined;
-      for (const digest of digests) if (timingSafeEqual(digest, presented)) found = digest;
+      let found: Caller | undefined;
+      for (const entry of known) if (timingSafeEqual(entry.digest, presented)) found = entry.caller;
       if (!found) return { ok: false, error: unauthorized('invalid api key') };
-      return { ok: true, scope: `key-${found.toString('hex').slice(0, 12)}` };
+      return { ok: true, ...found };
     },
   };
 }

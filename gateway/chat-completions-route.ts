@@ -5,8 +5,10 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { identifySession } from '../core/session-id.js';
+import { clientSessionId } from '../core/tenant.js';
 import { TurnCapture } from '../engines/chat-capture.js';
 import { engineChatResponseSchema } from '../engines/chat-schema.js';
+import type { Caller } from './auth.js';
 import { parseChatRequest } from './chat-request-schema.js';
 import {
   answerNamesWeightVersion,
@@ -31,10 +33,11 @@ import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js'
 import { explicitSampling } from './sampling.js';
 import { relayStream } from './stream-relay.js';
 
-/** What the gateway learnt about a request before its handler ran. */
-export interface RequestContext {
-  /** Names the caller's API key; keeps derived session ids and idempotency keys of different keys apart. */
-  scope: string;
+/**
+ * What the gateway learnt about a request before its handler ran: who sent it (session ids and
+ * Idempotency-Keys are scoped by its tenant) and when.
+ */
+export interface RequestContext extends Caller {
   startedAt: bigint;
 }
 
@@ -50,8 +53,8 @@ export function chatCompletionsHandler(
     const idempotencyKey = idempotencyKeyOf(request.headers);
     const chat = parsed.request;
     const context = contextOf(request);
-    const identity = identifySession({ headers: request.headers, body: chat }, { scope: context.scope });
-    const main = identity.sessionId !== null && identity.turnType === 'main';
+    const identity = identifySession({ headers: request.headers, body: chat }, { tenant: context.tenant });
+    const main = identity.source !== 'none' && identity.turnType === 'main';
 
     let claim: IdempotencyClaim | null = null;
     if (idempotencyKey !== null) {
@@ -61,7 +64,7 @@ export function chatCompletionsHandler(
         turnType: identity.turnType,
         sessionDone: identity.sessionDone,
       });
-      const started = await beginIdempotent(deps, context.scope, idempotencyKey, fingerprint);
+      const started = await beginIdempotent(deps, context.tenant, idempotencyKey, fingerprint);
       if (started.kind === 'replay') {
         deps.metrics.idempotentReplays.inc();
         request.log.info({ sessionId: identity.sessionId }, 'replayed the response of an Idempotency-Key');
@@ -107,9 +110,9 @@ export function chatCompletionsHandler(
   };
 }
 
-async function beginIdempotent(deps: ChatDeps, scope: string, key: string, fingerprint: string) {
+async function beginIdempotent(deps: ChatDeps, tenant: string, key: string, fingerprint: string) {
   try {
-    return await deps.idempotency.begin({ scope, key, fingerprint });
+    return await deps.idempotency.begin({ scope: tenant, key, fingerprint });
   } catch (error) {
     if (error instanceof OpenAIError) throw error;
     throw serviceUnavailable(
@@ -148,9 +151,10 @@ async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): 
     if (turn.clientSignal.aborted) throw new ClientGoneError();
     recorded = await recordMainTurn(deps, turn, TurnCapture.fromResponse(parsed.data));
   }
-  await endSessionIfAsked(deps, turn);
+  const sessionId = recorded?.ref.sessionId ?? turn.identity.sessionId;
+  await endSessionIfAsked(deps, turn, sessionId);
   // Serialised here, once, so a replay sends exactly these bytes.
-  const text = JSON.stringify(clientResponse(body, turn.wants, turn.identity.sessionId));
+  const text = JSON.stringify(clientResponse(body, turn.wants, clientSessionId(sessionId)));
   await keepForReplay(turn, { status: 200, contentType: JSON_CONTENT_TYPE, body: text }, recorded);
   await reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(text);
   deps.metrics.turnAnswered({

@@ -4,7 +4,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type ChatMessage, normaliseMessagesForTemplate } from '../core/chat-messages.js';
 import { olderWeightVersion, parsePolicyVersion } from '../core/policy-version.js';
-import { type SessionIdentification, stripSessionFields } from '../core/session-id.js';
+import { derivedSessionId, type SessionIdentification, stripSessionFields } from '../core/session-id.js';
 import type { TurnCapture } from '../engines/chat-capture.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { ChatRequest } from './chat-request-schema.js';
@@ -82,8 +82,6 @@ export async function recordMainTurn(
   turn: ChatTurn,
   capture: TurnCapture,
 ): Promise<RecordedTurn & { recordMs: number }> {
-  const sessionId = turn.identity.sessionId;
-  if (sessionId === null) throw new Error('recordMainTurn needs a session id');
   const captured = capture.finish();
   if (!captured.ok) {
     deps.metrics.recordFailures.inc();
@@ -91,6 +89,9 @@ export async function recordMainTurn(
     throw badGateway(`the turn could not be recorded exactly: ${captured.problem}`, 'engine_missing_tokens');
   }
   const { response, promptIds, responseIds, responseLogProbs, finishReason } = captured.turn;
+  const { identity } = turn;
+  if (identity.source === 'none') throw new Error('recordMainTurn needs a session');
+  const sessionId = identity.sessionId ?? derivedSessionId(identity, response);
   try {
     const policyVersion =
       captured.turn.policyVersion ??
@@ -158,9 +159,15 @@ export async function keepForReplay(
   }
 }
 
-/** `X-Session-Done`: tells the session workflow. A failure is logged, not fatal: the idle timer closes it. */
-export async function endSessionIfAsked(deps: ChatDeps, turn: ChatTurn): Promise<void> {
-  const sessionId = turn.identity.sessionId;
+/**
+ * `X-Session-Done`: tells the session workflow (`sessionId`: the turn's, named by its reply when derived). A
+ * failure is logged, not fatal: the idle timer closes it.
+ */
+export async function endSessionIfAsked(
+  deps: ChatDeps,
+  turn: ChatTurn,
+  sessionId: string | null,
+): Promise<void> {
   if (!turn.identity.sessionDone || sessionId === null) return;
   try {
     await deps.recorder.endSession(sessionId);

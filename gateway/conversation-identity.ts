@@ -15,6 +15,7 @@
 // arguments when they send a reply back, and none of that may lose the pairing.
 
 import type { ChatMessage } from '../core/chat-messages.js';
+import { replyView } from '../core/reply-view.js';
 import { TURN_DIGEST_LENGTH } from '../core/sample-id.js';
 import type { RecordedResponse } from '../core/turn-record.js';
 import { canonicalJson, sha256Hex } from './request-hash.js';
@@ -84,38 +85,4 @@ function replyKeys(prefixHash: string, view: string): ReplyKeys {
     continuationKey: sha256Hex(SCHEME, 'continuation', prefixHash, view),
     replyKey: sha256Hex(SCHEME, 'reply', view),
   };
-}
-
-/**
- * A reply as it survives a client's round trip: its text without whitespace or inline reasoning (clients trim,
- * split text into parts, drop `<think>` blocks) and its tool calls by name and parsed arguments (clients drop
- * the ids or rewrite them, and re-serialise the arguments).
- */
-function replyView(content: unknown, toolCalls: unknown): string {
-  const calls = Array.isArray(toolCalls) ? toolCalls.map(toolCallView) : [];
-  const text = replyText(content)
-    .replace(/<think>[\s\S]*?<\/think>/g, '')
-    .replace(/\s+/g, '');
-  return canonicalJson({ content: text, toolCalls: calls });
-}
-
-function replyText(content: unknown): string {
-  if (typeof content === 'string') return content;
-  if (!Array.isArray(content)) return '';
-  return content
-    .map((part) => (part && typeof part === 'object' && typeof part.text === 'string' ? part.text : ''))
-    .join('');
-}
-
-function toolCallView(call: unknown): { name: string; arguments: unknown } {
-  const fn = (call as { function?: { name?: unknown; arguments?: unknown } } | null)?.function;
-  let args: unknown = fn?.arguments ?? {};
-  if (typeof args === 'string') {
-    try {
-      args = JSON.parse(args);
-    } catch {
-      // Arguments that are not JSON are compared as the text they are.
-    }
-  }
-  return { name: typeof fn?.name === 'string' ? fn.name : '', arguments: args };
 }

@@ -12,6 +12,7 @@ import type { SampleStore } from '../activities/sample-store.js';
 import { fileStoreRoot, storeFromConfig } from '../activities/store-from-config.js';
 import { connectClientLazily } from '../cli/connect.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { LOCAL_TENANT } from '../core/tenant.js';
 import { type ConfiguredApiKeys, configuredApiKeys } from '../security/api-keys.js';
 import { engineAuthHeaders } from '../security/engine-token.js';
 import { isLoopbackHost } from '../security/loopback-host.js';
@@ -169,6 +170,9 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
       engine: config.engine.url,
       store: config.store.backend,
       apiKeys: apiKeys.sources.length > 0 ? apiKeys.sources : 'none',
+      // Names only: a key without a tenant counts as its own.
+      tenants:
+        apiKeys.keys.length > 0 ? new Set(apiKeys.keys.map((k) => k.tenant ?? k.key)).size : LOCAL_TENANT,
       rateLimitPerMinute: config.gateway.rateLimitPerMinute || 'off',
     },
     'gateway listening',

@@ -11,9 +11,10 @@ import Fastify, {
 } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import type { EngineKind } from '../core/config.js';
+import { LOCAL_TENANT } from '../core/tenant.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import { createEngineAdapter } from '../engines/engine-adapters.js';
-import { type ApiKeyCheck, createApiKeyCheck } from './auth.js';
+import { type ApiKey, type ApiKeyCheck, type Caller, createApiKeyCheck } from './auth.js';
 import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
 import { clientSignalOf } from './client-signal.js';
 import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
@@ -45,10 +46,11 @@ export interface GatewayOptions {
   /** Sampling values sent when a client leaves them out (default: the engines' neutral ones). */
   sampling?: SamplingDefaults;
   /**
-   * Bearer keys clients must send; empty means an open gateway (a warning is logged; startGateway refuses
-   * that beyond loopback unless `gateway.allowNoKeys`).
+   * Bearer keys clients must send, each with its tenant (a bare key is its own tenant, named after it); empty
+   * means an open gateway whose one tenant is `local` (a warning is logged; startGateway refuses that beyond
+   * loopback unless `gateway.allowNoKeys`).
    */
-  apiKeys?: readonly string[];
+  apiKeys?: readonly (string | ApiKey)[];
   /** Largest request body accepted; larger ones get 413. */
   bodyLimitBytes?: number;
   /**
@@ -104,13 +106,12 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
 
   const contexts = new WeakMap<FastifyRequest, RequestContext>();
   const contextOf = (request: FastifyRequest): RequestContext =>
-    contexts.get(request) ?? { scope: '', startedAt: process.hrtime.bigint() };
+    contexts.get(request) ?? { tenant: LOCAL_TENANT, keyName: '', startedAt: process.hrtime.bigint() };
 
   app.addHook('onRequest', async (request, reply) => {
     const startedAt = process.hrtime.bigint();
     observeRequest(metrics, request, reply, startedAt);
-    const scope = authenticate(auth, request);
-    contexts.set(request, { scope, startedAt });
+    contexts.set(request, { ...authenticate(auth, request), startedAt });
   });
 
   const limit = options.rateLimitPerMinute ?? 0;
@@ -121,8 +122,8 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
       max: limit,
       timeWindow: 60_000,
       keyGenerator: (request) => {
-        const scope = contextOf(request).scope;
-        return scope ? `key:${scope}` : `ip:${request.ip}`;
+        const { keyName } = contextOf(request);
+        return keyName ? `key:${keyName}` : `ip:${request.ip}`;
       },
       allowList: (request) => PUBLIC_ROUTES.has(request.url.split('?')[0] ?? ''),
       errorResponseBuilder: (_request, context) =>
@@ -176,13 +177,13 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
   return app;
 }
 
-/** Checks the bearer key on every non-public route (before the body is read); returns the key's scope. */
-function authenticate(auth: ApiKeyCheck, request: FastifyRequest): string {
+/** Checks the bearer key on every non-public route (before the body is read); returns who is calling. */
+function authenticate(auth: ApiKeyCheck, request: FastifyRequest): Caller {
   const path = request.url.split('?')[0] ?? '';
-  if (PUBLIC_ROUTES.has(path)) return '';
+  if (PUBLIC_ROUTES.has(path)) return { tenant: LOCAL_TENANT, keyName: '' };
   const result = auth.check(request.headers.authorization);
   if (!result.ok) throw result.error;
-  return result.scope;
+  return { tenant: result.tenant, keyName: result.keyName };
 }
 
 /** Counts the request once its connection is done with it: finished, failed or abandoned (status 499). */

@@ -6,6 +6,7 @@
 
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
+import { clientSessionId } from '../core/tenant.js';
 import { TurnCapture } from '../engines/chat-capture.js';
 import { engineChatChunkSchema } from '../engines/chat-schema.js';
 import {
@@ -40,7 +41,8 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
   raw.flushHeaders();
 
   const capture = new TurnCapture();
-  const sessionId = turn.identity.sessionId;
+  // A conversation's first request has no derived id until its reply is complete: its chunks name none.
+  const sessionId = clientSessionId(turn.identity.sessionId);
   // What the client was sent, event by event, when a replay may need it.
   const sent: string[] | null = turn.idempotency ? [] : null;
   const writeEvent = (payload: unknown) => writeSseEvent(raw, payload, sent);
@@ -94,7 +96,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
   try {
     const recorded = turn.main ? await recordMainTurn(deps, turn, capture) : null;
     recordMs = recorded?.recordMs ?? null;
-    await endSessionIfAsked(deps, turn);
+    await endSessionIfAsked(deps, turn, recorded?.ref.sessionId ?? turn.identity.sessionId);
     if (sent !== null)
       await keepForReplay(
         turn,

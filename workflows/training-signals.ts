@@ -41,6 +41,8 @@ export interface LineageEntry {
   version: number;
   stepId: string;
   sampleIds: string[];
+  /** Of `sampleIds`, how many each tenant's sessions gave (`-`: Track 2, or sessions from before tenants). */
+  tenants?: Record<string, number>;
   checkpoint: string;
   metrics: Record<string, number>;
   /** The run's incarnation that published it (absent in entries written before incarnations existed). */

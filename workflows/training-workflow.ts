@@ -4,6 +4,7 @@
 // grows (a run that only receives exclusions, or a paused one). Samples are references; the token arrays stay
 // in the sample store, and waiting references beyond a bound are spilled there too, so the carried state stays
 // small. A batch the trainer refuses becomes exclusions and the run goes on.
+
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -17,6 +18,7 @@ import {
 } from '@temporalio/workflow';
 import type { TrainingActivities } from '../activities/training-activities.js';
 import { TRAINER_REFUSED } from '../activities/training-errors.js';
+import { samplesByTenant } from '../core/tenant.js';
 import {
   describeZodError,
   type ResolvedTrainingSettings,
@@ -275,6 +277,7 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
       version,
       stepId,
       sampleIds,
+      tenants: samplesByTenant(sampleIds),
       checkpoint,
       metrics,
       ...(incarnation !== undefined && { incarnation }),

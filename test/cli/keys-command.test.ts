@@ -1,4 +1,4 @@
-// `openclaw-rl keys init` and `keys rotate` as a user (or compose's data-init) runs them.
+// `openclaw-rl keys init`, `keys add` and `keys rotate` as a user (or compose's data-init) runs them.
 
 import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
@@ -33,7 +33,8 @@ describe('openclaw-rl keys', () => {
     expect(first.stdout).toContain(`payload keys ${join(dir, 'keys', 'payload-keys.json')} (created)`);
     const apiFile = join(dir, 'keys', 'api-keys');
     const [key] = parseApiKeysFile(await readFile(apiFile, 'utf8'));
-    expect(key).toMatch(/^ocrl-/);
+    expect(key?.key).toMatch(/^ocrl-/);
+    expect(key?.tenant).toBeUndefined();
     for (const file of ['api-keys', 'payload-keys.json'])
       expect((await stat(join(dir, 'keys', file))).mode & 0o777).toBe(0o600);
     const ring = readPayloadKeyFile(join(dir, 'keys', 'payload-keys.json'));
@@ -41,6 +42,18 @@ describe('openclaw-rl keys', () => {
     const again = await keys(['init']);
     expect(again.stdout).toMatch(/exists, unchanged.*\n.*exists, unchanged/);
     expect(readPayloadKeyFile(join(dir, 'keys', 'payload-keys.json'))).toEqual(ring);
+  });
+
+  it('add makes a key for a tenant, keeps the keys already there and refuses a bad tenant name', async () => {
+    const apiFile = join(dir, 'keys', 'api-keys');
+    const before = parseApiKeysFile(await readFile(apiFile, 'utf8'));
+    const { stdout, stderr } = await keys(['add', '--tenant', 'alice']);
+    expect(stderr).toContain(`api keys ${apiFile}: added a key for tenant alice`);
+    const after = parseApiKeysFile(await readFile(apiFile, 'utf8'));
+    expect(after).toEqual([...before, { key: stdout.trim(), tenant: 'alice' }]);
+    expect((await stat(apiFile)).mode & 0o777).toBe(0o600);
+    const refused = await keys(['add', '--tenant', 'a/b']).catch((error: { stderr: string }) => error);
+    expect('stderr' in refused ? refused.stderr : '').toMatch(/a tenant name is 1-64 letters/);
   });
 
   it('rotate adds a key that encrypts from now on and keeps the old ones', async () => {

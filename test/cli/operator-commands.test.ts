@@ -8,6 +8,7 @@ import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFromFlags } from '../../cli/cli-config.js';
 import {
+  formatLineage,
   formatSessions,
   formatTable,
   formatTrainingRuns,
@@ -106,7 +107,7 @@ describe('operator commands', () => {
     expect(formatTrainingRuns(runs)).toMatch(new RegExp(`op-${suffix}\\s+RUNNING\\s+rl\\s+0\\s+0\\s+0/4`));
 
     const session: SessionInput = {
-      sessionId: `chat-${suffix}`,
+      sessionId: `alice/chat-${suffix}`,
       runId: `op-${suffix}`,
       method: 'rl',
       judgeVotes: 1,
@@ -123,12 +124,42 @@ describe('operator commands', () => {
       const row = rows.find((r) => r.workflowId === sessionWorkflowId(session.sessionId));
       return row?.state ? rows : null;
     });
-    expect(formatSessions(sessions)).toMatch(new RegExp(`chat-${suffix}\\s+RUNNING\\s+0\\s+0\\s+0`));
+    expect(formatSessions(sessions)).toMatch(new RegExp(`alice\\s+chat-${suffix}\\s+RUNNING\\s+0\\s+0\\s+0`));
+    // One tenant's sessions: a visibility query on the workflow id's prefix.
+    const ofAlice = await eventually(async () => {
+      const rows = await listSessions(env.client, 500, 'alice');
+      return rows.some((r) => r.workflowId === sessionWorkflowId(session.sessionId)) ? rows : null;
+    });
+    expect(
+      ofAlice.every((row) => row.workflowId.startsWith('session-alice/') && row.tenant === 'alice'),
+    ).toBe(true);
+    const ofBob = await listSessions(env.client, 500, 'bob');
+    expect(ofBob.some((r) => r.workflowId === sessionWorkflowId(session.sessionId))).toBe(false);
+    await expect(listSessions(env.client, 5, "x' OR 'a")).rejects.toThrow(/--tenant: a tenant name/);
   });
 
   it('prints tables with aligned columns', () => {
     expect(formatTable(['A', 'LONGER'], [['xyz', '1']])).toBe('A    LONGER\nxyz  1');
     expect(formatTrainingRuns([])).toBe('no training runs');
     expect(formatSessions([])).toBe('no sessions');
+    expect(
+      formatLineage([
+        {
+          version: 1,
+          stepId: 'r:i:v1',
+          sampleIds: ['alice/c:1', 'bob/d:1', 'alice/c:2'],
+          checkpoint: '/c/v1',
+          metrics: {},
+        },
+        // Written before lineage counted tenants: counted from the ids.
+        { version: 2, stepId: 'r:i:v2', sampleIds: ['old:1'], checkpoint: '/c/v2', metrics: {} },
+      ]),
+    ).toBe(
+      [
+        'VERSION  STEP    SAMPLES  TENANTS         CHECKPOINT',
+        'v2       r:i:v2  1        - 1             /c/v2',
+        'v1       r:i:v1  3        alice 2, bob 1  /c/v1',
+      ].join('\n'),
+    );
   });
 });

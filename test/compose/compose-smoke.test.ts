@@ -10,6 +10,7 @@
 // for slime's, on CPU) and loads the result into the engine.
 //
 // Runs alone (vitest.compose.config.ts, `npm run test:compose`): it builds images and starts a whole stack.
+
 import { execFile } from 'node:child_process';
 import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -22,6 +23,7 @@ import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
+import { apiKeyName } from '../../gateway/auth.js';
 import { parseApiKeysFile } from '../../security/api-keys.js';
 import { isEncrypted } from '../../security/payload-codec.js';
 import { PayloadEncryptionPlugin } from '../../security/payload-encryption.js';
@@ -159,8 +161,8 @@ describe('docker compose up (local images)', () => {
     );
     // What a user does to talk to it: read the key the first start made, and the payload keys for a client.
     apiKey =
-      parseApiKeysFile((await composeRun(['exec', '-T', 'gateway', 'cat', '/keys/api-keys'])).stdout)[0] ??
-      '';
+      parseApiKeysFile((await composeRun(['exec', '-T', 'gateway', 'cat', '/keys/api-keys'])).stdout)[0]
+        ?.key ?? '';
     engineToken = (
       await composeRun(['exec', '-T', 'gateway', 'cat', '/engine-keys/engine-token'])
     ).stdout.trim();
@@ -200,7 +202,7 @@ describe('docker compose up (local images)', () => {
 
   /** A session of three turns: thanks → the first is +1, wrong → the second is -1, the last has no next state. */
   async function session(name: string): Promise<void> {
-    const conversation = new Conversation(`${name}-${process.pid}`, openai(), store());
+    const conversation = new Conversation(`${name}-${process.pid}`, openai(), store(), apiKeyName(apiKey));
     conversations.push(conversation);
     await conversation.send('Hello, what is the weather like?', { stream: false, maxTokens: 8 });
     await conversation.send('thanks, and tomorrow?', { stream: true, maxTokens: 8 });

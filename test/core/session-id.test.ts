@@ -1,11 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { fnv1a64Hex, utf8Bytes } from '../../core/fnv1a64.js';
+import { replyView } from '../../core/reply-view.js';
 import {
+  derivedSessionId,
   deriveSessionId,
   identifySession,
   safeSessionId,
   stripSessionFields,
 } from '../../core/session-id.js';
+import {
+  clientSessionId,
+  formatTenantCounts,
+  samplesByTenant,
+  scopedSessionId,
+  splitSessionId,
+} from '../../core/tenant.js';
 
 const messages = [
   { role: 'system', content: 'You are Claw.' },
@@ -26,49 +35,110 @@ describe('fnv1a64Hex', () => {
 });
 
 describe('identifySession', () => {
-  it('prefers the X-Session-Id header, in any case', () => {
-    const id = identifySession({
-      headers: { 'X-SESSION-ID': 'abc-123' },
-      body: { session_id: 'body', user: 'u', messages },
+  it('prefers the X-Session-Id header, in any case, scoped by the tenant', () => {
+    const id = identifySession(
+      { headers: { 'X-SESSION-ID': 'abc-123' }, body: { session_id: 'body', user: 'u', messages } },
+      { tenant: 'alice' },
+    );
+    expect(id).toEqual({
+      tenant: 'alice',
+      sessionId: 'alice/abc-123',
+      source: 'header',
+      turnType: 'main',
+      sessionDone: false,
     });
-    expect(id).toEqual({ sessionId: 'abc-123', source: 'header', turnType: 'main', sessionDone: false });
   });
 
-  it('then the session_id body field, then the OpenAI user field', () => {
+  it('then the session_id body field, then the OpenAI user field; an open gateway is tenant local', () => {
     expect(identifySession({ headers: {}, body: { session_id: 's-1', user: 'u', messages } })).toMatchObject({
-      sessionId: 's-1',
+      sessionId: 'local/s-1',
       source: 'body',
     });
     expect(identifySession({ headers: {}, body: { user: 'alice@example.com', messages } })).toMatchObject({
-      sessionId: 'alice@example.com',
+      sessionId: 'local/alice@example.com',
       source: 'user',
     });
+  });
+
+  it('gives two tenants using one id two sessions', () => {
+    const of = (tenant: string) =>
+      identifySession({ headers: { 'x-session-id': 'chat-1' }, body: { messages } }, { tenant }).sessionId;
+    expect(of('alice')).toBe('alice/chat-1');
+    expect(of('bob')).toBe('bob/chat-1');
   });
 
   it('skips empty values', () => {
     expect(
       identifySession({ headers: { 'x-session-id': '  ' }, body: { session_id: '', user: 'u' } }),
-    ).toMatchObject({ sessionId: 'u', source: 'user' });
+    ).toMatchObject({ sessionId: 'local/u', source: 'user' });
   });
 
-  it('derives a stable id from the opening messages when nothing names the session', () => {
-    const first = identifySession({ headers: {}, body: { messages } });
+  it('derives the id of a first request from the reply it is served, and later requests find it in their history', () => {
+    const first = identifySession({ headers: {}, body: { messages } }, { tenant: 'alice' });
+    expect(first).toEqual({
+      tenant: 'alice',
+      sessionId: null,
+      source: 'derived',
+      opening: 'user:Plan my week.',
+      turnType: 'main',
+      sessionDone: false,
+    });
+    if (first.source !== 'derived' || first.sessionId !== null) throw new Error('unreachable');
+    const named = derivedSessionId(first, { content: 'Sure.', toolCalls: null });
+    expect(named).toMatch(/^alice\/conv-[0-9a-f]{16}$/);
+    expect(named).toBe(
+      `alice/conv-${fnv1a64Hex(JSON.stringify(['alice', 'user:Plan my week.', replyView('Sure.', null)]))}`,
+    );
+    const later = identifySession(
+      {
+        headers: {},
+        body: {
+          messages: [
+            // A rewritten system prompt and a reply sent back in parts keep the id.
+            { role: 'system', content: 'You are Claw, with more tools.' },
+            messages[1],
+            { role: 'assistant', content: [{ type: 'text', text: ' Sure. ' }] },
+            { role: 'user', content: 'Thanks' },
+          ],
+        },
+      },
+      { tenant: 'alice' },
+    );
+    expect(later).toMatchObject({ source: 'derived', sessionId: named });
+  });
+
+  it('keeps apart two chats that open with the same words once their replies differ, and tenants always', () => {
+    const first = identifySession({ headers: {}, body: { messages: [{ role: 'user', content: 'hi' }] } });
+    if (first.source !== 'derived' || first.sessionId !== null) throw new Error('unreachable');
+    const a = derivedSessionId(first, { content: 'Hello!', toolCalls: null });
+    const b = derivedSessionId(first, { content: 'Hi there.', toolCalls: null });
+    expect(a).not.toBe(b);
+    const call = [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{"dir": "."}' } }];
+    const viaTool = derivedSessionId(first, { content: null, toolCalls: call });
     const later = identifySession({
       headers: {},
       body: {
-        messages: [...messages, { role: 'assistant', content: 'Sure.' }, { role: 'user', content: 'Thanks' }],
+        messages: [
+          { role: 'user', content: 'hi' },
+          // The client dropped the id and re-serialised the arguments.
+          {
+            role: 'assistant',
+            content: '',
+            tool_calls: [{ type: 'function', function: { name: 'ls', arguments: '{"dir":"."}' } }],
+          },
+          { role: 'tool', content: 'a.txt' },
+        ],
       },
     });
-    expect(first).toMatchObject({ source: 'derived', turnType: 'main' });
-    expect(first.sessionId).toMatch(/^conv-[0-9a-f]{16}$/);
-    expect(later.sessionId).toBe(first.sessionId);
-    expect(first.sessionId).toBe(
-      `conv-${fnv1a64Hex(JSON.stringify(['', 'You are Claw.', 'Plan my week.']))}`,
-    );
+    expect(later.sessionId).toBe(viaTool);
+    expect(
+      derivedSessionId({ tenant: 'bob', opening: first.opening }, { content: 'Hello!', toolCalls: null }),
+    ).not.toBe(a.replace(/^local/, 'bob'));
   });
 
   it('gives no id, and a side turn, without any messages', () => {
     expect(identifySession({ headers: {}, body: {} })).toEqual({
+      tenant: 'local',
       sessionId: null,
       source: 'none',
       turnType: 'side',
@@ -103,15 +173,14 @@ describe('identifySession', () => {
 });
 
 describe('deriveSessionId', () => {
-  it('uses the first system (or developer) and first user message only', () => {
-    const base = deriveSessionId(messages);
-    expect(deriveSessionId([{ role: 'developer', content: 'You are Claw.' }, messages[1]])).toBe(base);
-    expect(
-      deriveSessionId([
-        { role: 'system', content: 'You are Claw.' },
-        { role: 'user', content: 'Other.' },
-      ]),
-    ).not.toBe(base);
+  const idOf = (list: unknown[]) => identifySession({ headers: {}, body: { messages: list } }).sessionId;
+  const reply = { role: 'assistant', content: 'Sure.' };
+
+  it('uses the first user message and the first reply only, not the system prompt', () => {
+    const base = idOf([...messages, reply]);
+    expect(idOf([{ role: 'developer', content: 'Another prompt.' }, messages[1], reply])).toBe(base);
+    expect(idOf([messages[1], reply, { role: 'user', content: 'more' }])).toBe(base);
+    expect(idOf([messages[0], { role: 'user', content: 'Other.' }, reply])).not.toBe(base);
   });
 
   it('flattens list content, so text parts hash like the same string', () => {
@@ -124,14 +193,14 @@ describe('deriveSessionId', () => {
           { type: 'text', text: 'my week.' },
         ],
       },
+      reply,
     ];
-    expect(deriveSessionId(parts)).toBe(deriveSessionId(messages));
+    expect(idOf(parts)).toBe(idOf([...messages, reply]));
   });
 
-  it('falls back to the first message, and separates scopes', () => {
-    expect(deriveSessionId([{ role: 'tool', content: 'x' }])).toMatch(/^conv-/);
-    expect(deriveSessionId(messages, 'tenant-a')).not.toBe(deriveSessionId(messages, 'tenant-b'));
-    expect(deriveSessionId([])).toBeNull();
+  it('falls back to the first message other than a reply', () => {
+    expect(idOf([{ role: 'tool', content: 'x' }, reply])).toMatch(/^local\/conv-/);
+    expect(deriveSessionId('a', 'x', 'y')).not.toBe(deriveSessionId('b', 'x', 'y'));
   });
 });
 
@@ -143,12 +212,33 @@ describe('safeSessionId', () => {
     expect(safeSessionId('openai:alice')).toBe('openai:alice');
     expect(safeSessionId('../../etc/passwd')).toBe(`h-${fnv1a64Hex('../../etc/passwd')}`);
     expect(safeSessionId('x'.repeat(129))).toMatch(/^h-[0-9a-f]{16}$/);
+    for (const dots of ['.', '..', '...']) expect(safeSessionId(dots)).toBe(`h-${fnv1a64Hex(dots)}`);
   });
 
-  it('applies to ids from headers too', () => {
+  it('applies to ids from headers too, and a scoped id from a client is just an id', () => {
     expect(identifySession({ headers: { 'x-session-id': 'a b' }, body: {} }).sessionId).toBe(
-      `h-${fnv1a64Hex('a b')}`,
+      `local/h-${fnv1a64Hex('a b')}`,
     );
+    expect(
+      identifySession({ headers: { 'x-session-id': 'alice/chat-1' }, body: {} }, { tenant: 'bob' }).sessionId,
+    ).toBe(`bob/h-${fnv1a64Hex('alice/chat-1')}`);
+  });
+});
+
+describe('tenants in ids', () => {
+  it('reads the tenant back from session and sample ids; ids from before tenants have none', () => {
+    expect(splitSessionId('alice/chat-1')).toEqual({ tenant: 'alice', id: 'chat-1' });
+    expect(splitSessionId('chat-1')).toEqual({ tenant: null, id: 'chat-1' });
+    expect(clientSessionId('alice/conv-0123456789abcdef')).toBe('conv-0123456789abcdef');
+    expect(
+      samplesByTenant(['alice/c:1-0123456789abcdef', 'alice/d:2', 'bob/c:1', 'old:3', 'run-s1-g0-n0-a0:0']),
+    ).toEqual({
+      alice: 2,
+      bob: 1,
+      '-': 2,
+    });
+    expect(formatTenantCounts({ bob: 1, alice: 2, '-': 2 })).toBe('- 2, alice 2, bob 1');
+    expect(() => scopedSessionId('a/b', 'x')).toThrow(/invalid tenant name/);
   });
 });
 

@@ -16,6 +16,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig } from '../../core/config.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { isEncrypted } from '../../security/payload-codec.js';
 import { createControlWorker, workflowsPath } from '../../workers/control-worker.js';
@@ -24,6 +25,7 @@ import {
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
+import { sessionWorkflowId } from '../../workflows/session-signals.js';
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {
@@ -156,7 +158,10 @@ describe('Temporal history holds no private text', () => {
       await running.catch(() => undefined);
     }
     expect(workflowIds).toEqual(
-      expect.arrayContaining([`session-${session}`, trainingWorkflowId(config.runId)]),
+      expect.arrayContaining([
+        sessionWorkflowId(scopedSessionId(LOCAL_TENANT, session)),
+        trainingWorkflowId(config.runId),
+      ]),
     );
     expect(workflowIds.some((id) => id.startsWith('score-'))).toBe(true);
   }, 240_000);

@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import type { FileSampleStore } from '../../activities/sample-store.js';
+import { scopedSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey, type TurnRecord } from '../../core/turn-record.js';
+import { apiKeyName } from '../../gateway/auth.js';
 import { sessionWorkflowId } from '../../workflows/session-signals.js';
 import type { sessionWorkflow } from '../../workflows/session-workflow.js';
 import { type CliProcess, freePortPair } from '../support/cli-process.js';
@@ -29,6 +31,8 @@ import { waitFor } from '../support/wait-for.js';
 
 const API_KEY = 'openclaw-daemon-e2e-key';
 const SESSION = 'daemon-1';
+/** The session as the gateway records it: scoped by the key's tenant (a bare key is its own, named after it). */
+const RECORDED = scopedSessionId(apiKeyName(API_KEY), SESSION);
 
 /** `openclaw system heartbeat last --json` (only the fields the test reads). */
 const HeartbeatEvent = z.looseObject({
@@ -136,7 +140,7 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
     await timedTurn('turn 3', SESSION, 'thanks! One more: what about the weather?');
     await timedTurn('turn 4', SESSION, 'thanks. And the food?');
     await timedTurn('a new session, turn 1', 'daemon-2', 'Hi, a different question today.');
-    const turns = await recordedTurns(store, SESSION);
+    const turns = await recordedTurns(store, RECORDED);
     expect(turns).toHaveLength(4);
     for (const turn of turns) await expectExactIds(engineUrl, turn);
     // Each turn carries the conversation so far: one model call per turn (no tools offered that it called).
@@ -192,7 +196,7 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
   }, 600_000);
 
   it('/new through the daemon ends the session: X-Session-Done settles its last turn at once', async () => {
-    const turns = await recordedTurns(store, SESSION);
+    const turns = await recordedTurns(store, RECORDED);
     const last = turns.at(-1) as TurnRecord;
     const settled = async () =>
       (await store.get(sampleKey(last.sampleId))) !== undefined ||
@@ -209,14 +213,14 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
     const after = await readGateway(gatewayUrl);
     expect(after.sideTurns).toBe(before.sideTurns + 1);
     expect(after.mainTurns).toBe(before.mainTurns);
-    expect(await recordedTurns(store, SESSION)).toHaveLength(turns.length);
+    expect(await recordedTurns(store, RECORDED)).toHaveLength(turns.length);
     // The session workflow closed on the done signal (not its idle timer), having scored every turn.
     const { client, connection } = await connectTestClient(temporalAddress);
     try {
       const result = await client.workflow
-        .getHandle<typeof sessionWorkflow>(sessionWorkflowId(SESSION))
+        .getHandle<typeof sessionWorkflow>(sessionWorkflowId(RECORDED))
         .result();
-      expect(result).toMatchObject({ sessionId: SESSION, end: 'done-signal', turnsScored: turns.length });
+      expect(result).toMatchObject({ sessionId: RECORDED, end: 'done-signal', turnsScored: turns.length });
     } finally {
       await connection.close();
     }

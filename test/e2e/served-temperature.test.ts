@@ -15,6 +15,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig } from '../../core/config.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { sampleKey, type TurnRecord, teacherKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
@@ -118,7 +119,7 @@ describe('the served temperature, from the gateway to the trained sample', () =>
 
       const m1: ChatCompletionMessageParam[] = [{ role: 'user', content: 'What should I cook tonight?' }];
       const a1 = await chat(hot, m1, { temperature: T });
-      const hotTurn = (await findRecordedTurn(store, hot, 1)) as TurnRecord;
+      const hotTurn = (await findRecordedTurn(store, scopedSessionId(LOCAL_TENANT, hot), 1)) as TurnRecord;
       // Before anything trains (a batch needs the second session): the served log-probs are those of T, and
       // at T = 1 the same tokens score visibly otherwise, so a trainer at 1 would be caught below.
       const direct = new ReferenceAdapter(engine.url);
@@ -137,7 +138,11 @@ describe('the served temperature, from the gateway to the trained sample', () =>
 
       const n1: ChatCompletionMessageParam[] = [{ role: 'user', content: 'Tell me a joke.' }];
       const b1 = await chat(plain, n1, {});
-      const plainTurn = (await findRecordedTurn(store, plain, 1)) as TurnRecord;
+      const plainTurn = (await findRecordedTurn(
+        store,
+        scopedSessionId(LOCAL_TENANT, plain),
+        1,
+      )) as TurnRecord;
       await chat(plain, [...n1, b1, { role: 'user', content: THANKS }], {}, true);
 
       // The engine was asked to sample at exactly these, in the order the client sent them.

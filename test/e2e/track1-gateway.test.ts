@@ -5,6 +5,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { ChatCompletionMessageParam, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { Method, SampleExclusion, TrainingSample } from '../../core/types.js';
 import {
@@ -142,7 +143,11 @@ describe('Track 1 through the gateway', () => {
         const resolved: Record<string, T> = {};
         for (const [key, value] of Object.entries(byPosition)) {
           const colon = key.lastIndexOf(':');
-          const record = await findRecordedTurn(store, key.slice(0, colon), Number(key.slice(colon + 1)));
+          const record = await findRecordedTurn(
+            store,
+            scopedSessionId(LOCAL_TENANT, key.slice(0, colon)),
+            Number(key.slice(colon + 1)),
+          );
           if (!record) throw new Error(`${method}: no turn recorded for ${key}`);
           resolved[record.sampleId] = value;
         }
@@ -182,6 +187,8 @@ describe('Track 1 through the gateway', () => {
       const trained = lineage.flatMap((entry) => entry.sampleIds);
       expect(new Set(trained).size).toBe(trained.length);
       for (const id of trained) expect(Object.keys(want.samples)).toContain(id);
+      // An open gateway's one tenant: every sample of every version is `local`'s.
+      for (const entry of lineage) expect(entry.tenants).toEqual({ [LOCAL_TENANT]: entry.sampleIds.length });
     } finally {
       await stack.close();
     }

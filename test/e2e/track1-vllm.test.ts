@@ -23,6 +23,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { latestPublished } from '../../cli/engine-launch.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { VllmAdapter } from '../../engines/vllm-adapter.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { createControlWorker } from '../../workers/control-worker.js';
@@ -124,7 +125,8 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     'X-Session-Id': session,
     ...(done && { 'X-Session-Done': 'true' }),
   });
-  const record = (session: string, turn: number) => findRecordedTurn(store, session, turn);
+  const record = (session: string, turn: number) =>
+    findRecordedTurn(store, scopedSessionId(LOCAL_TENANT, session), turn);
 
   async function chat(session: string, messages: ChatCompletionMessageParam[], done = false, extra = {}) {
     const body = { model: MODEL, messages, max_tokens: 6, temperature: 1, seed: messages.length, ...extra };

@@ -14,6 +14,7 @@ import type { ChatCompletionMessageParam } from 'openai/resources/chat/completio
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../../core/config.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
@@ -149,7 +150,7 @@ describe('turn pairing as a user sees it', () => {
   }
 
   async function sampleIdOf(sessionId: string, position: number, reply: string): Promise<string> {
-    const record = await findRecordedTurn(store, sessionId, position, reply);
+    const record = await findRecordedTurn(store, scopedSessionId(LOCAL_TENANT, sessionId), position, reply);
     if (!record) throw new Error(`${sessionId}: no turn ${position} answered "${reply}"`);
     return record.sampleId;
   }
@@ -182,7 +183,7 @@ describe('turn pairing as a user sees it', () => {
 
   async function sessionStatus(sessionId: string): Promise<SessionStatus | null> {
     return env.client.workflow
-      .getHandle(sessionWorkflowId(sessionId))
+      .getHandle(sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)))
       .query(sessionStatusQuery)
       .catch(() => null);
   }
@@ -212,11 +213,15 @@ describe('turn pairing as a user sees it', () => {
     expect(judge.nextStatesFor(second)).toEqual([VERDICTS.thanksName]);
     expect(judge.nextStatesFor(first)).toEqual([]);
 
-    const handle = env.client.workflow.getHandle(sessionWorkflowId(sessionId));
+    const handle = env.client.workflow.getHandle(sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)));
     expect(((await handle.result()) as SessionResult).end).toBe('done-signal');
     expect(await handle.query(sessionStatusQuery)).toMatchObject({ turnsScored: 3, turnsSuperseded: 1 });
     if (process.env.RECORD_HISTORIES) {
-      await saveHistory(env, sessionWorkflowId(sessionId), 'session-workflow-superseded');
+      await saveHistory(
+        env,
+        sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)),
+        'session-workflow-superseded',
+      );
       await saveHistory(env, scoreTurnWorkflowId(ids.first), 'score-turn-workflow-superseded');
     }
   });
@@ -258,7 +263,7 @@ describe('turn pairing as a user sees it', () => {
     expect(samples.get(id)?.reward).toBe(1);
     expect(judge.nextStatesFor(first)).toEqual([VERDICTS.keyed]);
     const status = await env.client.workflow
-      .getHandle(sessionWorkflowId(sessionId))
+      .getHandle(sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)))
       .query(sessionStatusQuery);
     expect(status).toMatchObject({ turnsReceived: 2, turnsSuperseded: 0 });
   });
@@ -314,11 +319,15 @@ describe('turn pairing as a user sees it', () => {
     const { samples } = await settled([id]);
     expect(samples.get(id)?.reward).toBe(1);
     expect(judge.nextStatesFor(reply)).toEqual([VERDICTS.late]);
-    const handle = env.client.workflow.getHandle(sessionWorkflowId(sessionId));
+    const handle = env.client.workflow.getHandle(sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)));
     expect(((await handle.result()) as SessionResult).end).toBe('done-signal');
     expect(await handle.query(sessionStatusQuery)).toMatchObject({ reopened: 1, turnsScored: 2 });
     if (process.env.RECORD_HISTORIES)
-      await saveHistory(env, sessionWorkflowId(sessionId), 'session-workflow-reopened');
+      await saveHistory(
+        env,
+        sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)),
+        'session-workflow-reopened',
+      );
   });
 
   it('settles the last turn as no-next-state once the horizon passes; a later reply does not pair', async () => {
@@ -329,11 +338,15 @@ describe('turn pairing as a user sees it', () => {
     const id = await sampleIdOf(sessionId, 1, reply);
     // Answered once durable; the gateway's relay starts the session workflow right after.
     await delivered();
-    const handle = env.client.workflow.getHandle(sessionWorkflowId(sessionId));
+    const handle = env.client.workflow.getHandle(sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)));
     expect(((await handle.result()) as SessionResult).end).toBe('horizon');
     expect((await settled([id])).exclusions.get(id)?.reason).toBe('no-next-state');
     if (process.env.RECORD_HISTORIES)
-      await saveHistory(env, sessionWorkflowId(sessionId), 'session-workflow-horizon');
+      await saveHistory(
+        env,
+        sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)),
+        'session-workflow-horizon',
+      );
 
     // Past the horizon: the reply starts a new run of the session and trains nothing for the settled turn.
     const late = await chat(sessionId, [...opening, assistant(reply), user(VERDICTS.tooLate)], {
@@ -342,7 +355,11 @@ describe('turn pairing as a user sees it', () => {
     const lateId = await sampleIdOf(sessionId, 2, late);
     expect((await settled([lateId])).exclusions.get(lateId)?.reason).toBe('no-next-state');
     expect(
-      ((await env.client.workflow.getHandle(sessionWorkflowId(sessionId)).result()) as SessionResult).end,
+      (
+        (await env.client.workflow
+          .getHandle(sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)))
+          .result()) as SessionResult
+      ).end,
     ).toBe('done-signal');
     expect(await store.get(sampleKey(id))).toBeUndefined();
     expect((await store.get<SampleExclusion>(exclusionKey(id)))?.reason).toBe('no-next-state');

@@ -14,7 +14,8 @@ import type {
 } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
-import { deriveSessionId } from '../../core/session-id.js';
+import { derivedSessionId } from '../../core/session-id.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { sessionTurnsPrefix } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
 import type { EngineProcess } from '../../workers/reference-engine-process.js';
@@ -60,6 +61,8 @@ describe('gateway chat completions against a real engine and Temporal', () => {
   let env: TestWorkflowEnvironment;
   let gateway: TestGateway;
   const session = (label: string) => stack.session(label);
+  /** The id the gateway records for a client's id: an open gateway's tenant is `local`. */
+  const local = (id: string) => scopedSessionId(LOCAL_TENANT, id);
 
   beforeAll(async () => {
     stack = await startEngineStack('gateway-engine');
@@ -72,8 +75,8 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     await stack?.close();
   });
 
-  const record = (sessionId: string, turn: number) => findRecordedTurn(gateway.store, sessionId, turn);
-  const recordsOf = (sessionId: string) => gateway.store.list(sessionTurnsPrefix(sessionId));
+  const record = (sessionId: string, turn: number) => findRecordedTurn(gateway.store, local(sessionId), turn);
+  const recordsOf = (sessionId: string) => gateway.store.list(sessionTurnsPrefix(local(sessionId)));
 
   /** The same request straight to the engine, with its exact-token extensions. */
   async function engineDirect(body: Record<string, unknown>): Promise<EngineChoice> {
@@ -97,7 +100,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
 
   async function turnRefs(sessionId: string): Promise<TurnRef[]> {
     await gateway.delivered();
-    const signals = await sessionSignals(env.client, sessionId);
+    const signals = await sessionSignals(env.client, local(sessionId));
     return signals.filter((s) => s.name === 'turnRecorded').map((s) => s.args[0] as TurnRef);
   }
 
@@ -129,7 +132,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     const recorded = await record(sessionId, 1);
     const direct = await engineDirect(body);
     expect(recorded).toMatchObject({
-      sessionId,
+      sessionId: local(sessionId),
       turn: 1,
       continues: null,
       policyVersion: 0,
@@ -149,11 +152,11 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     });
     expect(recorded?.messages).toEqual(body.messages);
     expect(recorded?.prefixHash).toMatch(/^[0-9a-f]{64}$/);
-    expect(recorded?.sampleId).toMatch(new RegExp(`^${sessionId}:1-[0-9a-f]{16}$`));
+    expect(recorded?.sampleId).toMatch(new RegExp(`^${local(sessionId)}:1-[0-9a-f]{16}$`));
 
     expect(await turnRefs(sessionId)).toEqual([
       {
-        sessionId,
+        sessionId: local(sessionId),
         turn: 1,
         sampleId: recorded?.sampleId,
         policyVersion: 0,
@@ -163,7 +166,10 @@ describe('gateway chat completions against a real engine and Temporal', () => {
         continues: null,
       },
     ]);
-    expect(await sessionStartInput(env.client, sessionId)).toEqual({ sessionId, ...TEST_SESSION_SETTINGS });
+    expect(await sessionStartInput(env.client, local(sessionId))).toEqual({
+      sessionId: local(sessionId),
+      ...TEST_SESSION_SETTINGS,
+    });
   });
 
   it('relays a stream incrementally and records it before [DONE]', async () => {
@@ -325,11 +331,28 @@ describe('gateway chat completions against a real engine and Temporal', () => {
 
     const messages = [{ role: 'user' as const, content: `an unpatched client ${Math.random()}` }];
     const derived = (await client.chat.completions.create(plain({ messages, max_tokens: 2 }))) as Completion;
-    const expected = deriveSessionId(messages);
-    stack.sessions.add(expected ?? '');
-    expect(derived.session_id).toBe(expected);
-    expect(await recordsOf(expected ?? '')).toHaveLength(1);
-    expect(await turnRefs(expected ?? '')).toHaveLength(1);
+    // Derived from the first user message and the reply just served.
+    const reply = { content: derived.choices[0]?.message.content ?? null, toolCalls: null };
+    const expected = derivedSessionId(
+      { tenant: LOCAL_TENANT, opening: `user:${messages[0]?.content}` },
+      reply,
+    );
+    stack.sessions.add(expected);
+    expect(local(derived.session_id ?? '')).toBe(expected);
+    expect(await recordsOf(derived.session_id ?? '')).toHaveLength(1);
+    expect(await turnRefs(derived.session_id ?? '')).toHaveLength(1);
+    // The next request of that conversation carries the reply: the same session.
+    await client.chat.completions.create(
+      plain({
+        messages: [
+          ...messages,
+          { role: 'assistant', content: reply.content },
+          { role: 'user', content: 'and?' },
+        ],
+        max_tokens: 2,
+      }),
+    );
+    expect(await recordsOf(derived.session_id ?? '')).toHaveLength(2);
   });
 
   it('serves side turns without recording them', async () => {
@@ -347,7 +370,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     }
     expect(await recordsOf(sessionId)).toEqual([]);
     await gateway.delivered();
-    expect(await sessionSignals(env.client, sessionId)).toEqual([]);
+    expect(await sessionSignals(env.client, local(sessionId))).toEqual([]);
   });
 
   it('records a retry as its own turn unless it got the very same answer', async () => {
@@ -371,7 +394,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     const a = await gateway.openai().chat.completions.create(unseeded, { headers });
     const b = await gateway.openai().chat.completions.create(unseeded, { headers });
     expect(a.choices[0]?.message.content).not.toBe(b.choices[0]?.message.content);
-    const turns = await recordedTurns(gateway.store, sessionId);
+    const turns = await recordedTurns(gateway.store, local(sessionId));
     expect(turns).toHaveLength(3);
     expect(new Set(turns.map((t) => t.prefixHash)).size).toBe(1);
     expect(turns.slice(1).map((t) => t.response.content)).toEqual([
@@ -398,7 +421,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
         }
       });
     await gateway.delivered();
-    const signals = await sessionSignals(env.client, sessionId);
+    const signals = await sessionSignals(env.client, local(sessionId));
     expect(signals.map((s) => s.name)).toEqual(['turnRecorded', 'sessionDone']);
   });
 
@@ -440,7 +463,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
 
     expect(await recordsOf(sessionId)).toEqual([]);
     await gateway.delivered();
-    expect(await sessionSignals(env.client, sessionId)).toEqual([]);
+    expect(await sessionSignals(env.client, local(sessionId))).toEqual([]);
   });
 
   async function activeEngineRequests(): Promise<number> {
@@ -505,7 +528,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
         })
         .catch((e: unknown) => e);
       expect(error).toBeInstanceOf(APIError);
-      expect(await sessionSignals(env.client, sessionId)).toEqual([]);
+      expect(await sessionSignals(env.client, local(sessionId))).toEqual([]);
     } finally {
       await broken.close();
     }

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../core/chat-messages.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import type { TurnRef } from '../../core/types.js';
 import { CountingStore } from '../support/counting-store.js';
 import {
@@ -100,7 +101,7 @@ describe('a compacted conversation of 1,500 turns', () => {
       [sessionId, TURNS],
       [baselineId, BASELINE],
     ] as const) {
-      const refs = (await sessionSignals(env.client, id))
+      const refs = (await sessionSignals(env.client, scopedSessionId(LOCAL_TENANT, id)))
         .filter((signal) => signal.name === 'turnRecorded')
         .map((signal) => signal.args[0] as TurnRef);
       expect(refs).toHaveLength(count);

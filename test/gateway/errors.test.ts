@@ -8,6 +8,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { APIError, AuthenticationError } from 'openai';
 import type { ChatCompletionCreateParamsNonStreaming } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { connectTestEnvironment } from '../support/temporal.js';
 import { findRecordedTurn, recordedTurns } from '../support/turn-lookup.js';
 import {
@@ -203,13 +204,15 @@ describe('gateway errors', () => {
     });
     expect(response.status).toBe(200);
     expect(JSON.parse(response.text)).toMatchObject({ session_id: sessionId, choices: [{ logprobs: null }] });
-    expect(await findRecordedTurn(fakeGateway.store, sessionId, 1)).toMatchObject({
+    expect(
+      await findRecordedTurn(fakeGateway.store, scopedSessionId(LOCAL_TENANT, sessionId), 1),
+    ).toMatchObject({
       policyVersion: 7,
       promptIds: [1, 2],
       responseIds: [3],
       responseLogProbs: [-0.25],
     });
-    await terminateSessions(env, [sessionId]);
+    await terminateSessions(env, [scopedSessionId(LOCAL_TENANT, sessionId)]);
   });
 
   it('ends a stream with an error event and no [DONE] when the engine stream breaks or lacks tokens', async () => {
@@ -229,7 +232,7 @@ describe('gateway errors', () => {
       expect(response.text, name).not.toContain('[DONE]');
       // The content that did come was relayed before the failure.
       expect(response.text, name).toContain('"content":"Hel"');
-      expect(await recordedTurns(fakeGateway.store, sessionId)).toEqual([]);
+      expect(await recordedTurns(fakeGateway.store, scopedSessionId(LOCAL_TENANT, sessionId))).toEqual([]);
     }
   });
 });

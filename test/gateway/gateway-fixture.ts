@@ -11,6 +11,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
 import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
 import { IdempotencyKeys } from '../../gateway/idempotency.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
@@ -104,10 +105,10 @@ export interface EngineStack {
   dir: string;
   engine: EngineProcess;
   env: TestWorkflowEnvironment;
-  /** Session workflows terminated on close. */
+  /** Session workflows (recorded, scoped ids) terminated on close. */
   sessions: Set<string>;
-  /** A fresh session id, added to `sessions`. */
-  session(label: string): string;
+  /** A fresh session id for a client of `tenant` (default `local`) to send; its scoped id is added to `sessions`. */
+  session(label: string, tenant?: string): string;
   close(): Promise<void>;
 }
 
@@ -121,9 +122,9 @@ export async function startEngineStack(label: string): Promise<EngineStack> {
     engine,
     env,
     sessions,
-    session(sessionLabel) {
+    session(sessionLabel, tenant = LOCAL_TENANT) {
       const id = uniqueSessionId(sessionLabel);
-      sessions.add(id);
+      sessions.add(scopedSessionId(tenant, id));
       return id;
     },
     async close() {

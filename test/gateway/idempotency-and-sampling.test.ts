@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatMessage } from '../../core/chat-messages.js';
+import { scopedSessionId } from '../../core/tenant.js';
+import { apiKeyName } from '../../gateway/auth.js';
 import type { EngineProcess } from '../../workers/reference-engine-process.js';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy.js';
 import { CountingStore } from '../support/counting-store.js';
@@ -30,7 +32,14 @@ describe('Idempotency-Key and recorded sampling, against a real engine and Tempo
   let env: TestWorkflowEnvironment;
   let gateway: TestGateway;
   const gateways: TestGateway[] = [];
-  const session = (label: string) => stack.session(label);
+  // A bare key is a tenant of its own, named after the key.
+  const tenants = KEYS.map(apiKeyName);
+  const mine = (id: string) => scopedSessionId(tenants[0] ?? '', id);
+  const session = (label: string) => {
+    const id = stack.session(label, tenants[0]);
+    stack.sessions.add(scopedSessionId(tenants[1] ?? '', id));
+    return id;
+  };
 
   beforeAll(async () => {
     stack = await startEngineStack('idempotency');
@@ -93,10 +102,10 @@ describe('Idempotency-Key and recorded sampling, against a real engine and Tempo
       expect(retry.headers.get('idempotent-replayed')).toBe('true');
       expect(retry.headers.get('content-type')).toBe(first.headers.get('content-type'));
       expect(proxy.count(CHAT)).toBe(asked);
-      expect(await recordedTurns(gateway.store, sessionId)).toHaveLength(1);
+      expect(await recordedTurns(gateway.store, mine(sessionId))).toHaveLength(1);
       await gateway.delivered();
       expect(
-        (await sessionSignals(env.client, sessionId)).filter((s) => s.name === 'turnRecorded'),
+        (await sessionSignals(env.client, mine(sessionId))).filter((s) => s.name === 'turnRecorded'),
       ).toHaveLength(1);
 
       // Another API key has keys of its own: the same key there is a new request, answered afresh.
@@ -192,7 +201,7 @@ describe('Idempotency-Key and recorded sampling, against a real engine and Tempo
       { 'X-Session-Id': sessionId },
     );
     expect(reply.status).toBe(200);
-    const recorded = await findRecordedTurn(tuned.store, sessionId, 1);
+    const recorded = await findRecordedTurn(tuned.store, mine(sessionId), 1);
     expect(recorded?.sampling).toEqual({
       temperature: 0.7,
       topP: 0.9,

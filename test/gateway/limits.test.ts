@@ -139,7 +139,7 @@ describe('keys on by default', () => {
     expect(file).toBe(join(dir, 'with-file', 'keys', 'api-keys'));
     expect(await ensureApiKeysFile(file)).toEqual({ created: true });
     expect(await ensureApiKeysFile(file)).toEqual({ created: false });
-    const [key] = configuredApiKeys(config).keys;
+    const key = configuredApiKeys(config).keys[0]?.key;
     expect(key).toMatch(/^ocrl-[A-Za-z0-9_-]{43}$/);
     const running = await startGateway(config, { logger: false, recorder: noRecorder });
     try {
@@ -154,7 +154,13 @@ describe('keys on by default', () => {
   });
 
   it('parses keys files with comments and refuses a named file that is missing or empty', async () => {
-    expect(parseApiKeysFile('# keys\nk1\n  k2  # laptop\n\n#k3\n')).toEqual(['k1', 'k2']);
+    expect(parseApiKeysFile('# keys\nk1\n  k2  # laptop\n\n#k3\nk4 alice # hers\n')).toEqual([
+      { key: 'k1' },
+      { key: 'k2' },
+      { key: 'k4', tenant: 'alice' },
+    ]);
+    expect(() => parseApiKeysFile('k1\nk2 alice extra\n')).toThrow(/line 2: a line is a key and/);
+    expect(() => parseApiKeysFile('k1 ../bob\n')).toThrow(/line 1: a tenant name/);
     const missing = await configFor('missing', { apiKeysFile: join(dir, 'nope') });
     expect(() => configuredApiKeys(missing)).toThrow(/OPENCLAW_API_KEYS_FILE.*nope/);
     await writeFile(join(dir, 'empty-keys'), '# nothing yet\n');

@@ -2,9 +2,11 @@
 // the whole history every turn, an explicit X-Session-Id, streaming or not. It keeps the one fact the crash
 // tests count on: which turns were ACKNOWLEDGED (a non-streaming 200 with a body, or a stream that ended
 // with `data: [DONE]`), and what each acknowledged turn should become under the rule the fake judge votes by.
+
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { SampleStore } from '../../activities/sample-store.js';
+import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import type { SampleExclusionReason } from '../../core/types.js';
 import { latestTurnAt, recordedTurns } from '../support/turn-lookup.js';
 
@@ -52,6 +54,8 @@ export class Conversation {
     private openai: OpenAI,
     /** Where the gateway records turns: acknowledged turns' ids are looked up there (see `sampleIds`). */
     private readonly store: SampleStore,
+    /** The tenant of the key the client sends (an open gateway's is `local`): the store scopes the id by it. */
+    private readonly tenant = LOCAL_TENANT,
   ) {}
 
   /** Talks through another gateway from now on (the same session: the store is shared). */
@@ -70,7 +74,7 @@ export class Conversation {
    * down look up after it is back; an acknowledged turn is in it either way).
    */
   async sampleIds(): Promise<string[]> {
-    const records = await recordedTurns(this.store, this.sessionId);
+    const records = await recordedTurns(this.store, scopedSessionId(this.tenant, this.sessionId));
     return this.turns.map(({ position, content }) => {
       const recorded = latestTurnAt(records, position, content);
       if (!recorded) throw new Error(`${this.sessionId}: acknowledged turn ${position} is not in the store`);

@@ -25,6 +25,14 @@ export interface FakeJudgeOptions {
   delayMs?: number;
   /** Address to listen on (default 127.0.0.1; 0.0.0.0 lets containers reach it). */
   host?: string;
+  /**
+   * Answers a call in place of the rule (for a misbehaving judge): `content` is sent as the reply's text,
+   * `raw` as the whole HTTP body (status 200). Undefined: the rule answers.
+   */
+  answer?: (call: {
+    system: string;
+    user: string;
+  }) => { content: string | null } | { raw: string } | undefined;
 }
 
 export async function startFakeJudge(options: FakeJudgeOptions = {}): Promise<FakeJudge> {
@@ -51,8 +59,15 @@ export async function startFakeJudge(options: FakeJudgeOptions = {}): Promise<Fa
       const user = request.messages.at(-1)?.content ?? '';
       const nextState = user.split(/\n## [^\n]*\[role: [a-z]+\]\n/)[1] ?? user;
       const isHintJudge = system.includes('HINT_START');
-      let content: string;
-      if (/thanks/i.test(nextState)) {
+      const answered = options.answer?.({ system, user });
+      if (answered !== undefined && 'raw' in answered) {
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(answered.raw);
+        return;
+      }
+      let content: string | null;
+      if (answered !== undefined) content = answered.content;
+      else if (/thanks/i.test(nextState)) {
         content = isHintJudge
           ? 'Useful. \\boxed{1} [HINT_START]Answer warmly and mention the weather explicitly.[HINT_END]'
           : 'The user is satisfied. \\boxed{1}';
