@@ -72,6 +72,8 @@ export interface SessionCarry {
   turnsSuperseded: number;
   reopened: number;
   highestTurn: number;
+  /** Turns delivered to the run before while it was on its way to this one: taken first. */
+  inbox?: TurnRef[];
 }
 
 /** What runs started before turns were paired by their kept reply carry (they pair in turn order). */

@@ -48,8 +48,16 @@ export interface SessionResult {
 /** Marks runs that pair turns by their kept reply; runs started before it replay the sequential loop. */
 export const PAIRING_BY_KEPT_REPLY = 'pairing-by-kept-reply';
 
+/**
+ * Marks runs that lose no turn and no done signal on their way out: turns delivered while a run starts its last
+ * scorings are carried into the next run (or settled, when the session ends), and a done signal ends the session
+ * in the run it reached. Before it, a turn or done signalled then left with the run, unhandled.
+ */
+export const LATE_SIGNALS_KEPT = 'late-signals-kept';
+
 export async function sessionWorkflow(input: SessionInput): Promise<SessionResult> {
   if (!patched(PAIRING_BY_KEPT_REPLY)) return sequentialSession(input);
+  const keepsLateSignals = patched(LATE_SIGNALS_KEPT);
 
   const idleTimeoutMs = input.idleTimeoutMs;
   const horizonMs = Math.max(input.reopenHorizonMs ?? idleTimeoutMs, idleTimeoutMs);
@@ -59,7 +67,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
   let highestTurn = carried.highestTurn;
   let turnsThisRun = 0;
   let done = false;
-  const inbox: TurnRef[] = [];
+  const inbox: TurnRef[] = [...(carried.inbox ?? [])];
 
   setHandler(turnRecordedSignal, (ref) => {
     inbox.push(ref);
@@ -139,6 +147,9 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
     if (turnsThisRun >= input.continueAsNewAfterTurns || workflowInfo().continueAsNewSuggested) {
       await allHandlersFinished();
       await takeInbox();
+      // Every settlement awaits a child start, and signals may arrive meanwhile. The client may have ended the
+      // session: it ends in this run (a new one would not know). Turns go with the carried state.
+      if (keepsLateSignals && done) break;
       const carry: SessionCarry = {
         pairing: pairing.state(),
         phase,
@@ -147,6 +158,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
         turnsSuperseded,
         reopened,
         highestTurn,
+        ...(keepsLateSignals && inbox.length > 0 && { inbox: inbox.splice(0) }),
       };
       await continueAsNew<typeof sessionWorkflow>({ ...input, carried: carry });
     }
@@ -154,8 +166,11 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
 
   // The session is over: open turns get no next state (superseded ones aside). Scoring records them.
   await allHandlersFinished();
-  await takeInbox();
-  for (const settlement of pairing.closeAll()) await settle(settlement);
+  // Turns that arrive while it settles are settled too, until none is left.
+  do {
+    await takeInbox();
+    for (const settlement of pairing.closeAll()) await settle(settlement);
+  } while (keepsLateSignals && inbox.length > 0);
   return { sessionId: input.sessionId, end, turnsScored };
 }
 

@@ -43,6 +43,8 @@ export async function recordTurnDirectly(options: {
   seed: number;
   /** Default: the config's session settings. */
   session?: SessionSettings;
+  /** Default true. False leaves the turn's entry in the outbox, as a gateway that stopped before its relay ran. */
+  deliver?: boolean;
 }): Promise<{ message: ChatMessage; ref: TurnRef }> {
   const sampling = { temperature: 1, top_p: 1, top_k: -1, min_p: 0, max_tokens: 8, seed: options.seed };
   const response = (await options.engine.request('POST', '/v1/chat/completions', {
@@ -80,13 +82,27 @@ export async function recordTurnDirectly(options: {
     sampling: { temperature: 1, topP: 1, topK: null, minP: null, maxTokens: 8, seed: options.seed },
     chatTemplateKwargs: null,
   });
-  await deliverOutbox(options.store, options.client);
+  if (options.deliver !== false) await deliverOutbox(options.store, options.client);
   return { message: { role: 'assistant', content }, ref: recorded.ref };
 }
 
-/** Runs a relay over the store's outbox until every entry in it is delivered. */
-async function deliverOutbox(store: SampleStore, client: Client): Promise<void> {
-  const relay = new OutboxRelay({ outbox: store.outbox, deliver: sessionDelivery(client), pollMs: 20 });
+/**
+ * Runs a relay over the store's outbox until every entry in it is delivered. `paceMs(n)` holds the n-th delivery
+ * (from 0) that long first, as a loaded gateway's deliveries are spaced.
+ */
+export async function deliverOutbox(
+  store: SampleStore,
+  client: Client,
+  options: { paceMs?: (n: number) => number } = {},
+): Promise<void> {
+  const signal = sessionDelivery(client);
+  let delivered = 0;
+  const deliver: typeof signal = async (entry, deadline) => {
+    const pause = options.paceMs?.(delivered++) ?? 0;
+    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
+    await signal(entry, deadline);
+  };
+  const relay = new OutboxRelay({ outbox: store.outbox, deliver, pollMs: 20 });
   relay.start();
   try {
     const deadline = Date.now() + 30_000;

@@ -17,6 +17,7 @@ describe('workflow replay', () => {
       'session-workflow-superseded',
       'session-workflow-reopened',
       'session-workflow-horizon',
+      'session-workflow-late-signals',
       'score-turn-workflow-superseded',
       'score-turn-workflow-superseded-negative',
       'score-turn-workflow-opd-rl',

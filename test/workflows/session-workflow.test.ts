@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
@@ -15,6 +15,7 @@ import {
   makeTinyModel,
   startReferenceEngine,
 } from '../../workers/reference-engine-process.js';
+import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
 import {
   sessionStatusQuery,
   sessionWorkflowId,
@@ -23,8 +24,14 @@ import {
 import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
+import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
+import {
+  deliverOutbox,
+  endSessionDirectly,
+  recordTurnDirectly,
+  sessionInputFor,
+} from '../support/track1-harness.js';
 
 // A long session: it continues-as-new every two turns, a duplicate delivery of an old turn changes
 // nothing, the idle timer closes it, and every turn is settled exactly once.
@@ -137,5 +144,63 @@ describe('sessionWorkflow over a long session', () => {
     );
     const status = await training.query(trainingStatusQuery);
     expect(status.samplesExcluded).toBe(1);
+  }, 120_000);
+
+  // A gateway back from a stop delivers a session's backlog at once, then the client ends the session: turns
+  // and the done signal arrive while the session is starting a turn's scoring, also on its way to a new run.
+  // None of them may leave with the run they arrived in.
+  it('settles every turn of a backlog and ends on its done signal, across continue-as-new', async () => {
+    const sessionId = `burst-${taskQueue}`;
+    const engineClient = engineCalls(engine.url);
+    const messages: ChatMessage[] = [{ role: 'user', content: 'Sort my inbox.' }];
+    const refs: TurnRef[] = [];
+    const turns = 12;
+    for (let turn = 1; turn <= turns; turn++) {
+      if (turn > 1) messages.push({ role: 'user', content: turn % 2 === 0 ? 'thanks!' : 'that is wrong' });
+      const next = await recordTurnDirectly({
+        engine: engineClient,
+        store,
+        client: env.client,
+        config,
+        taskQueue,
+        sessionId,
+        messages: [...messages],
+        seed: 100 + turn,
+        deliver: false,
+      });
+      refs.push(next.ref);
+      messages.push(next.message);
+    }
+    expect((await store.outbox.stats()).depth).toBe(turns);
+    // Spaced so that signals land while the session awaits a scoring's start, also on its way to a new run.
+    const paces = [0, 30, 15, 45, 5, 25];
+    await deliverOutbox(store, env.client, { paceMs: (n) => paces[n % paces.length] as number });
+    await endSessionDirectly({ client: env.client, config, taskQueue, sessionId });
+
+    const result = (await env.client.workflow.getHandle(sessionWorkflowId(sessionId)).result()) as {
+      end: string;
+      turnsScored: number;
+    };
+    expect(result).toMatchObject({ end: 'done-signal', turnsScored: turns });
+    // It did go through new runs (visibility lags a little behind the runs themselves).
+    await vi.waitFor(
+      async () => {
+        const statuses: string[] = [];
+        for await (const run of env.client.workflow.list({
+          query: `WorkflowId = '${sessionWorkflowId(sessionId)}'`,
+        }))
+          statuses.push(run.status.name);
+        expect(statuses).toContain('CONTINUED_AS_NEW');
+      },
+      { timeout: 10_000, interval: 250 },
+    );
+    for (const ref of refs)
+      await expect(
+        env.client.workflow.getHandle(scoreTurnWorkflowId(ref.sampleId)).result(),
+        `turn ${ref.turn}`,
+      ).resolves.toBeDefined();
+    // Its last run: the done signal came while it was on its way to a new run (`RECORD_HISTORIES=1`).
+    if (process.env.RECORD_HISTORIES)
+      await saveHistory(env, sessionWorkflowId(sessionId), 'session-workflow-late-signals');
   }, 120_000);
 });
