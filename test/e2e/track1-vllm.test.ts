@@ -236,6 +236,12 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
       });
       const neutral = await sampled({ temperature: 1, top_p: 1, top_k: -1 });
       expect(neutral.logprobs).not.toEqual(same.logprobs);
+      // And vLLM itself, as the project starts it (`--generation-config vllm`), fills absent sampling fields
+      // with its own neutral defaults, not the model folder's: a request that names none is sampled as the
+      // neutral one, token for token and log-prob for log-prob.
+      const absent = await sampled({});
+      expect(absent.ids).toEqual(neutral.ids);
+      expect(absent.logprobs).toEqual(neutral.logprobs);
     } finally {
       await reading.close();
     }
