@@ -84,21 +84,24 @@ describe('sessionWorkflow over a long session', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
+  /** One main turn of `sessionId` after `messages`, recorded as the gateway does (and delivered, unless not). */
+  const recordTurn = (sessionId: string, messages: ChatMessage[], seed: number, deliver = true) =>
+    recordTurnDirectly({
+      engine: engineCalls(engine.url),
+      store,
+      client: env.client,
+      config,
+      taskQueue,
+      sessionId,
+      messages: [...messages],
+      seed,
+      deliver,
+    });
+
   it('continues as new, ignores a duplicate, closes when idle, and settles every turn once', async () => {
     const sessionId = `long-${taskQueue}`;
-    const engineClient = engineCalls(engine.url);
     const messages: ChatMessage[] = [{ role: 'user', content: 'Plan my week.' }];
-    const record = (seed: number) =>
-      recordTurnDirectly({
-        engine: engineClient,
-        store,
-        client: env.client,
-        config,
-        taskQueue,
-        sessionId,
-        messages: [...messages],
-        seed,
-      });
+    const record = (seed: number) => recordTurn(sessionId, messages, seed);
     const first = await record(1);
     const refs: TurnRef[] = [first.ref];
     const firstRunId = (await env.client.workflow.getHandle(sessionWorkflowId(sessionId)).describe()).runId;
@@ -151,23 +154,12 @@ describe('sessionWorkflow over a long session', () => {
   // None of them may leave with the run they arrived in.
   it('settles every turn of a backlog and ends on its done signal, across continue-as-new', async () => {
     const sessionId = `burst-${taskQueue}`;
-    const engineClient = engineCalls(engine.url);
     const messages: ChatMessage[] = [{ role: 'user', content: 'Sort my inbox.' }];
     const refs: TurnRef[] = [];
     const turns = 12;
     for (let turn = 1; turn <= turns; turn++) {
       if (turn > 1) messages.push({ role: 'user', content: turn % 2 === 0 ? 'thanks!' : 'that is wrong' });
-      const next = await recordTurnDirectly({
-        engine: engineClient,
-        store,
-        client: env.client,
-        config,
-        taskQueue,
-        sessionId,
-        messages: [...messages],
-        seed: 100 + turn,
-        deliver: false,
-      });
+      const next = await recordTurn(sessionId, messages, 100 + turn, false);
       refs.push(next.ref);
       messages.push(next.message);
     }
