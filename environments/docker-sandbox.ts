@@ -68,6 +68,12 @@ export interface DockerSandboxProviderOptions {
   pullMissingImages?: boolean;
   /** An OCI runtime registered with the Docker daemon, e.g. `runsc` for gVisor; default the daemon's (runc). */
   runtime?: string;
+  /**
+   * Containers it makes carry this scope, and its reaper and disk watcher see only containers of the same
+   * scope: several deployments (or test runs) on one Docker engine then leave each other's containers alone.
+   * Default none: every managed container on the engine.
+   */
+  scope?: string;
 }
 
 /** The user commands run as where the image's own is root (`runAs: 'non-root'`). */
@@ -128,6 +134,8 @@ export class DockerSandboxProvider implements SandboxProvider {
   private readonly diskCheckIntervalMs: number;
   private readonly pullMissingImages: boolean;
   private readonly runtime: string | undefined;
+  private readonly managedFilter: string[];
+  private readonly scope: string | undefined;
   /** Whether the storage driver takes `--storage-opt size` (learnt from the first container). */
   private storageQuota: boolean | null = null;
   private quotaWatch: NodeJS.Timeout | null = null;
@@ -150,6 +158,11 @@ export class DockerSandboxProvider implements SandboxProvider {
     this.diskCheckIntervalMs = options.diskCheckIntervalMs ?? 10_000;
     this.pullMissingImages = options.pullMissingImages ?? true;
     this.runtime = options.runtime;
+    this.scope = options.scope;
+    this.managedFilter = [
+      `${LABELS.managed}=true`,
+      ...(options.scope === undefined ? [] : [`${LABELS.scope}=${options.scope}`]),
+    ];
   }
 
   async acquire(
@@ -261,6 +274,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     }
     const labels = {
       [LABELS.managed]: 'true',
+      ...(this.scope !== undefined && { [LABELS.scope]: this.scope }),
       ...owner,
       [LABELS.leaseExpiresAt]: String(expiresAt),
       [LABELS.specHash]: hash,
@@ -374,7 +388,7 @@ export class DockerSandboxProvider implements SandboxProvider {
     const containers = await this.docker.listContainers({
       all: true,
       size: true,
-      filters: { label: [`${LABELS.managed}=true`] },
+      filters: { label: this.managedFilter },
     });
     const removed: string[] = [];
     for (const summary of containers) {
@@ -553,7 +567,7 @@ export class DockerSandboxProvider implements SandboxProvider {
   async reapExpired(now: number = Date.now()): Promise<string[]> {
     const containers = await this.docker.listContainers({
       all: true,
-      filters: { label: [`${LABELS.managed}=true`] },
+      filters: { label: this.managedFilter },
     });
     const reaped: string[] = [];
     const failures: unknown[] = [];

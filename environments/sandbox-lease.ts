@@ -12,6 +12,8 @@ export const LABELS = {
   execUser: 'openclaw.exec-user',
   /** On warm-pool containers only (instead of a rollout id): the pool instance that created it. */
   pool: 'openclaw.pool',
+  /** Set by a provider with a `scope`: only providers of the same scope reap or police the container. */
+  scope: 'openclaw.scope',
 } as const;
 
 /**

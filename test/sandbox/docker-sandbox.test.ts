@@ -19,7 +19,13 @@ import {
 } from './sandbox-fixture.js';
 
 const ids = rolloutIds('sandbox');
-const provider = new DockerSandboxProvider({ keeperIntervalSeconds: 1, execGraceMs: 3_000 });
+// Its own scope: its reaper runs with a clock 35 s ahead, which must not reach containers of other suites
+// sharing the Docker engine (another run's 30 s leases would look expired to it).
+const provider = new DockerSandboxProvider({
+  keeperIntervalSeconds: 1,
+  execGraceMs: 3_000,
+  scope: `docker-sandbox-test-${process.pid}`,
+});
 const TEN_MINUTES = 10 * 60_000;
 
 const workers: ChildProcess[] = [];
@@ -221,7 +227,7 @@ describe('leases', () => {
     await expect(sandbox.exec(['true'], { timeoutMs: 5_000 })).rejects.toBeInstanceOf(SandboxGoneError);
   });
 
-  it('reapExpired removes only expired containers, and honours renewals', async () => {
+  it('reapExpired removes only expired containers of its scope, and honours renewals', async () => {
     const expiring = await provider.acquire(PYTHON_SPEC, ids.next('expiring'), 30_000);
     const renewedId = ids.next('renewed');
     const renewed = await provider.acquire(PYTHON_SPEC, renewedId, 30_000);
@@ -237,7 +243,7 @@ describe('leases', () => {
     });
     expect((await docker.getContainer(renewed.sandbox.id).inspect()).State.Running).toBe(true);
 
-    // The periodic reaper makes the same sweep (its clock only 35 s ahead: other test files' containers live).
+    // The periodic reaper makes the same sweep (its clock only 35 s ahead, and its scope only this file's).
     const later = await provider.acquire(PYTHON_SPEC, ids.next('expiring-later'), 30_000);
     const swept: string[] = [];
     const reaper = startSandboxReaper(provider, {
@@ -249,6 +255,13 @@ describe('leases', () => {
     await reaper.stop();
     expect(swept).toContain(later.sandbox.id);
     expect(swept).not.toContain(renewed.sandbox.id);
+
+    // A container of another scope, its lease as ended as theirs: left alone here, reaped by its own scope.
+    const other = new DockerSandboxProvider({ keeperIntervalSeconds: 1, scope: `other-${process.pid}` });
+    const theirs = await other.acquire(PYTHON_SPEC, ids.next('other-scope'), 30_000);
+    expect(await provider.reapExpired(Date.now() + 35_000)).not.toContain(theirs.sandbox.id);
+    expect((await docker.getContainer(theirs.sandbox.id).inspect()).State.Running).toBe(true);
+    expect(await other.reapExpired(Date.now() + 35_000)).toEqual([theirs.sandbox.id]);
   });
 
   it("a SIGKILLed worker's container ends on its own once the lease runs out (no reaper)", async () => {
