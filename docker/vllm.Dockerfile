@@ -9,8 +9,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PATH=/opt/vl
     PIP_CERT=/etc/ssl/certs/ca-certificates.crt
 
 COPY docker/ca-certificates/ /usr/local/share/ca-certificates/extra/
-# vLLM's CPU build links libnuma (and its CPU attention uses it for memory placement).
-RUN apt-get update && apt-get install -y --no-install-recommends libnuma1 ca-certificates \
+# vLLM's CPU build links libnuma (and its CPU attention uses it for memory placement); its sampler is compiled
+# by torch's inductor on the first request, which needs a C++ compiler and Python's headers.
+RUN apt-get update && apt-get install -y --no-install-recommends libnuma1 ca-certificates g++ python3-dev \
  && if ! command -v python3 >/dev/null 2>&1 || ! python3 -c 'import venv, ensurepip' >/dev/null 2>&1; then \
       apt-get install -y --no-install-recommends python3 python3-venv python3-pip; \
     fi \

@@ -1,4 +1,4 @@
-// The example .env files for GPU hosts and Tinker, read by compose itself (`config`): which services their
+// The example .env files for vLLM, GPU hosts and Tinker, read by compose itself (`config`): which services their
 // profiles start and what the gateway and the workers are told. Nothing is started; no GPU or Tinker is needed.
 import { execFile } from 'node:child_process';
 import { mkdtemp, writeFile } from 'node:fs/promises';
@@ -18,6 +18,7 @@ interface ComposeService {
   volumes?: (string | { source?: string; target?: string; read_only?: boolean })[];
   profiles?: string[];
   command?: string[];
+  shm_size?: string | number;
 }
 
 describe('compose with the example .env files', () => {
@@ -42,6 +43,15 @@ describe('compose with the example .env files', () => {
 
   const mounts = (service: ComposeService | undefined) =>
     (service?.volumes ?? []).map((v) => (typeof v === 'string' ? v : `${v.source}:${v.target}`));
+
+  it('vllm.env: vLLM serves the policy with room in /dev/shm, the reference engine trains', async () => {
+    const { services, started } = await resolved('docs/examples/vllm.env', ['vllm']);
+    expect(started).toEqual(expect.arrayContaining(['vllm', 'engine', 'gateway', 'control-worker']));
+    for (const name of ['gateway', 'control-worker'])
+      expect(services[name]?.environment?.OPENCLAW_ENGINE_URL, name).toBe('http://vllm:30000');
+    // vLLM's engine core would not start in Docker's 64 MiB /dev/shm ("160 MiB required, 64 MiB free").
+    expect(String(services.vllm?.shm_size)).toMatch(/^(1gb|1073741824)$/);
+  });
 
   it('gpu.env: SGLang serves, the trainer-worker runs slime epochs on host paths', async () => {
     const { services, started } = await resolved('docs/examples/gpu.env', ['gpu', 'gpu-judge']);
