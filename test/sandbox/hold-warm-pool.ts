@@ -5,10 +5,11 @@
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import { PYTHON_SPEC } from './sandbox-fixture.js';
 
-const [pool, rolloutId, keeperSeconds] = process.argv.slice(2);
+const [pool, rolloutId, keeperSeconds, scope] = process.argv.slice(2);
 if (pool === undefined || rolloutId === undefined || keeperSeconds === undefined)
   throw new Error('usage: hold-warm-pool.ts <poolName> <rolloutId> <keeperIntervalSeconds>');
 const provider = new DockerSandboxProvider({
+  ...(scope !== undefined && { scope }),
   keeperIntervalSeconds: Number(keeperSeconds),
   warmPool: { name: pool, sizes: { [PYTHON_SPEC.image]: 2 }, leaseMs: 5_000 },
 });

@@ -266,12 +266,24 @@ describe('warm pool with real containers', () => {
 });
 
 describe('warm pool containers when their worker dies', () => {
+  // The held pools' scope: another suite's reaper on the same Docker engine must not take their containers
+  // before this file's reaper does.
+  const REAPER_SCOPE = `warm-pool-test-${process.pid}`;
+
   async function holdPool(label: string, keeperSeconds: number) {
     const pool = `${POOL}-${label}`;
     const rolloutId = ids.next(label);
     const worker = spawn(
       process.execPath,
-      ['--import', 'tsx', 'test/sandbox/hold-warm-pool.ts', pool, rolloutId, String(keeperSeconds)],
+      [
+        '--import',
+        'tsx',
+        'test/sandbox/hold-warm-pool.ts',
+        pool,
+        rolloutId,
+        String(keeperSeconds),
+        REAPER_SCOPE,
+      ],
       { stdio: ['ignore', 'pipe', 'inherit'] },
     );
     workers.push(worker);
@@ -298,7 +310,7 @@ describe('warm pool containers when their worker dies', () => {
     const all = await holdPool('reaper', 3600);
     // Reap until the leases have run out (a condition, not a guess at how long that takes on a busy host).
     const reaped = new Set<string>();
-    const provider = new DockerSandboxProvider();
+    const provider = new DockerSandboxProvider({ scope: REAPER_SCOPE });
     const allReaped = await eventually(async () => {
       for (const id of await provider.reapExpired()) reaped.add(id);
       return all.every((id) => reaped.has(id));
