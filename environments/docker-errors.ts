@@ -17,6 +17,17 @@ export function isDockerConflict(error: unknown): boolean {
   return dockerStatusCode(error) === 409;
 }
 
+/**
+ * A start the Engine failed while setting up the container's mounts, which Docker 20.10 does now and then when
+ * several containers start at once ("remount …/merged/etc/resolv.conf, flags: 0x44000: invalid argument"). The
+ * same container created again starts; any other failure of a start would fail the same way again.
+ */
+export function isTransientStartFailure(error: unknown): boolean {
+  if (dockerStatusCode(error) !== 500) return false;
+  const message = (error as Error).message ?? '';
+  return /\bremount\b.*\binvalid argument\b/i.test(message);
+}
+
 /** The sandbox's container no longer exists (its lease expired, or it was released): the episode is lost. */
 export class SandboxGoneError extends Error {
   constructor(readonly rolloutId: string) {

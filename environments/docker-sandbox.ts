@@ -16,6 +16,7 @@ import {
   dockerStatusCode,
   isDockerConflict,
   isDockerNotFound,
+  isTransientStartFailure,
   SandboxDiskQuotaError,
   SandboxFileNotFoundError,
   SandboxGoneError,
@@ -89,6 +90,8 @@ function isRootUser(user: string): boolean {
 }
 
 const ROOT_READABLE = { uid: 0, gid: 0, mode: 0o644 } as const;
+/** Tries at a container whose start fails transiently (see isTransientStartFailure). */
+const START_ATTEMPTS = 3;
 
 /** The container name of a rollout: readable, Docker-safe and unique (a hash of the full id). */
 export function sandboxContainerName(rolloutId: string): string {
@@ -310,15 +313,19 @@ export class DockerSandboxProvider implements SandboxProvider {
         ...(this.runtime !== undefined && { Runtime: this.runtime }),
       },
     });
-    const container = await this.createWithQuota(options);
-    try {
-      await container.start();
-      if (handOver !== null) await this.handOver(container.id, handOver);
-    } catch (error) {
-      await this.removeContainer(container.id);
-      throw error;
+    for (let attempt = 1; ; attempt += 1) {
+      const container = await this.createWithQuota(options);
+      try {
+        await container.start();
+        if (handOver !== null) await this.handOver(container.id, handOver);
+        return { id: container.id, labels };
+      } catch (error) {
+        // AutoRemove may already have removed it; either way the name is free again once this returns.
+        await this.removeContainer(container.id);
+        if (attempt >= START_ATTEMPTS || !isTransientStartFailure(error)) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+      }
     }
-    return { id: container.id, labels };
   }
 
   /**

@@ -9,6 +9,7 @@ import { DockerSandboxProvider, sandboxContainerName } from '../../environments/
 import type { Sandbox } from '../../environments/sandbox.js';
 import { LABELS } from '../../environments/sandbox-lease.js';
 import { startSandboxReaper } from '../../environments/sandbox-reaper.js';
+import { DockerWithFailingStarts, type FailedStart } from './docker-failing-starts.js';
 import {
   docker,
   ensureImage,
@@ -294,5 +295,46 @@ describe('leases', () => {
       30_000,
     );
     expect(gone).toBe(true);
+  });
+});
+
+describe('a start the Engine fails while mounting', () => {
+  const scope = `docker-sandbox-test-${process.pid}`;
+  const startWith = async (failures: FailedStart[]) => {
+    const client = new DockerWithFailingStarts(failures);
+    const flaky = new DockerSandboxProvider({ docker: client, keeperIntervalSeconds: 1, scope });
+    const rolloutId = ids.next('flaky-start');
+    const acquired = flaky.acquire(PYTHON_SPEC, rolloutId, TEN_MINUTES);
+    return { client, rolloutId, acquired };
+  };
+  const containersOf = async (rolloutId: string) =>
+    (
+      await docker.listContainers({
+        all: true,
+        filters: { label: [`${LABELS.rolloutId}=${rolloutId}`] },
+      })
+    ).map((container) => container.Id);
+
+  it('creates the container again, whether the Engine removed the failed one or kept it', async () => {
+    const { client, rolloutId, acquired } = await startWith(['auto-removed', 'left-created']);
+    const { sandbox } = await acquired;
+    expect(client.created).toHaveLength(3);
+    expect(sandbox.id).toBe(client.created[2]);
+    expect((await sandbox.exec(['echo', 'started'], { timeoutMs: 10_000 })).stdout).toBe('started\n');
+    expect(await containersOf(rolloutId)).toEqual([sandbox.id]);
+  });
+
+  it('gives up after three such starts, leaving no container', async () => {
+    const { client, rolloutId, acquired } = await startWith(['left-created', 'left-created', 'left-created']);
+    await expect(acquired).rejects.toMatchObject({ statusCode: 500, message: /remount/ });
+    expect(client.created).toHaveLength(3);
+    expect(await containersOf(rolloutId)).toEqual([]);
+  });
+
+  it('does not try again after any other failure of a start', async () => {
+    const { client, rolloutId, acquired } = await startWith(['other-500']);
+    await expect(acquired).rejects.toMatchObject({ statusCode: 500, message: /cgroup busy/ });
+    expect(client.created).toHaveLength(1);
+    expect(await containersOf(rolloutId)).toEqual([]);
   });
 });
