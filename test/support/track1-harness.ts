@@ -86,22 +86,9 @@ export async function recordTurnDirectly(options: {
   return { message: { role: 'assistant', content }, ref: recorded.ref };
 }
 
-/**
- * Runs a relay over the store's outbox until every entry in it is delivered. `paceMs(n)` holds the n-th delivery
- * (from 0) that long first, as a loaded gateway's deliveries are spaced.
- */
-export async function deliverOutbox(
-  store: SampleStore,
-  client: Client,
-  options: { paceMs?: (n: number) => number } = {},
-): Promise<void> {
-  const signal = sessionDelivery(client);
-  let delivered = 0;
-  const deliver: typeof signal = async (entry, deadline) => {
-    const pause = options.paceMs?.(delivered++) ?? 0;
-    if (pause > 0) await new Promise((resolve) => setTimeout(resolve, pause));
-    await signal(entry, deadline);
-  };
+/** Runs a relay over the store's outbox until every entry in it is delivered. */
+export async function deliverOutbox(store: SampleStore, client: Client): Promise<void> {
+  const deliver = sessionDelivery(client);
   const relay = new OutboxRelay({ outbox: store.outbox, deliver, pollMs: 20 });
   relay.start();
   try {

@@ -4,11 +4,13 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { OutboxEntry } from '../../activities/outbox.js';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
+import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
@@ -26,12 +28,7 @@ import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import {
-  deliverOutbox,
-  endSessionDirectly,
-  recordTurnDirectly,
-  sessionInputFor,
-} from '../support/track1-harness.js';
+import { endSessionDirectly, recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
 
 // A long session: it continues-as-new every two turns, a duplicate delivery of an old turn changes
 // nothing, the idle timer closes it, and every turn is settled exactly once.
@@ -164,28 +161,37 @@ describe('sessionWorkflow over a long session', () => {
       messages.push(next.message);
     }
     expect((await store.outbox.stats()).depth).toBe(turns);
-    // Spaced so that signals land while the session awaits a scoring's start, also on its way to a new run.
+    // Delivered as a relay does (in order, the gateway's own delivery), spaced so that signals land while the
+    // session awaits a scoring's start, also on its way to a new run.
+    const { entries } = await store.outbox.claim('backlog-test', 120_000, { sessions: 1, entries: turns });
+    expect(entries).toHaveLength(turns);
+    const signal = sessionDelivery(env.client);
     const paces = [0, 30, 15, 45, 5, 25];
-    await deliverOutbox(store, env.client, { paceMs: (n) => paces[n % paces.length] as number });
+    const deliver = async (from: number, to: number) => {
+      for (let n = from; n < to; n++) {
+        await new Promise((resolve) => setTimeout(resolve, paces[n % paces.length]));
+        await signal(entries[n] as OutboxEntry, Date.now() + 10_000);
+      }
+    };
+    const handle = env.client.workflow.getHandle(sessionWorkflowId(sessionId));
+    await deliver(0, 1);
+    // One turn cannot end a run (two per run), so this is the session's first run.
+    const firstRunId = (await handle.describe()).runId;
+    await deliver(1, 4);
+    // Four turns and no done signal: the first run must continue as new. A loaded worker may otherwise take the
+    // whole backlog and the done signal in one run, and end there without ever continuing.
+    await vi.waitFor(async () => expect((await handle.describe()).runId).not.toBe(firstRunId), {
+      timeout: 60_000,
+      interval: 100,
+    });
+    await deliver(4, turns);
+    await store.outbox.remove(entries);
     await endSessionDirectly({ client: env.client, config, taskQueue, sessionId });
 
-    const result = (await env.client.workflow.getHandle(sessionWorkflowId(sessionId)).result()) as {
-      end: string;
-      turnsScored: number;
-    };
+    const result = (await handle.result()) as { end: string; turnsScored: number };
     expect(result).toMatchObject({ end: 'done-signal', turnsScored: turns });
-    // It did go through new runs (visibility lags a little behind the runs themselves).
-    await vi.waitFor(
-      async () => {
-        const statuses: string[] = [];
-        for await (const run of env.client.workflow.list({
-          query: `WorkflowId = '${sessionWorkflowId(sessionId)}'`,
-        }))
-          statuses.push(run.status.name);
-        expect(statuses).toContain('CONTINUED_AS_NEW');
-      },
-      { timeout: 10_000, interval: 250 },
-    );
+    const firstRun = await env.client.workflow.getHandle(sessionWorkflowId(sessionId), firstRunId).describe();
+    expect(firstRun.status.name).toBe('CONTINUED_AS_NEW');
     for (const ref of refs)
       await expect(
         env.client.workflow.getHandle(scoreTurnWorkflowId(ref.sampleId)).result(),
