@@ -13,7 +13,7 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig } from '../../core/config.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
@@ -151,19 +151,26 @@ describe('Temporal history holds no private text', () => {
         if (Date.now() > deadline) throw new Error(`the turns did not settle: ${JSON.stringify(status)}`);
         await new Promise((r) => setTimeout(r, 300));
       }
-      for await (const execution of env.client.workflow.list({ query: `TaskQueue = '${taskQueue}'` }))
-        workflowIds.push(execution.workflowId);
+      // Visibility lists a workflow a little after it starts (longer on a loaded server).
+      await vi.waitFor(
+        async () => {
+          workflowIds.length = 0;
+          for await (const execution of env.client.workflow.list({ query: `TaskQueue = '${taskQueue}'` }))
+            workflowIds.push(execution.workflowId);
+          expect(workflowIds).toEqual(
+            expect.arrayContaining([
+              sessionWorkflowId(scopedSessionId(LOCAL_TENANT, session)),
+              trainingWorkflowId(config.runId),
+            ]),
+          );
+          expect(workflowIds.some((id) => id.startsWith('score-'))).toBe(true);
+        },
+        { timeout: 30_000, interval: 250 },
+      );
     } finally {
       worker.shutdown();
       await running.catch(() => undefined);
     }
-    expect(workflowIds).toEqual(
-      expect.arrayContaining([
-        sessionWorkflowId(scopedSessionId(LOCAL_TENANT, session)),
-        trainingWorkflowId(config.runId),
-      ]),
-    );
-    expect(workflowIds.some((id) => id.startsWith('score-'))).toBe(true);
   }, 240_000);
 
   const rawHistory = async (workflowId: string): Promise<History> => {

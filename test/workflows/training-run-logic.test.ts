@@ -138,16 +138,22 @@ describe('trainingWorkflow logic', () => {
     throw new Error(`no execution of ${runId} scheduled ${type}`);
   }
 
-  /** Every execution of the run's chain (continue-as-new makes one per run), with its history length. */
+  /**
+   * Every execution of the run's chain (continue-as-new makes one per run), oldest first, with its history
+   * length. Walked back from the newest run through each start event's `continuedExecutionRunId`: persistence,
+   * not visibility, which may not list the newest runs yet on a loaded server.
+   */
   async function executions(runId: string): Promise<{ runId: string; historyLength: number }[]> {
     const out: { runId: string; historyLength: number }[] = [];
-    for await (const execution of env.client.workflow.list({
-      query: `WorkflowId = '${trainingWorkflowId(runId)}'`,
-    })) {
-      const described = await env.client.workflow.getHandle(execution.workflowId, execution.runId).describe();
-      out.push({ runId: execution.runId, historyLength: described.historyLength });
+    let execution: string | undefined;
+    for (;;) {
+      const handle = env.client.workflow.getHandle(trainingWorkflowId(runId), execution);
+      const described = await handle.describe();
+      out.unshift({ runId: described.runId, historyLength: described.historyLength });
+      const started = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes;
+      execution = started?.continuedExecutionRunId ?? undefined;
+      if (!execution) return out;
     }
-    return out;
   }
 
   async function signalAll(runId: string, deliveries: SampleDelivery[]): Promise<void> {
