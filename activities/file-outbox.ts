@@ -39,6 +39,16 @@ export interface PreparedEntry {
   path: string;
 }
 
+/** What the store's turn journal (turn-journal.ts) adds to its outbox. */
+export interface OutboxJournalHooks {
+  /** Resolves once every journaled turn's entry is in the outbox (an entry enqueued now comes after them). */
+  settle(): Promise<void>;
+  /** Writes the files, entries included, of turns journaled by writers that died. */
+  recover(): Promise<void>;
+  /** Entries durable in the journal that are not in the outbox folder yet. */
+  pending(): OutboxStats;
+}
+
 /** `<ms>-<counter>-<random>.entry`: sorts by write time, then by order within this process. */
 function entryName(createdAt: number): string {
   counter = (counter + 1) % 36 ** 6;
@@ -65,6 +75,7 @@ export class FileOutbox implements Outbox {
     private readonly clock: () => number = Date.now,
     /** Shared with the store the outbox belongs to, so their directory fsyncs are shared too. */
     syncs: DirectorySyncs = new DirectorySyncs(),
+    private readonly journal: OutboxJournalHooks | null = null,
   ) {
     this.entriesDir = join(root, 'entries');
     this.leaseDir = join(root, 'lease');
@@ -73,6 +84,7 @@ export class FileOutbox implements Outbox {
   }
 
   async enqueue(entry: OutboxEntry): Promise<void> {
+    await this.journal?.settle();
     await this.commit(await this.prepare(entry));
   }
 
@@ -101,6 +113,8 @@ export class FileOutbox implements Outbox {
   }
 
   async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<Claim> {
+    // A dead writer's journaled turns become entries here; whoever claims next delivers them.
+    await this.journal?.recover();
     if (!(await this.lease(holder, leaseMs))) return { entries: [], sessions: [] };
     const entries: OutboxEntry[] = [];
     const sessions = new Set<string>();
@@ -140,7 +154,13 @@ export class FileOutbox implements Outbox {
   async stats(): Promise<OutboxStats> {
     const names = await this.entryNames();
     const first = names[0];
-    return { depth: names.length, oldestCreatedAt: first === undefined ? null : createdAtOfName(first) };
+    const inFolder = first === undefined ? null : createdAtOfName(first);
+    const journaled = this.journal?.pending() ?? { depth: 0, oldestCreatedAt: null };
+    const oldest = [inFolder, journaled.oldestCreatedAt].filter((at): at is number => at !== null);
+    return {
+      depth: names.length + journaled.depth,
+      oldestCreatedAt: oldest.length === 0 ? null : Math.min(...oldest),
+    };
   }
 
   /** inotify on the entries folder: a relay hears of an entry written by another process at once. */

@@ -13,6 +13,7 @@ export function fileStoreRoot(config: OpenClawConfig): string {
 
 /** A new store as configured; the caller closes it. */
 export function storeFromConfig(config: OpenClawConfig): SampleStore {
-  if (config.store.backend === 'postgres') return new PostgresSampleStore({ url: config.store.url });
-  return new FileSampleStore(fileStoreRoot(config));
+  if (config.store.backend === 'postgres')
+    return new PostgresSampleStore({ url: config.store.url, poolSize: config.store.poolSize });
+  return new FileSampleStore(fileStoreRoot(config), { journal: config.store.journal });
 }

@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/gateway-overhead.ts [--engine reference|vllm] [--rounds1 50] [--rounds8 3] [--rounds32 3]
 //                                      [--perLane 2] [--maxTokens 16] [--settleMs 20] [--settle32Ms 300]
-//                                      [--yieldMs 2000]
+//                                      [--yieldMs 2000] [--journal 1] [--poolSize 20]
 //   npm run bench:gateway
 //
 // Starts a Temporal dev server, the policy engine (the reference engine with --trainer, or vLLM with the
@@ -52,6 +52,8 @@ const options = intOptions(
     settleMs: 20,
     settle32Ms: 300,
     yieldMs: 2_000,
+    journal: 1,
+    poolSize: 20,
   },
   'npx tsx bench/gateway-overhead.ts [options]',
 );
@@ -310,7 +312,8 @@ async function main(): Promise<void> {
       method: 'rl',
       session: { idleTimeoutMs: 3_600_000 },
       // How long the gateways' relays hold deliveries while they answer (store.outboxYieldMs).
-      store: { outboxYieldMs: options.yieldMs },
+      // The file store's turn journal (1, the default) or files before the answer (0), and PostgreSQL's pool.
+      store: { outboxYieldMs: options.yieldMs, journal: options.journal === 1, poolSize: options.poolSize },
     },
   });
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -320,7 +323,7 @@ async function main(): Promise<void> {
       `${8 * options.perLane} requests per block; concurrency 32: ${options.rounds32} rounds x ` +
       `${32 * options.perLane} requests per block; settle: outboxes empty and control workers idle ` +
       `${options.settleMs} ms before each c1 request, ${options.settle32Ms} ms before each block; relays yield ` +
-      `${options.yieldMs} ms to serving`,
+      `${options.yieldMs} ms to serving; file store journal ${options.journal === 1 ? 'on' : 'off'}; PostgreSQL pool ${options.poolSize}`,
   );
 
   // Same output on every path (same seed), so every path does the same engine work.

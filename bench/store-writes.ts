@@ -5,9 +5,12 @@
 //   npm run bench:store
 //
 // Writes turn records shaped like the gateway's (messages, prompt ids, response ids and log-probs), each with
-// its outbox entry, at concurrency 1 and 32:
+// its outbox entry, at concurrency 1, 8 and 32:
 //   file, no fsync       FileSampleStore with fsync off (what it did before: durable against a process crash only)
-//   file, fsync          FileSampleStore as shipped: file and directory fsync'd, record then entry
+//   file, fsync          FileSampleStore writing the files before it returns: file and directory fsync'd,
+//                        record then entry (store.journal false)
+//   file, journal        FileSampleStore as `dev` runs it: one journal append and fdatasync shared by the turns
+//                        written together, the files written afterwards (store.journal, the default)
 //   postgres packed      PostgresSampleStore as shipped: JSON text plus the arrays packed as int32/float64 bytea
 //   postgres json        the whole record as `json` text (same table shape, arrays left in the JSON)
 //   postgres jsonb       the whole record as `jsonb`
@@ -145,6 +148,11 @@ async function main(): Promise<void> {
         async () => null,
       ),
       viaStore('file, fsync', new FileSampleStore(join(dir, 'sync')), async () => null),
+      viaStore(
+        'file, journal',
+        new FileSampleStore(join(dir, 'journal'), { journal: true }),
+        async () => null,
+      ),
       { ...viaStore('postgres packed', pg, tableBytes('turns')), name: 'postgres packed' },
       plain('json'),
       plain('jsonb'),
@@ -158,7 +166,7 @@ async function main(): Promise<void> {
       ['short prompt', options.promptTokens, options.writes],
       ['long prompt', options.bigPromptTokens, options.bigWrites],
     ] as const) {
-      for (const concurrency of [1, 32]) {
+      for (const concurrency of [1, 8, 32]) {
         // Rounds with the stores in a rotating order, so a noisy moment does not land on one store only.
         const totals = writers.map(() => ({
           writes: [] as number[],

@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
 //                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
-//                                   [--patterns new,follow] [--yieldMs 2000]
+//                                   [--patterns new,follow] [--yieldMs 2000] [--journal 1] [--poolSize 20]
 //
 //   npm run bench:ingest
 //
@@ -60,6 +60,8 @@ const options = intOptions(
     settleMs: 300,
     settleCapMs: 20_000,
     yieldMs: 2_000,
+    journal: 1,
+    poolSize: 20,
   },
   'npx tsx bench/turn-ingestion.ts [options]',
 );
@@ -207,7 +209,8 @@ async function main(): Promise<void> {
       training: { batchSize: 4096 },
       session: { idleTimeoutMs: 3_600_000 },
       // How long the gateways' relays hold deliveries while they answer (store.outboxYieldMs).
-      store: { outboxYieldMs: options.yieldMs },
+      // The file store's turn journal (1, the default) or files before the answer (0), and PostgreSQL's pool.
+      store: { outboxYieldMs: options.yieldMs, journal: options.journal === 1, poolSize: options.poolSize },
     },
   });
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
@@ -220,7 +223,7 @@ async function main(): Promise<void> {
     `parameters: non-streaming, max_tokens ${options.maxTokens}; turns per block ` +
       `${levels.map(([c, n]) => `c${c}: ${n}`).join(', ')}; ${options.rounds} rounds of (side, main file, ` +
       `main postgres) blocks; follow pattern: ${options.sessionTurns} turns per session; relays yield ` +
-      `${options.yieldMs} ms to serving; each block starts ` +
+      `${options.yieldMs} ms to serving; file store journal ${options.journal === 1 ? 'on' : 'off'}; PostgreSQL pool ${options.poolSize}; each block starts ` +
       `once the outboxes are empty and the workers idle ${options.settleMs} ms (waiting at most ` +
       `${options.settleCapMs} ms)`,
   );

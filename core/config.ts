@@ -168,6 +168,8 @@ const configObject = z.strictObject({
         .default(''),
       outboxLeaseMs: z.number().int().min(1000).default(10_000),
       outboxYieldMs: z.number().int().min(0).default(2_000),
+      journal: z.boolean().default(true),
+      poolSize: z.number().int().min(1).max(1000).default(20),
     })
     .prefault({}),
   payloads: z
@@ -800,6 +802,20 @@ export const CONFIG_OPTIONS = [
     kind: 'integer',
     description:
       "How long a gateway's relay may hold a recorded turn's delivery while the gateway is answering requests (until it has been idle 50 ms), so deliveries and the workflow work they start do not take CPU from generation and from the durable writes; the turn is already durable, only its delivery lag grows. 0 delivers at once.",
+  },
+  {
+    key: 'store.journal',
+    env: 'OPENCLAW_STORE_JOURNAL',
+    kind: 'boolean',
+    description:
+      'file store: a main turn is made durable by one append (and one fdatasync shared by the turns arriving together) to a journal under the store, and its files are written right after the answer; a gateway that dies in between has its journal replayed by the next relay that claims. `false` writes the files before answering.',
+  },
+  {
+    key: 'store.poolSize',
+    env: 'OPENCLAW_STORE_POOL_SIZE',
+    kind: 'integer',
+    description:
+      "postgres store: connections per process (each gateway, worker and relay). More lets more concurrent turns commit at once; PostgreSQL's `max_connections` (100 by default) bounds the sum over all processes.",
   },
   {
     key: 'payloads.encryption',

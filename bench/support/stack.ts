@@ -194,9 +194,13 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const connected = await connectClient(config, {});
     cleanups.push(() => connected.close());
     const client: Client = connected.client;
-    const store = new FileSampleStore(join(dir, 'store'));
+    // As the configuration makes them (store.journal, store.poolSize), so benchmarks can compare settings.
+    const store = new FileSampleStore(join(dir, 'store'), { journal: config.store.journal });
+    cleanups.push(() => store.close());
 
-    const postgresStore = postgresServer ? new PostgresSampleStore({ url: postgresServer.url }) : null;
+    const postgresStore = postgresServer
+      ? new PostgresSampleStore({ url: postgresServer.url, poolSize: config.store.poolSize })
+      : null;
     if (postgresStore) cleanups.push(() => postgresStore.close());
 
     const workers: Worker[] = [];

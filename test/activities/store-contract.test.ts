@@ -39,6 +39,15 @@ const backends: Backend[] = [
     make: async () => new FileSampleStore(await mkdtemp(join(dir, 'fs-'))),
   },
   {
+    // Turns made durable by the journal, their files written afterwards (turn-journal.ts).
+    name: 'FileSampleStore with its turn journal',
+    make: async () => {
+      const store = new FileSampleStore(await mkdtemp(join(dir, 'fs-')), { journal: true });
+      stores.push(store);
+      return store;
+    },
+  },
+  {
     name: 'PostgresSampleStore',
     make: async () => {
       // A database that does not exist yet: the store creates it, then its tables.

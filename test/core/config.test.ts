@@ -91,7 +91,14 @@ describe('loadConfig defaults', () => {
         tinkerUrl: '',
         url: '',
       },
-      store: { backend: 'file', url: '', outboxLeaseMs: 10_000, outboxYieldMs: 2_000 },
+      store: {
+        backend: 'file',
+        url: '',
+        outboxLeaseMs: 10_000,
+        outboxYieldMs: 2_000,
+        journal: true,
+        poolSize: 20,
+      },
       payloads: { encryption: 'auto', keys: [], keyId: '', keysFile: '' },
       codecServer: { host: '127.0.0.1', port: 8234, corsOrigins: [] },
       session: {
@@ -111,6 +118,8 @@ describe('loadConfig defaults', () => {
       url: 'postgres://u@db:5432/openclaw',
       outboxLeaseMs: 10_000,
       outboxYieldMs: 2_000,
+      journal: true,
+      poolSize: 20,
     });
     const missing = loadConfig({ OPENCLAW_STORE: 'postgres' });
     expect(missing.ok).toBe(false);

@@ -62,7 +62,8 @@ export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'record
 
 export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'openclaw-gateway-'));
-  const store = options.store ?? new FileSampleStore(join(dir, 'store'));
+  // Journaled, as the gateway `dev` starts records turns (store.journal).
+  const store = options.store ?? new FileSampleStore(join(dir, 'store'), { journal: true });
   const retry = { attempts: 2, initialDelayMs: 10, maxDelayMs: 20 };
   const relay = new OutboxRelay({
     outbox: store.outbox,
@@ -94,6 +95,7 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     async close() {
       await app.close();
       await relay.stop();
+      if (!options.store) await store.close?.();
       await rm(dir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,441 @@
+// The filesystem store's write-ahead journal for turns. A turn's record, its outbox entry and its index entries
+// are four files, each written, fsync'd and named, and three directories fsync'd: dozens of file operations on
+// Node's four I/O threads, which 32 concurrent turns queue behind. The journal makes the turn durable with one
+// append and one fdatasync instead, shared by every turn that arrives while the previous append is syncing
+// (group commit), and writes the files afterwards, off the serving path ("materializing"), through the store's
+// ordinary durable writes. Until a line is materialized, this process reads its values from memory; other
+// processes see the files once they exist, and the outbox entry becomes deliverable only then.
+//
+// Segments: `<dir>/<owner>.<n>.log`, one open for appends; a segment is deleted once every line in it is
+// materialized, and a new one is opened (made durable beforehand, in the background). After a crash (the
+// owner is gone: journal-owner.ts), any process replays the segments' lines (`recoverJournals`): it first renames
+// a segment to `<name>.<itself>.recovering` (of two recoverers exactly one wins), materializes each whole line in
+// order (a torn last line was never acknowledged), and deletes the segment. Replaying a line twice is harmless:
+// the record and the exact index entry are create-if-absent, and an outbox entry delivered twice is ignored.
+
+import type { FileHandle } from 'node:fs/promises';
+import { open, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { z } from 'zod';
+import type { DirectorySyncs } from './durable-file.js';
+import { journalOwnerAlive, newJournalOwner } from './journal-owner.js';
+import { type OutboxEntry, type OutboxStats, parseOutboxEntry } from './outbox.js';
+
+/** Another key a line writes, after its value (the value's JSON text). */
+export interface JournalWrite {
+  key: string;
+  text: string;
+  ifAbsent: boolean;
+}
+
+/** One create-if-absent with what is written alongside it, as journaled: values as their JSON text. */
+export interface JournalLine {
+  key: string;
+  text: string;
+  outbox?: OutboxEntry;
+  alongside: readonly JournalWrite[];
+}
+
+/** Writes a line's files durably; the record and `ifAbsent` keys are kept when present, the entry always added. */
+export type Materialize = (line: JournalLine) => Promise<void>;
+
+/** A segment this big is closed for appends (it is deleted once its lines are materialized). */
+const ROLL_BYTES = 8 * 2 ** 20;
+/** Lines materialized at once (each is several file operations; the rest of the I/O threads stay free). */
+const MATERIALIZE_CONCURRENCY = 2;
+const RETRY_MS = 1_000;
+
+const storedLineSchema = z.object({
+  key: z.string().min(1),
+  value: z.unknown(),
+  outbox: z.unknown().optional(),
+  alongside: z.array(z.object({ key: z.string().min(1), ifAbsent: z.boolean(), value: z.unknown() })),
+});
+
+const SEGMENT_NAME = /^([A-Za-z0-9~-]+)\.(\d+)\.log(?:\.([A-Za-z0-9~-]+)\.recovering)?$/;
+
+/** The line as it is appended: values embedded as JSON (the text materialized is the same text). */
+function lineText(line: JournalLine): string {
+  const alongside = line.alongside.map(
+    (write) => `{"key":${JSON.stringify(write.key)},"ifAbsent":${write.ifAbsent},"value":${write.text}}`,
+  );
+  const entry = line.outbox ? (({ position: _, ...stored }) => stored)(line.outbox) : undefined;
+  const outbox = entry ? `,"outbox":${JSON.stringify(entry)}` : '';
+  return `{"key":${JSON.stringify(line.key)},"value":${line.text}${outbox},"alongside":[${alongside.join(',')}]}\n`;
+}
+
+/** A line read back, or null when it is torn or not one this code wrote. */
+function parseLine(text: string): JournalLine | null {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const parsed = storedLineSchema.safeParse(raw);
+  if (!parsed.success) return null;
+  const { key, value, outbox, alongside } = parsed.data;
+  const entry = outbox === undefined ? null : parseOutboxEntry(outbox, '');
+  if (outbox !== undefined && entry === null) return null;
+  return {
+    key,
+    text: JSON.stringify(value),
+    ...(entry && { outbox: (({ position: _, ...rest }) => rest)(entry) }),
+    alongside: alongside.map((write) => ({
+      key: write.key,
+      ifAbsent: write.ifAbsent,
+      text: JSON.stringify(write.value),
+    })),
+  };
+}
+
+class Segment {
+  bytes = 0;
+  /** Lines appended and not yet materialized. */
+  outstanding = 0;
+  sealed = false;
+  constructor(
+    readonly path: string,
+    readonly handle: FileHandle,
+  ) {}
+}
+
+interface PendingLine {
+  line: JournalLine;
+  segment: Segment | null;
+  group: string;
+}
+
+interface Waiting {
+  text: string;
+  pending: PendingLine;
+  resolve(): void;
+  reject(error: unknown): void;
+}
+
+export interface TurnJournalOptions {
+  dir: string;
+  materialize: Materialize;
+  /** Makes `dir` durable in its parent (the store's durable directories). */
+  ensureDir: (dir: string) => Promise<void>;
+  syncs: DirectorySyncs;
+  /** Told of a materialization that failed (it is tried again). */
+  onError?: (error: unknown) => void;
+}
+
+export class TurnJournal {
+  private readonly owner = newJournalOwner();
+  private segmentNumber = 0;
+  private current: Segment | null = null;
+  private spare: Promise<Segment> | null = null;
+  private waiting: Waiting[] = [];
+  private writing: Promise<void> | null = null;
+  /** Values of lines not materialized yet, by key: reads and create-if-absent checks see them. */
+  private readonly values = new Map<string, { text: string; pending: PendingLine; ifAbsent: boolean }>();
+  /** Durable lines not yet materialized, in append order. */
+  private queue: PendingLine[] = [];
+  private materializing: Promise<void> | null = null;
+  private rerun = false;
+  private readonly retiring = new Set<Promise<void>>();
+  private closed = false;
+  private abandoned = false;
+  /** Appends (each one fdatasync) made so far: fewer than lines when turns arrive together. */
+  appends = 0;
+
+  constructor(private readonly options: TurnJournalOptions) {}
+
+  /** Appends the line; resolves once it is durable. Its values are readable here from the call on. */
+  append(line: JournalLine): Promise<void> {
+    if (this.closed) return Promise.reject(new Error('the store is closed'));
+    const pending: PendingLine = { line, segment: null, group: line.outbox?.sessionId ?? line.key };
+    this.remember(pending);
+    return new Promise<void>((resolve, reject) => {
+      this.waiting.push({ text: lineText(line), pending, resolve, reject });
+      this.kick();
+    });
+  }
+
+  /**
+   * The JSON text of a key written by a line not materialized yet, and whether that write keeps a value already
+   * in the files (then the files' value, where there is one, is the key's).
+   */
+  pendingValue(key: string): { text: string; ifAbsent: boolean } | undefined {
+    return this.values.get(key);
+  }
+
+  has(key: string): boolean {
+    return this.values.has(key);
+  }
+
+  keys(): IterableIterator<string> {
+    return this.values.keys();
+  }
+
+  /** Outbox entries durable here and not yet in the outbox folder. */
+  pendingEntries(): OutboxStats {
+    let depth = 0;
+    let oldest: number | null = null;
+    for (const pending of [...this.queue, ...this.waiting.map((waiting) => waiting.pending)]) {
+      const entry = pending.line.outbox;
+      if (!entry) continue;
+      depth++;
+      if (oldest === null || entry.createdAt < oldest) oldest = entry.createdAt;
+    }
+    return { depth, oldestCreatedAt: oldest };
+  }
+
+  /** Resolves once every line appended before the call is materialized. */
+  async drain(): Promise<void> {
+    for (;;) {
+      if (this.abandoned) return;
+      if (this.writing) await this.writing;
+      else if (this.waiting.length > 0) this.kick();
+      else if (this.queue.length > 0) {
+        this.scheduleMaterialize();
+        await this.materializing;
+      } else {
+        await Promise.all(this.retiring);
+        return;
+      }
+    }
+  }
+
+  /** Materializes everything, then deletes the journal's segments. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    await this.drain();
+    this.closed = true;
+    if (this.current) this.seal(this.current);
+    const spare = this.spare;
+    this.spare = null;
+    if (spare) await spare.then((segment) => this.retire(segment)).catch(() => undefined);
+    await Promise.all(this.retiring);
+    this.owner.release();
+  }
+
+  /** As a process crash leaves it: files closed, nothing more materialized or deleted (tests of recovery). */
+  async abandon(): Promise<void> {
+    this.closed = true;
+    this.abandoned = true;
+    await this.writing;
+    this.owner.release();
+    const spare = await this.spare?.catch(() => null);
+    await Promise.all([this.current?.handle.close(), spare?.handle.close()]);
+  }
+
+  private remember(pending: PendingLine): void {
+    const { line } = pending;
+    this.values.set(line.key, { text: line.text, pending, ifAbsent: true });
+    for (const write of line.alongside) {
+      if (write.ifAbsent && this.values.has(write.key)) continue;
+      this.values.set(write.key, { text: write.text, pending, ifAbsent: write.ifAbsent });
+    }
+  }
+
+  private forget(pending: PendingLine): void {
+    const { line } = pending;
+    for (const key of [line.key, ...line.alongside.map((write) => write.key)])
+      if (this.values.get(key)?.pending === pending) this.values.delete(key);
+  }
+
+  private kick(): void {
+    if (this.writing || this.waiting.length === 0) return;
+    const batch = this.waiting;
+    this.waiting = [];
+    this.writing = this.write(batch).finally(() => {
+      this.writing = null;
+      this.kick();
+    });
+  }
+
+  /** One append and one fdatasync for every line that arrived while the previous batch was syncing. */
+  private async write(batch: Waiting[]): Promise<void> {
+    let segment: Segment | null = null;
+    try {
+      segment = await this.segmentForAppend();
+      const data = batch.map((waiting) => waiting.text).join('');
+      await segment.handle.appendFile(data);
+      await segment.handle.datasync();
+      this.appends++;
+      segment.bytes += Buffer.byteLength(data);
+      segment.outstanding += batch.length;
+      for (const waiting of batch) {
+        waiting.pending.segment = segment;
+        this.queue.push(waiting.pending);
+      }
+      if (segment.bytes >= ROLL_BYTES) this.seal(segment);
+      for (const waiting of batch) waiting.resolve();
+      this.scheduleMaterialize();
+    } catch (error) {
+      // The segment may end in part of this batch now: nothing more is appended to it.
+      if (segment && !segment.sealed) this.seal(segment);
+      for (const waiting of batch) {
+        this.forget(waiting.pending);
+        waiting.reject(error);
+      }
+    }
+  }
+
+  private async segmentForAppend(): Promise<Segment> {
+    if (this.current) return this.current;
+    const next = this.spare ?? this.newSegment();
+    this.spare = null;
+    const segment = await next;
+    this.current = segment;
+    // The next one is made (and its name made durable) while this one takes appends.
+    const spare = this.newSegment();
+    spare.catch(() => {
+      if (this.spare === spare) this.spare = null;
+    });
+    this.spare = spare;
+    return segment;
+  }
+
+  private async newSegment(): Promise<Segment> {
+    const { dir } = this.options;
+    await this.options.ensureDir(dir);
+    this.segmentNumber++;
+    const path = join(dir, `${this.owner.id}.${String(this.segmentNumber).padStart(8, '0')}.log`);
+    const handle = await open(path, 'wx');
+    try {
+      await this.options.syncs.sync(dir);
+    } catch (error) {
+      await handle.close();
+      throw error;
+    }
+    return new Segment(path, handle);
+  }
+
+  /** No more appends to `segment`; deleted once its lines are materialized. */
+  private seal(segment: Segment): void {
+    segment.sealed = true;
+    if (this.current === segment) this.current = null;
+    if (segment.outstanding === 0) this.retire(segment);
+  }
+
+  private retire(segment: Segment): Promise<void> {
+    const { dir, syncs } = this.options;
+    const retiring = (async () => {
+      await segment.handle.close().catch(() => undefined);
+      await rm(segment.path, { force: true });
+      // Durable too, so a power loss does not bring back lines that were materialized long ago.
+      await syncs.sync(dir).catch(() => undefined);
+    })();
+    this.retiring.add(retiring);
+    void retiring.finally(() => this.retiring.delete(retiring));
+    return retiring;
+  }
+
+  private scheduleMaterialize(): void {
+    if (this.materializing) {
+      this.rerun = true;
+      return;
+    }
+    this.materializing = this.materializeQueued().finally(() => {
+      this.materializing = null;
+      if (this.rerun) {
+        this.rerun = false;
+        if (this.queue.length > 0) this.scheduleMaterialize();
+      }
+    });
+  }
+
+  /**
+   * Materializes the queued lines: a session's lines one after another in append order (its outbox entries
+   * are named in that order), sessions side by side.
+   */
+  private async materializeQueued(): Promise<void> {
+    while (this.queue.length > 0 && !this.abandoned) {
+      const batch = this.queue.slice();
+      const groups = new Map<string, PendingLine[]>();
+      for (const pending of batch) {
+        const group = groups.get(pending.group);
+        if (group) group.push(pending);
+        else groups.set(pending.group, [pending]);
+      }
+      const lists = [...groups.values()];
+      let failed = false;
+      const worker = async () => {
+        for (let list = lists.shift(); list; list = lists.shift()) {
+          for (const pending of list) {
+            if (this.abandoned) return;
+            try {
+              await this.options.materialize(pending.line);
+            } catch (error) {
+              failed = true;
+              this.options.onError?.(error);
+              break; // the session's later lines wait for this one
+            }
+            this.done(pending);
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: MATERIALIZE_CONCURRENCY }, worker));
+      if (failed) await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
+    }
+    // Idle: the segment in use is deleted too (a later append opens the spare), so a crash much later replays
+    // nothing that was materialized long ago.
+    const current = this.current;
+    if (current && current.outstanding === 0 && !this.writing && this.waiting.length === 0)
+      this.seal(current);
+  }
+
+  private done(pending: PendingLine): void {
+    this.forget(pending);
+    this.queue = this.queue.filter((queued) => queued !== pending);
+    const segment = pending.segment;
+    if (!segment) return;
+    segment.outstanding--;
+    if (segment.sealed && segment.outstanding === 0) this.retire(segment);
+  }
+}
+
+/**
+ * Replays the segments of journals whose writers are gone, in each owner's order; returns the lines
+ * materialized. Safe to run from several processes at once.
+ */
+export async function recoverJournals(
+  dir: string,
+  materialize: Materialize,
+  syncs: DirectorySyncs,
+  alive: (owner: string) => boolean = journalOwnerAlive,
+): Promise<number> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw error;
+  }
+  const orphans = names
+    .map((name) => ({ name, match: SEGMENT_NAME.exec(name) }))
+    .filter(({ match }) => match !== null && !alive((match[3] ?? match[1]) as string))
+    .sort((a, b) => (a.name < b.name ? -1 : 1));
+  if (orphans.length === 0) return 0;
+  const me = newJournalOwner();
+  let replayed = 0;
+  try {
+    for (const { name, match } of orphans) {
+      const claimed = join(dir, `${match?.[1]}.${match?.[2]}.log.${me.id}.recovering`);
+      try {
+        await rename(join(dir, name), claimed);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // another process took it
+        throw error;
+      }
+      const text = await readFile(claimed, 'utf8');
+      for (const line of text.split('\n')) {
+        if (line === '') continue;
+        const parsed = parseLine(line);
+        if (!parsed) continue; // torn by the crash: never acknowledged
+        await materialize(parsed);
+        replayed++;
+      }
+      await rm(claimed, { force: true });
+      await syncs.sync(dir);
+    }
+  } finally {
+    me.release();
+  }
+  return replayed;
+}
