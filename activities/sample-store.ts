@@ -1,5 +1,5 @@
-import type { Dirent } from 'node:fs';
-import { access, link, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { type Dirent, existsSync } from 'node:fs';
+import { link, readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
 import { DirectorySyncs, DurableDirectories, writeTemporary } from './durable-file.js';
 import { FileOutbox, type PreparedEntry } from './file-outbox.js';
@@ -200,9 +200,9 @@ export class FileSampleStore implements SampleStore {
   /** A turn made durable by the journal; its files are written afterwards. */
   private async journalCreate(line: JournalLine, path: string): Promise<boolean> {
     const journal = this.openJournal();
-    if (journal.has(line.key) || (await exists(path))) return false;
-    // Checked again after the wait, with no wait before the append: two calls for one key append once.
-    if (journal.has(line.key)) return false;
+    // A synchronous look (one stat of a cached directory entry): on the I/O threads it would queue behind the
+    // files of the turns before it.
+    if (journal.has(line.key) || existsSync(path)) return false;
     await journal.append(line);
     return true;
   }
@@ -322,16 +322,6 @@ export class FileSampleStore implements SampleStore {
     if (this.journal?.has(key)) await this.journal.drain();
     await rm(path, { force: true });
     await this.syncDirectory(dirname(path)).catch(ignoreMissing);
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await access(path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
-    throw error;
   }
 }
 

@@ -44,6 +44,13 @@ const ROLL_BYTES = 8 * 2 ** 20;
 /** Lines materialized at once (each is several file operations; the rest of the I/O threads stay free). */
 const MATERIALIZE_CONCURRENCY = 2;
 const RETRY_MS = 1_000;
+/**
+ * Materializing waits until no line was appended for this long (turns are being answered), or until the oldest
+ * line waiting is `MATERIALIZE_WITHIN_MS` old: its file operations would otherwise queue ahead of the appends
+ * of the turns answered next on the same four I/O threads.
+ */
+const QUIET_MS = 10;
+const MATERIALIZE_WITHIN_MS = 1_000;
 
 const storedLineSchema = z.object({
   key: z.string().min(1),
@@ -102,6 +109,8 @@ class Segment {
 
 interface PendingLine {
   line: JournalLine;
+  /** performance.now() when its append was durable. */
+  appendedAt: number;
   segment: Segment | null;
   group: string;
 }
@@ -141,13 +150,16 @@ export class TurnJournal {
   private abandoned = false;
   /** Appends (each one fdatasync) made so far: fewer than lines when turns arrive together. */
   appends = 0;
+  private lastAppendAt = Number.NEGATIVE_INFINITY;
+  /** Drains in progress: materializing does not wait for quiet then. */
+  private draining = 0;
 
   constructor(private readonly options: TurnJournalOptions) {}
 
   /** Appends the line; resolves once it is durable. Its values are readable here from the call on. */
   append(line: JournalLine): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the store is closed'));
-    const pending: PendingLine = { line, segment: null, group: line.outbox?.sessionId ?? line.key };
+    const pending: PendingLine = { line, appendedAt: 0, segment: null, group: line.outbox?.sessionId ?? line.key };
     this.remember(pending);
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ text: lineText(line), pending, resolve, reject });
@@ -186,6 +198,15 @@ export class TurnJournal {
 
   /** Resolves once every line appended before the call is materialized. */
   async drain(): Promise<void> {
+    this.draining++;
+    try {
+      await this.drainNow();
+    } finally {
+      this.draining--;
+    }
+  }
+
+  private async drainNow(): Promise<void> {
     for (;;) {
       if (this.abandoned) return;
       if (this.writing) await this.writing;
@@ -257,10 +278,13 @@ export class TurnJournal {
       await segment.handle.appendFile(data);
       await segment.handle.datasync();
       this.appends++;
+      const now = performance.now();
+      this.lastAppendAt = now;
       segment.bytes += Buffer.byteLength(data);
       segment.outstanding += batch.length;
       for (const waiting of batch) {
         waiting.pending.segment = segment;
+        waiting.pending.appendedAt = now;
         this.queue.push(waiting.pending);
       }
       if (segment.bytes >= ROLL_BYTES) this.seal(segment);
@@ -346,6 +370,7 @@ export class TurnJournal {
    */
   private async materializeQueued(): Promise<void> {
     while (this.queue.length > 0 && !this.abandoned) {
+      await this.quiet();
       const batch = this.queue.slice();
       const groups = new Map<string, PendingLine[]>();
       for (const pending of batch) {
@@ -378,6 +403,19 @@ export class TurnJournal {
     const current = this.current;
     if (current && current.outstanding === 0 && !this.writing && this.waiting.length === 0)
       this.seal(current);
+  }
+
+  /** Resolves once appends have paused (or the oldest line has waited long enough, or a drain asks). */
+  private async quiet(): Promise<void> {
+    for (;;) {
+      const now = performance.now();
+      const oldest = this.queue[0]?.appendedAt ?? now;
+      const quietFor = now - this.lastAppendAt;
+      if (this.draining > 0 || quietFor >= QUIET_MS || now - oldest >= MATERIALIZE_WITHIN_MS) return;
+      await new Promise((resolve) =>
+        setTimeout(resolve, Math.min(QUIET_MS - quietFor, MATERIALIZE_WITHIN_MS - (now - oldest)) + 1),
+      );
+    }
   }
 
   private done(pending: PendingLine): void {

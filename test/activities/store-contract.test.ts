@@ -66,8 +66,9 @@ const ref = (sessionId: string, turn: number): TurnRef => ({
   kind: 'main',
 });
 
-/** The entries of a claim. */
+/** The entries of a claim (a journaled turn's entry is claimable once its files are written: waited for). */
 async function claimed(store: SampleStore, holder: string, leaseMs: number, limit: ClaimLimit) {
+  if (store instanceof FileSampleStore) await store.openedJournal?.drain();
   return (await store.outbox.claim(holder, leaseMs, limit)).entries;
 }
 
