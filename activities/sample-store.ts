@@ -142,7 +142,7 @@ export class FileSampleStore implements SampleStore {
     return this.journal;
   }
 
-  /** The journal of this store as it is now (tests of recovery abandon it as a crash would). */
+  /** The journal of this store, once its first turn opened it (tests and benchmarks drain it and count appends). */
   get openedJournal(): TurnJournal | null {
     return this.journal;
   }

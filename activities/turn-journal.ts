@@ -147,7 +147,6 @@ export class TurnJournal {
   private rerun = false;
   private readonly retiring = new Set<Promise<void>>();
   private closed = false;
-  private abandoned = false;
   /** Appends (each one fdatasync) made so far: fewer than lines when turns arrive together. */
   appends = 0;
   private lastAppendAt = Number.NEGATIVE_INFINITY;
@@ -208,7 +207,6 @@ export class TurnJournal {
 
   private async drainNow(): Promise<void> {
     for (;;) {
-      if (this.abandoned) return;
       if (this.writing) await this.writing;
       else if (this.waiting.length > 0) this.kick();
       else if (this.queue.length > 0) {
@@ -232,16 +230,6 @@ export class TurnJournal {
     if (spare) await spare.then((segment) => this.retire(segment)).catch(() => undefined);
     await Promise.all(this.retiring);
     this.owner.release();
-  }
-
-  /** As a process crash leaves it: files closed, nothing more materialized or deleted (tests of recovery). */
-  async abandon(): Promise<void> {
-    this.closed = true;
-    this.abandoned = true;
-    await this.writing;
-    this.owner.release();
-    const spare = await this.spare?.catch(() => null);
-    await Promise.all([this.current?.handle.close(), spare?.handle.close()]);
   }
 
   private remember(pending: PendingLine): void {
@@ -369,7 +357,7 @@ export class TurnJournal {
    * are named in that order), sessions side by side.
    */
   private async materializeQueued(): Promise<void> {
-    while (this.queue.length > 0 && !this.abandoned) {
+    while (this.queue.length > 0) {
       await this.quiet();
       const batch = this.queue.slice();
       const groups = new Map<string, PendingLine[]>();
@@ -383,7 +371,6 @@ export class TurnJournal {
       const worker = async () => {
         for (let list = lists.shift(); list; list = lists.shift()) {
           for (const pending of list) {
-            if (this.abandoned) return;
             try {
               await this.options.materialize(pending.line);
             } catch (error) {
