@@ -158,7 +158,12 @@ export class TurnJournal {
   /** Appends the line; resolves once it is durable. Its values are readable here from the call on. */
   append(line: JournalLine): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the store is closed'));
-    const pending: PendingLine = { line, appendedAt: 0, segment: null, group: line.outbox?.sessionId ?? line.key };
+    const pending: PendingLine = {
+      line,
+      appendedAt: 0,
+      segment: null,
+      group: line.outbox?.sessionId ?? line.key,
+    };
     this.remember(pending);
     return new Promise<void>((resolve, reject) => {
       this.waiting.push({ text: lineText(line), pending, resolve, reject });
