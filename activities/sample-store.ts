@@ -4,7 +4,13 @@ import { dirname, join, relative, sep } from 'node:path';
 import { DirectorySyncs, DurableDirectories, writeTemporary } from './durable-file.js';
 import { FileOutbox, type PreparedEntry } from './file-outbox.js';
 import type { Outbox, OutboxEntry } from './outbox.js';
-import { type JournalLine, type JournalWrite, recoverJournals, TurnJournal } from './turn-journal.js';
+import {
+  type JournalLine,
+  type JournalWrite,
+  journaledKeys,
+  recoverJournals,
+  TurnJournal,
+} from './turn-journal.js';
 
 /**
  * Where turns, samples, exclusions and lineage live. Workflows carry keys, never token arrays, so Temporal
@@ -122,6 +128,24 @@ export class FileSampleStore implements SampleStore {
         this.recovering = null;
       });
     return this.recovering;
+  }
+
+  /**
+   * Resolves once the turns journaled so far, by this process or any other on this folder (a gateway), are in
+   * their files, or after `timeoutMs` (a writer that keeps appending is not waited for beyond its lines of now).
+   * A reader in another process that expects a turn the gateway just answered waits for this first.
+   */
+  async journaledWritten(timeoutMs = 10_000): Promise<void> {
+    await this.journal?.drain();
+    const deadline = performance.now() + timeoutMs;
+    const dir = join(this.root, FILE_JOURNAL_DIR);
+    let keys = await journaledKeys(dir);
+    while (keys.length > 0 && performance.now() < deadline) {
+      keys = keys.filter((key) => !existsSync(this.path(key)));
+      if (keys.length === 0) return;
+      await this.recoverJournals(false).catch(() => undefined);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
   }
 
   /** Materializes every journaled turn and deletes the journal (nothing is lost without it: it is durable). */

@@ -421,6 +421,36 @@ export class TurnJournal {
 }
 
 /**
+ * The keys of the lines in every segment of `dir` now (whoever writes them, materialized or not): what a reader
+ * in another process waits for before it expects to find them in the files.
+ */
+export async function journaledKeys(dir: string): Promise<string[]> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+    throw error;
+  }
+  const keys: string[] = [];
+  for (const name of names) {
+    if (!SEGMENT_NAME.test(name)) continue;
+    let text: string;
+    try {
+      text = await readFile(join(dir, name), 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // deleted meanwhile: written
+      throw error;
+    }
+    for (const line of text.split('\n')) {
+      const parsed = line === '' ? null : parseLine(line);
+      if (parsed) keys.push(parsed.key);
+    }
+  }
+  return keys;
+}
+
+/**
  * Replays the segments of journals whose writers are gone, in each owner's order; returns the lines
  * materialized. Safe to run from several processes at once.
  */

@@ -81,12 +81,14 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
 
   /** The turns of a session, by the id its client knows (the gateway scopes it by the key's tenant). */
   async function turnsOf(sessionId: string): Promise<TurnRecord[]> {
+    await store.journaledWritten(); // the gateway journals a turn, its files follow the answer
     const keys = await store.list(sessionTurnsPrefix(scopedSessionId(TENANT, sessionId)));
     const records = await Promise.all(keys.map((key) => store.get<TurnRecord>(key)));
     return records.filter((r): r is TurnRecord => r !== undefined).sort((a, b) => a.turn - b.turn);
   }
 
   async function sessionsNow(): Promise<Set<string>> {
+    await store.journaledWritten(); // the gateway journals a turn, its files follow the answer
     const keys = await store.list('turns/');
     return new Set(keys.map((key) => splitSessionId(decodeURIComponent(key.split('/')[1] ?? '')).id));
   }

@@ -130,6 +130,7 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
   }
 
   async function sessionsInStore(): Promise<Set<string>> {
+    await store.journaledWritten(); // the gateway journals a turn, its files follow the answer
     const keys = await store.list('turns/');
     return new Set(keys.map((key) => decodeURIComponent(key.split('/')[1] ?? '')));
   }

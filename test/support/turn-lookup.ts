@@ -2,12 +2,16 @@
 // position and the reply the client received (a turn's id is a digest of what was said, which a client does
 // not see).
 
-import type { SampleStore } from '../../activities/sample-store.js';
+import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
 import { parseTurnSampleId } from '../../core/sample-id.js';
 import { sessionTurnsPrefix, type TurnRecord } from '../../core/turn-record.js';
 
-/** Every turn record of a session, oldest first. */
+/**
+ * Every turn record of a session, oldest first. A gateway's journaled turns are in the files a few milliseconds
+ * after their answer: waited for.
+ */
 export async function recordedTurns(store: SampleStore, sessionId: string): Promise<TurnRecord[]> {
+  if (store instanceof FileSampleStore) await store.journaledWritten();
   const records: TurnRecord[] = [];
   for (const key of await store.list(sessionTurnsPrefix(sessionId))) {
     const record = await store.get<TurnRecord>(key);
