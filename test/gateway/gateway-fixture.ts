@@ -2,8 +2,6 @@
 // gateway listening on a free port in front of whatever engine URL the test gives it, with its outbox relay.
 
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
@@ -24,6 +22,8 @@ import {
 } from '../../workers/reference-engine-process.js';
 import { sessionWorkflowId } from '../../workflows/session-signals.js';
 import { connectTestEnvironment, historyValue, uniqueTaskQueue } from '../support/temporal.js';
+
+export { freePort } from '../support/free-port.js';
 
 export const TEST_SESSION_SETTINGS: SessionSettings = {
   runId: 'gateway-test',
@@ -198,13 +198,4 @@ export async function terminateSessions(env: TestWorkflowEnvironment, sessionIds
       // never started, or already closed
     }
   }
-}
-
-/** A TCP port nothing listens on (bound, then released). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((done) => server.listen(0, '127.0.0.1', done));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise((done) => server.close(done));
-  return port;
 }

@@ -1,9 +1,10 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { appendFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { testPayloadKeysEnv } from './temporal.js';
+
+export { freePort, freePortPair, isPortFree } from './free-port.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const cliEntry = fileURLToPath(new URL('../../bin/openclaw-rl.mjs', import.meta.url));
@@ -146,35 +147,4 @@ export function superviseChild(
       clearTimeout(timer);
     },
   };
-}
-
-/** A TCP port nothing listens on right now (the OS picks it). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address ? address.port : 0;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-/** Whether `port` can be bound on 127.0.0.1 now. */
-export function isPortFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
-}
-
-/** A free port whose `+ offset` is free too (the Temporal dev server puts its UI on port + 1000). */
-export async function freePortPair(offset: number): Promise<number> {
-  for (let tries = 0; tries < 50; tries++) {
-    const port = await freePort();
-    if (port + offset <= 65_535 && (await isPortFree(port + offset))) return port;
-  }
-  throw new Error(`no free port pair (port, port + ${offset}) found`);
 }
