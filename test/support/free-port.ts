@@ -46,27 +46,28 @@ function osPickedPort(): Promise<number> {
 
 /**
  * The ports this process may pick: vitest's parallel workers (VITEST_POOL_ID) each get a slice of their own, so
- * two test files never pick the same port; within a process, picks go round the slice from a random start.
+ * two test files never pick the same port; within a process, a port handed out (either of a pair) is never
+ * handed out again, since its server may not have bound it yet.
  */
 const SLICES = 8;
 const pool = Number(process.env.VITEST_POOL_ID);
 const sliced = Number.isInteger(pool) && pool > 0;
 const sliceSize = Math.floor((EPHEMERAL_LOW - LOWEST) / (sliced ? SLICES : 1));
 const sliceStart = LOWEST + (sliced ? (pool % SLICES) * sliceSize : 0);
-let next = Math.floor(Math.random() * sliceSize);
+const handedOut = new Set<number>();
 
 /** A free port whose `+ offset` is free too (the Temporal dev server puts its UI on port + 1000). */
 export async function freePortPair(offset: number): Promise<number> {
   for (let tries = 0; tries < 100; tries++) {
-    let port: number;
-    if (sliceSize - offset >= 500) {
-      port = sliceStart + (next % (sliceSize - offset));
-      next++;
-    } else {
-      port = await osPickedPort();
+    const port =
+      sliceSize - offset >= 500
+        ? sliceStart + Math.floor(Math.random() * (sliceSize - offset))
+        : await osPickedPort();
+    if (port + offset > 65_535 || handedOut.has(port) || handedOut.has(port + offset)) continue;
+    if ((await isPortFree(port)) && (offset === 0 || (await isPortFree(port + offset)))) {
+      handedOut.add(port).add(port + offset);
+      return port;
     }
-    if (port + offset > 65_535) continue;
-    if ((await isPortFree(port)) && (offset === 0 || (await isPortFree(port + offset)))) return port;
   }
   throw new Error(`no free port pair (port, port + ${offset}) found`);
 }
