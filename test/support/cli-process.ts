@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { testPayloadKeysEnv } from './temporal.js';
 
-export { freePort, freePortPair, isPortFree } from './free-port.js';
+export { freePort, freePortPair } from './free-port.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 const cliEntry = fileURLToPath(new URL('../../bin/openclaw-rl.mjs', import.meta.url));
