@@ -11,18 +11,18 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { grpoAdvantages, normaliseStepWise, type StepWiseSample } from '../core/advantages.js';
 import { rolloutSampleId } from '../core/sample-id.js';
+import { type GroupRollout, groupsOfSlots, isTrainable, type StepGroup } from '../core/step-groups.js';
 import { sampleKey } from '../core/turn-record.js';
 import type { TrainingSample } from '../core/types.js';
 import type { EnvironmentRegistry } from '../environments/environment.js';
+import type { SampleStore } from '../store/sample-store.js';
 import {
   agenticStepKey,
   type BatchResultsRecord,
   batchResultsKey,
   type SlotResult,
 } from '../workflows/agentic-signals.js';
-import { type GroupRollout, groupsOfSlots, isTrainable, type StepGroup } from '../workflows/step-groups.js';
 import { type RolloutStepRecord, rolloutKeys } from './rollout-records.js';
-import type { SampleStore } from './sample-store.js';
 
 export interface AgenticDependencies {
   store: SampleStore;

@@ -4,10 +4,6 @@
 import type { EngineStatus, EngineSupervisor } from './engine-container.js';
 import { withHeartbeats } from './heartbeats.js';
 
-export function gpuTaskQueue(hostId: string): string {
-  return `gpu-${hostId}`;
-}
-
 export function createEngineContainerActivities(supervisor: EngineSupervisor) {
   return {
     async engineStatus(): Promise<EngineStatus> {

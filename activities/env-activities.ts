@@ -21,7 +21,10 @@ import type { PolicySettings, StepJudgeSettings } from '../core/rollout-settings
 import { SandboxDiskQuotaError, SandboxImageMissingError } from '../environments/docker-errors.js';
 import type { Environment, EnvironmentRegistry, EnvTask, EpisodeStep } from '../environments/environment.js';
 import type { Sandbox, SandboxProvider, SandboxSpec } from '../environments/sandbox.js';
-import { type EpisodeOutcome, type EpisodeProgress, runEpisodeLoop } from './episode-loop.js';
+import type { SampleStore } from '../store/sample-store.js';
+import { ENV_TASK_QUEUE, envHostTaskQueue } from '../temporal/task-queues.js';
+import type { EpisodeProgress } from '../workflows/agentic-signals.js';
+import { type EpisodeOutcome, runEpisodeLoop } from './episode-loop.js';
 import type { Judge } from './judge-client.js';
 import { createPolicyActivities, whileAlive } from './policy-step.js';
 import {
@@ -33,13 +36,7 @@ import {
   readTranscript,
   rolloutKeys,
 } from './rollout-records.js';
-import type { SampleStore } from './sample-store.js';
 import { type JudgeStepInput, judgeRolloutStep } from './step-judge.js';
-
-/** The queue of one env host's own worker. */
-export function envHostTaskQueue(sharedTaskQueue: string, hostId: string): string {
-  return `${sharedTaskQueue}-${hostId}`;
-}
 
 /** The rollout id an evaluation container is labelled with. */
 export function evaluationRolloutId(rolloutId: string): string {
@@ -134,7 +131,7 @@ function log(): Context['log'] | null {
 
 export function createEnvActivities(deps: EnvHostDependencies) {
   const { hostId, provider, registry, store } = deps;
-  const hostQueue = envHostTaskQueue(deps.sharedTaskQueue ?? 'env', hostId);
+  const hostQueue = envHostTaskQueue(deps.sharedTaskQueue ?? ENV_TASK_QUEUE, hostId);
   const leases = new Map<string, Lease>();
   const tasks = new Map<string, EnvTask>();
 

@@ -6,7 +6,7 @@
 // the attempt resumes where the last one stopped. The statuses are those of docs/track2.md.
 
 import { ApplicationFailure } from '@temporalio/activity';
-import type { RolloutStatus } from '../workflows/agentic-signals.js';
+import type { EpisodeProgress, RolloutStatus } from '../workflows/agentic-signals.js';
 import type { PolicyStepResult } from './policy-step.js';
 
 export interface EpisodeOutcome {
@@ -40,12 +40,6 @@ export interface EpisodeOperations {
   checkCancelled(): void;
   /** Told the turns done and what the loop is on now (the activity heartbeats it, `rollout` draws it). */
   onProgress?: (progress: EpisodeProgress) => void;
-}
-
-/** Where an episode's loop is: read from its activity's heartbeat by the rollout progress bar. */
-export interface EpisodeProgress {
-  turns: number;
-  phase: 'policyStep' | 'envStep' | 'evaluate' | 'judge';
 }
 
 /** Tries of one operation inside an attempt before the attempt fails (the activity's retries come on top). */

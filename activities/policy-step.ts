@@ -32,9 +32,9 @@ import {
 import { createEngineAdapter } from '../engines/engine-adapters.js';
 import { EngineHttp, EngineHttpError } from '../engines/engine-http.js';
 import { exactCompletionOf } from '../engines/sglang-adapter.js';
-import type { EpisodeProgress } from './episode-loop.js';
+import type { SampleStore } from '../store/sample-store.js';
+import type { EpisodeProgress } from '../workflows/agentic-signals.js';
 import { type RolloutStepRecord, readTranscript, rolloutKeys } from './rollout-records.js';
-import type { SampleStore } from './sample-store.js';
 
 export interface PolicyStepInput {
   rolloutId: string;

@@ -14,8 +14,8 @@
 import type { PolicyAction } from '../core/action-parsing.js';
 import type { ChatMessage } from '../core/chat-messages.js';
 import type { ResetResult, ToolCallAction } from '../environments/environment.js';
-import type { SampleStore } from './sample-store.js';
-import { storeKey } from './sample-store.js';
+import type { SampleStore } from '../store/sample-store.js';
+import { storeKey } from '../store/sample-store.js';
 
 export const rolloutKeys = {
   placement: (id: string) => storeKey('rollouts', id, 'placement'),

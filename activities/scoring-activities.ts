@@ -16,11 +16,11 @@ import type {
   TrainingSample,
 } from '../core/types.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
-import type { ScoreTurnResult } from '../workflows/score-turn-workflow.js';
-import { sampleScoredSignal, type TrainingInput, trainingWorkflowId } from '../workflows/training-signals.js';
+import type { SampleStore } from '../store/sample-store.js';
+import { signalWithStartTraining } from '../temporal/workflow-starts.js';
+import type { SampleDelivery, TrainingInput } from '../workflows/training-signals.js';
 import { withHeartbeats } from './heartbeats.js';
 import type { Judge } from './judge-client.js';
-import type { SampleStore } from './sample-store.js';
 import { responseTextForJudge } from './turn-text.js';
 
 export interface ScoringDependencies {
@@ -138,7 +138,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
     },
 
     /** Builds the turn's one sample (or its exclusion) and stores it under its deterministic id. */
-    async assembleSample(input: AssembleSampleInput): Promise<ScoreTurnResult> {
+    async assembleSample(input: AssembleSampleInput): Promise<SampleDelivery> {
       const turn = await loadTurn(input.sampleId);
       const teacher = input.teacherStored
         ? await store.get<StoredTeacher>(teacherKey(input.sampleId))
@@ -200,18 +200,9 @@ export function createScoringActivities(deps: ScoringDependencies) {
     },
 
     /** Hands the result to the run's training workflow, starting the run if it does not exist yet. */
-    async deliverToTraining(input: {
-      runId: string;
-      method: Method;
-      result: ScoreTurnResult;
-    }): Promise<void> {
-      await deps.client.workflow.signalWithStart('trainingWorkflow', {
-        workflowId: trainingWorkflowId(input.runId),
-        taskQueue: deps.controlTaskQueue,
-        args: [deps.trainingDefaults(input.runId, input.method)],
-        signal: sampleScoredSignal,
-        signalArgs: [input.result],
-      });
+    async deliverToTraining(input: { runId: string; method: Method; result: SampleDelivery }): Promise<void> {
+      const start = deps.trainingDefaults(input.runId, input.method);
+      await signalWithStartTraining(deps.client, deps.controlTaskQueue, start, input.result);
     },
   };
 }

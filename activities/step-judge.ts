@@ -9,6 +9,7 @@ import { majorityVote, meanStepVote, parseJudgeVote } from '../core/judge-votes.
 import type { StepJudgeSettings } from '../core/rollout-settings.js';
 import { buildStepJudgeMessages, type JudgedStep } from '../core/step-judge-prompt.js';
 import type { ResetResult } from '../environments/environment.js';
+import type { SampleStore } from '../store/sample-store.js';
 import type { Judge } from './judge-client.js';
 import {
   type JudgeRecord,
@@ -18,7 +19,6 @@ import {
   readSteps,
   rolloutKeys,
 } from './rollout-records.js';
-import type { SampleStore } from './sample-store.js';
 
 export interface JudgeStepInput {
   rolloutId: string;

@@ -13,9 +13,9 @@ import type {
   TrainingSample,
 } from '../core/types.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
+import type { SampleStore } from '../store/sample-store.js';
 import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
 import { withHeartbeats } from './heartbeats.js';
-import type { SampleStore } from './sample-store.js';
 import type { LossMethod, TrainerBackend, TrainerSample } from './trainer-backend.js';
 import { TINKER_SAMPLER_FILE } from './trainer-backends/tinker-trainer.js';
 import { asTrainerRefusal, trainerRefusal } from './trainer-refusal.js';

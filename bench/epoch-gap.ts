@@ -19,12 +19,11 @@ import { assembleSample } from '../core/sample-assembly.js';
 import { turnSampleId } from '../core/sample-id.js';
 import { sampleKey } from '../core/turn-record.js';
 import type { SampleRef } from '../core/types.js';
+import { trainingWorkflowId } from '../temporal/workflow-ids.js';
+import { WORKFLOW_TYPES } from '../temporal/workflow-starts.js';
 import { trainingInputFromConfig } from '../workers/control-worker.js';
-import {
-  sampleScoredSignal,
-  trainingStatusQuery,
-  trainingWorkflowId,
-} from '../workflows/training-signals.js';
+import type { TrainingWorkflow } from '../workflows/training-signals.js';
+import { sampleScoredSignal, trainingStatusQuery } from '../workflows/training-signals.js';
 import { type ActivitySpan, activitySpans, historyChain } from './support/history.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import { intOptions, median, ms, p99, printTable, ratio, runConcurrently } from './support/stats.js';
@@ -137,11 +136,12 @@ async function main(): Promise<void> {
   });
   console.log(`${total} samples generated and stored in ${((Date.now() - generated) / 1000).toFixed(1)} s`);
 
+  const input = { ...trainingInputFromConfig(config), initialPolicyVersion: 0 };
   const workflowId = trainingWorkflowId(config.runId);
-  const handle = await client.workflow.start('trainingWorkflow', {
+  const handle = await client.workflow.start<TrainingWorkflow>(WORKFLOW_TYPES.training, {
     workflowId,
     taskQueue: config.temporal.taskQueue,
-    args: [{ ...trainingInputFromConfig(config), initialPolicyVersion: 0 }],
+    args: [input],
   });
   for (const ref of refs) await handle.signal(sampleScoredSignal, { ok: true, sample: ref });
   console.log(`all ${total} samples signalled; starting the control worker`);

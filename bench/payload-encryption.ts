@@ -11,7 +11,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { AesGcmPayloadCodec } from '../security/payload-codec.js';
 import { PayloadEncryptionPlugin } from '../security/payload-encryption.js';
 import { newPayloadKey } from '../security/payload-keys.js';
-import { sessionWorkflowId, turnRecordedSignal } from '../workflows/session-signals.js';
+import { signalWithStartSession } from '../temporal/workflow-starts.js';
 import { startDevServerProcess } from './support/dev-server-process.js';
 import { intOptions, median, ms, p99, printTable, ratio } from './support/stats.js';
 
@@ -78,23 +78,21 @@ const times: Record<keyof typeof clients, number[]> = { plaintext: [], encrypted
 let counter = 0;
 const handOff = (client: Client) => {
   const sessionId = `bench-${process.pid}-${counter++}`;
-  return client.workflow.signalWithStart('sessionWorkflow', {
-    workflowId: sessionWorkflowId(sessionId),
-    // Nothing polls this queue: the hand-off is what is measured, not the session workflow.
-    taskQueue: 'bench-encryption-unpolled',
-    args: [
-      {
-        sessionId,
-        runId: 'bench',
-        method: 'combine',
-        judgeVotes: 1,
-        idleTimeoutMs: 60_000,
-        continueAsNewAfterTurns: 200,
-      },
-    ],
-    signal: turnRecordedSignal,
-    signalArgs: [{ sessionId, turn: 1, sampleId: `${sessionId}:1`, policyVersion: 0, kind: 'main' }],
-  });
+  const input = {
+    sessionId,
+    runId: 'bench',
+    method: 'combine' as const,
+    judgeVotes: 1,
+    idleTimeoutMs: 60_000,
+    continueAsNewAfterTurns: 200,
+  };
+  const ref = { sessionId, turn: 1, sampleId: `${sessionId}:1`, policyVersion: 0, kind: 'main' as const };
+  // Nothing polls this queue: the hand-off is what is measured, not the session workflow.
+  return signalWithStartSession(
+    client,
+    { sessionId, taskQueue: 'bench-encryption-unpolled', input },
+    { kind: 'turn', ref },
+  );
 };
 try {
   await timePerCall(20, () => handOff(clients.encrypted)); // warm-up

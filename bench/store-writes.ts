@@ -21,8 +21,8 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PostgresSampleStore } from '../activities/postgres-store.js';
-import { FileSampleStore, type SampleStore } from '../activities/sample-store.js';
+import { PostgresSampleStore } from '../store/postgres-store.js';
+import { FileSampleStore, type SampleStore } from '../store/sample-store.js';
 import { testTurnEntry } from '../test/support/outbox-entries.js';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { intOptions, median, ms, p99, printTable, runConcurrently } from './support/stats.js';

@@ -17,15 +17,13 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
-import { connectClient } from '../cli/connect.js';
 import { loadConfig } from '../core/config.js';
+import { connectClient } from '../temporal/connection.js';
+import { agenticWorkflowId } from '../temporal/workflow-ids.js';
+import { WORKFLOW_TYPES } from '../temporal/workflow-starts.js';
 import { startScriptedPolicy } from '../test/support/scripted-policy-server.js';
 import { startTemporalCluster } from '../test/support/temporal-cluster.js';
-import {
-  type AgenticTrainingInput,
-  agenticWorkflowId,
-  type StepSummary,
-} from '../workflows/agentic-signals.js';
+import type { AgenticTrainingInput, AgenticTrainingWorkflow } from '../workflows/agentic-signals.js';
 import { startDevServerProcess } from './support/dev-server-process.js';
 import { historyTotals, workflowPayloadBytes } from './support/history-figures.js';
 import { answerRight } from './support/numbered-arith.js';
@@ -184,11 +182,11 @@ async function runOnce(server: ServerKind, variant: Variant, rollouts: number): 
       rolloutsAs: variant === 'in-batch' ? 'activities' : 'workflows',
     };
     const started = performance.now();
-    const summaries = (await client.workflow.execute('agenticTrainingWorkflow', {
+    const summaries = await client.workflow.execute<AgenticTrainingWorkflow>(WORKFLOW_TYPES.agenticTraining, {
       taskQueue: workflowQueue,
       workflowId: agenticWorkflowId(runId),
       args: [input],
-    })) as StepSummary[];
+    });
     const seconds = (performance.now() - started) / 1000;
     const peaks = sampler.peaks();
     sampler.stop();

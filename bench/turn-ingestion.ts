@@ -23,7 +23,7 @@
 // the client got its response the session workflow had taken the turn in. Figures only; never passes or fails.
 
 import { LOCAL_TENANT, scopedSessionId } from '../core/tenant.js';
-import { sessionWorkflowId } from '../workflows/session-signals.js';
+import { sessionWorkflowId } from '../temporal/workflow-ids.js';
 import { type ChatTiming, packingConversation, timedChat } from './support/chat-client.js';
 import { signalDeliveries } from './support/history.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';

@@ -1,5 +1,5 @@
 import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../core/config.js';
-import { temporalProfile } from './connect.js';
+import { temporalProfile } from '../temporal/connection.js';
 
 /** Flags shared by the commands; each also has an environment variable (docs/configuration.md). */
 export interface CommonFlags {

@@ -1,18 +1,18 @@
-import { storeFromConfig } from '../activities/store-from-config.js';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { parsePolicyVersion } from '../core/policy-version.js';
 import { createEngineAdapter, policyEngineFromConfig } from '../engines/engine-adapters.js';
 import { gatewayApiKeys, startGateway } from '../gateway/main.js';
 import { ensurePayloadKeyFile, payloadKeysFile } from '../security/payload-keys.js';
-import { createControlWorker } from '../workers/control-worker.js';
-import { type RunningCodecServer, startCodecServer } from './codec-server-command.js';
+import { storeFromConfig } from '../store/store-from-config.js';
 import {
   connectClient,
   connectWorker,
   describeTemporalConnection,
   temporalConnectionSettings,
-} from './connect.js';
+} from '../temporal/connection.js';
+import { createControlWorker } from '../workers/control-worker.js';
+import { type RunningCodecServer, startCodecServer } from './codec-server-command.js';
 import {
   launchEngine,
   launchJudgeEngine,

@@ -1,19 +1,19 @@
 import { join, resolve } from 'node:path';
-import { storeFromConfig } from '../activities/store-from-config.js';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
 import type { RunRecord } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { runRecordKey } from '../core/training-keys.js';
 import { createEngineAdapter, withEngineAuth } from '../engines/engine-adapters.js';
-import { splitArgs } from '../engines/vllm-server-args.js';
-import { engineAccessEnv, engineToken } from '../security/engine-token.js';
-import { isLoopbackHost } from '../security/loopback-host.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../workers/reference-engine-process.js';
-import { ensureVllmInstalled, startVllm } from '../workers/vllm-process.js';
+} from '../engines/reference-engine-process.js';
+import { ensureVllmInstalled, startVllm } from '../engines/vllm-process.js';
+import { splitArgs } from '../engines/vllm-server-args.js';
+import { engineAccessEnv, engineToken } from '../security/engine-token.js';
+import { isLoopbackHost } from '../security/loopback-host.js';
+import { storeFromConfig } from '../store/store-from-config.js';
 import type { LineageEntry } from '../workflows/training-signals.js';
 
 /** The name vLLM answers to when the project starts it (the judge's default model name too). */

@@ -11,10 +11,11 @@ import { responseTextForJudge } from '../activities/turn-text.js';
 import { buildBinaryJudgeMessages } from '../core/judge-prompts.js';
 import { type JudgeScore, majorityVote, parseJudgeVote } from '../core/judge-votes.js';
 import { describeZodError } from '../core/training-settings.js';
+import { startReferenceEngine } from '../engines/reference-engine-process.js';
 import { engineToken, judgeApiKey } from '../security/engine-token.js';
-import { startReferenceEngine } from '../workers/reference-engine-process.js';
+import { connectClient } from '../temporal/connection.js';
+import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 import { configFromFlags } from './cli-config.js';
-import { connectClient } from './connect.js';
 import { formatTable } from './operator-commands.js';
 import {
   drawsProgress,
@@ -356,7 +357,7 @@ export async function runEval(
       const { client, close } = await connectClient(config);
       try {
         const taskQueue = flags.taskQueue ?? config.temporal.taskQueue;
-        await checkRolloutWorkers(client, taskQueue, flags.envQueue ?? 'env');
+        await checkRolloutWorkers(client, taskQueue, flags.envQueue ?? ENV_TASK_QUEUE);
         const bar = progressBar('tasks |{bar}| {value}/{total} rollouts done | mean score {mean}', showBars);
         try {
           bar.update(0, tasks.length, { mean: '-' });

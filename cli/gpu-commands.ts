@@ -7,9 +7,9 @@ import { type Command, Option } from 'commander';
 import { type EngineLogger, EngineSupervisor } from '../activities/engine-container.js';
 import type { EngineContainerSettingsInput } from '../activities/engine-container-settings.js';
 import { engineToken } from '../security/engine-token.js';
+import { connectWorker } from '../temporal/connection.js';
 import { createGpuWorker } from '../workers/gpu-worker.js';
 import { configFromFlags } from './cli-config.js';
-import { connectWorker } from './connect.js';
 
 export interface GpuWorkerFlags {
   hostId?: string;

@@ -2,22 +2,23 @@
 // machine, and `train` to look at and steer a training run. Every flag has an environment variable.
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Command, Option } from 'commander';
-import { storeFromConfig } from '../activities/store-from-config.js';
+import type { EngineProcess } from '../engines/reference-engine-process.js';
 import { DockerSandboxProvider } from '../environments/docker-sandbox.js';
 import { startGateway } from '../gateway/main.js';
 import { sessionDelivery } from '../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../gateway/outbox-relay.js';
-import { createControlWorker } from '../workers/control-worker.js';
-import type { EngineProcess } from '../workers/reference-engine-process.js';
-import { pauseUpdate, resumeUpdate, trainingWorkflowId } from '../workflows/training-signals.js';
-import { type CommonFlags, configFromFlags } from './cli-config.js';
-import { registerCodecServerCommand } from './codec-server-command.js';
+import { storeFromConfig } from '../store/store-from-config.js';
 import {
   connectClient,
   connectWorker,
   describeTemporalConnection,
   temporalConnectionSettings,
-} from './connect.js';
+} from '../temporal/connection.js';
+import { trainingWorkflowId } from '../temporal/workflow-ids.js';
+import { createControlWorker } from '../workers/control-worker.js';
+import { pauseUpdate, resumeUpdate } from '../workflows/training-signals.js';
+import { type CommonFlags, configFromFlags } from './cli-config.js';
+import { registerCodecServerCommand } from './codec-server-command.js';
 import { runDev } from './dev.js';
 import { launchEngine, launchJudgeEngine } from './engine-launch.js';
 import { registerEvalCommand } from './eval-command.js';

@@ -2,7 +2,7 @@
 // Temporal UI's Start Workflow form takes, and optionally wait for its first steps), list the runs, list the
 // sessions. Human tables by default, `--json` for scripts, a progress bar for anything that waits.
 import { readFile } from 'node:fs/promises';
-import { type Client, WorkflowExecutionAlreadyStartedError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { type Command, Option } from 'commander';
 import type { z } from 'zod';
 import type { OpenClawConfig } from '../core/config.js';
@@ -17,18 +17,19 @@ import {
   tenantOfSession,
 } from '../core/tenant.js';
 import { describeZodError, trainingInputSchema } from '../core/training-settings.js';
+import { connectClient } from '../temporal/connection.js';
+import { sessionWorkflowId, trainingWorkflowId } from '../temporal/workflow-ids.js';
+import { startTrainingRun } from '../temporal/workflow-starts.js';
 import { trainingInputFromConfig } from '../workers/control-worker.js';
-import { type SessionStatus, sessionStatusQuery, sessionWorkflowId } from '../workflows/session-signals.js';
+import { type SessionStatus, sessionStatusQuery } from '../workflows/session-signals.js';
 import {
   type LineageEntry,
   lineageQuery,
   type TrainingInput,
   type TrainingRunStatus,
   trainingStatusQuery,
-  trainingWorkflowId,
 } from '../workflows/training-signals.js';
 import { configFromFlags } from './cli-config.js';
-import { connectClient } from './connect.js';
 import { drawsProgress, type ProgressFlags, type ProgressStream } from './progress.js';
 import { followTrainingRun, formatTrainingStatus, STATUS_QUERY_TIMEOUT_MS } from './train-status.js';
 
@@ -56,7 +57,7 @@ export interface TrainStartFlags {
 }
 
 /** The run's start input: the configured defaults, then `--input`, then the flags; validated. */
-export type ResolvedTrainingInput = z.output<typeof trainingInputSchema>;
+export type ResolvedTrainingInput = z.output<typeof trainingInputSchema> & TrainingInput;
 
 export async function trainingInputFromFlags(
   config: OpenClawConfig,
@@ -81,27 +82,8 @@ export async function trainingInputFromFlags(
     input = mergeJson(input, { settings: { batchSize: Number(flags.batchSize) } });
   const parsed = trainingInputSchema.safeParse(input);
   if (!parsed.success) throw new Error(`invalid training run input: ${describeZodError(parsed.error)}`);
-  return parsed.data;
-}
-
-/** Starts `training-<runId>`; a run already going is left as it is. */
-export async function startTrainingRun(
-  client: Client,
-  taskQueue: string,
-  input: ResolvedTrainingInput,
-): Promise<{ workflowId: string; started: boolean }> {
-  const workflowId = trainingWorkflowId(input.runId);
-  try {
-    await client.workflow.start('trainingWorkflow', {
-      workflowId,
-      taskQueue,
-      args: [input as TrainingInput],
-    });
-    return { workflowId, started: true };
-  } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return { workflowId, started: false };
-    throw error;
-  }
+  // The schema checks `carried` as a whole in the workflow; its shape is the workflow's own (TrainingCarry).
+  return parsed.data as ResolvedTrainingInput;
 }
 
 export interface WorkflowRow<Status> {

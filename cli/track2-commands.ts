@@ -4,14 +4,12 @@
 import { existsSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { resolve } from 'node:path';
-import { type Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 // The client's own converter (its codec included) decodes heartbeat details; the SDK exports it only here.
 import { decodeFromPayloadsAtIndex } from '@temporalio/common/lib/internal-non-workflow/index.js';
 import { type Command, Option } from 'commander';
-import type { EpisodeProgress } from '../activities/episode-loop.js';
 import { OpenAIJudge } from '../activities/judge-client.js';
 import type { RolloutHeartbeat } from '../activities/policy-step.js';
-import { storeFromConfig } from '../activities/store-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { agenticTrainingInputSchema, envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
@@ -19,20 +17,23 @@ import { createEnvironmentRegistry } from '../environments/registry.js';
 import type { SandboxProvider } from '../environments/sandbox.js';
 import { parseWarmPoolSizes, type WarmPoolSettingsInput } from '../environments/warm-pool.js';
 import { engineAuthHeaders, judgeApiKey } from '../security/engine-token.js';
+import { storeFromConfig } from '../store/store-from-config.js';
+import { connectClient, connectWorker } from '../temporal/connection.js';
+import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
+import { agenticWorkflowId, envRolloutWorkflowId } from '../temporal/workflow-ids.js';
+import { executeEnvRollout, startAgenticRun, startEnvRollout } from '../temporal/workflow-starts.js';
 import { createEnvWorkers } from '../workers/env-worker.js';
+import type { EpisodeProgress } from '../workflows/agentic-signals.js';
 import {
   type AgenticStatus,
   type AgenticTrainingInput,
   agenticStatusQuery,
-  agenticWorkflowId,
   type EnvRolloutInput,
   type EnvRolloutResult,
-  envRolloutWorkflowId,
   pauseAgenticUpdate,
   resumeAgenticUpdate,
 } from '../workflows/agentic-signals.js';
 import { configFromFlags } from './cli-config.js';
-import { connectClient, connectWorker } from './connect.js';
 import { drawsProgress, type ProgressStream, progressBar } from './progress.js';
 
 export interface Track2Options {
@@ -92,11 +93,7 @@ export async function runRollout(
   taskQueue: string,
   input: EnvRolloutInput,
 ): Promise<EnvRolloutResult> {
-  return client.workflow.execute('envRolloutWorkflow', {
-    taskQueue,
-    workflowId: envRolloutWorkflowId(input.rolloutId),
-    args: [input],
-  }) as Promise<EnvRolloutResult>;
+  return executeEnvRollout(client, taskQueue, input);
 }
 
 /** Turns a rollout has finished (its completed policy steps) and the activity it is on, from its history. */
@@ -153,11 +150,7 @@ export async function runRolloutWithProgress(
   if (!bar.drawing) return runRollout(client, taskQueue, input);
   const maxTurns = envRolloutInputSchema.parse(input).maxTurns;
   try {
-    const handle = await client.workflow.start('envRolloutWorkflow', {
-      taskQueue,
-      workflowId: envRolloutWorkflowId(input.rolloutId),
-      args: [input],
-    });
+    const handle = await startEnvRollout(client, taskQueue, input);
     let finished = false;
     const result = (handle.result() as Promise<EnvRolloutResult>).finally(() => {
       finished = true;
@@ -247,25 +240,6 @@ export function agenticInputFromFlags(flags: AgenticStartFlags, fromFile: Record
   const checked = agenticTrainingInputSchema.safeParse(input);
   if (!checked.success) throw new Error(`invalid agentic run: ${describeZodError(checked.error)}`);
   return input as AgenticTrainingInput;
-}
-
-/** Starts `agentic-<runId>`; an already running run counts as success. */
-export async function startAgenticRun(
-  client: Client,
-  taskQueue: string,
-  input: AgenticTrainingInput,
-): Promise<'started' | 'running'> {
-  try {
-    await client.workflow.start('agenticTrainingWorkflow', {
-      taskQueue,
-      workflowId: agenticWorkflowId(input.runId),
-      args: [input],
-    });
-    return 'started';
-  } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return 'running';
-    throw error;
-  }
 }
 
 export function readAgenticStatus(client: Client, runId: string): Promise<AgenticStatus> {
@@ -417,7 +391,7 @@ export async function runEnvWorker(flags: EnvWorkerFlags, options: Track2Options
       parseEnvOptions(flags.envOptions ?? process.env.OPENCLAW_ENV_OPTIONS),
     ),
     store,
-    sharedTaskQueue: flags.envQueue ?? 'env',
+    sharedTaskQueue: flags.envQueue ?? ENV_TASK_QUEUE,
     policyApiKey: flags.policyApiKey ?? process.env.OPENCLAW_POLICY_API_KEY,
     engineHeaders: engineAuthHeaders(config),
     ...(judgeUrl && { judge: stepJudge(config, judgeUrl, flags) }),

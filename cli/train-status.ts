@@ -1,13 +1,9 @@
 import { type Client, WorkflowNotFoundError } from '@temporalio/client';
-import { storeFromConfig } from '../activities/store-from-config.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { formatTenantCounts, samplesByTenant } from '../core/tenant.js';
-import {
-  lineageQuery,
-  type TrainingRunStatus,
-  trainingStatusQuery,
-  trainingWorkflowId,
-} from '../workflows/training-signals.js';
+import { storeFromConfig } from '../store/store-from-config.js';
+import { trainingWorkflowId } from '../temporal/workflow-ids.js';
+import { lineageQuery, type TrainingRunStatus, trainingStatusQuery } from '../workflows/training-signals.js';
 import { type ProgressStream, progressBar } from './progress.js';
 
 export async function readTrainingStatus(client: Client, runId: string): Promise<TrainingRunStatus> {

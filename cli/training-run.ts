@@ -1,8 +1,9 @@
 import type { Client } from '@temporalio/client';
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import type { OpenClawConfig } from '../core/config.js';
+import { trainingWorkflowId } from '../temporal/workflow-ids.js';
+import { startTrainingRun } from '../temporal/workflow-starts.js';
 import { trainingInputFromConfig } from '../workers/control-worker.js';
-import { trainingWorkflowId } from '../workflows/training-signals.js';
 
 /** Starts `training-<runId>` unless it is already running ("already started" counts as success). */
 export async function ensureTrainingRun(
@@ -10,17 +11,9 @@ export async function ensureTrainingRun(
   config: OpenClawConfig,
   policyVersion: number,
 ): Promise<'started' | 'running'> {
-  try {
-    await client.workflow.start('trainingWorkflow', {
-      workflowId: trainingWorkflowId(config.runId),
-      taskQueue: config.temporal.taskQueue,
-      args: [{ ...trainingInputFromConfig(config), initialPolicyVersion: policyVersion }],
-    });
-    return 'started';
-  } catch (error) {
-    if (error instanceof WorkflowExecutionAlreadyStartedError) return 'running';
-    throw error;
-  }
+  const input = { ...trainingInputFromConfig(config), initialPolicyVersion: policyVersion };
+  const { started } = await startTrainingRun(client, config.temporal.taskQueue, input);
+  return started ? 'started' : 'running';
 }
 
 /** Whether `training-<runId>` is running (false: never started, or closed, so a start begins it anew). */

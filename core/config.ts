@@ -4,6 +4,7 @@
 
 import { z } from 'zod';
 import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
+import { CONTROL_TASK_QUEUE } from './task-queue-names.js';
 import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
@@ -78,7 +79,7 @@ const configObject = z.strictObject({
     .strictObject({
       address: z.string().min(1).default('127.0.0.1:7233'),
       namespace: z.string().min(1).default('default'),
-      taskQueue: z.string().min(1).default('control'),
+      taskQueue: z.string().min(1).default(CONTROL_TASK_QUEUE),
       heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
     })
     .prefault({}),

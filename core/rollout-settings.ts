@@ -4,6 +4,7 @@
 // pure, so the workflow bundle may use it.
 import { z } from 'zod';
 import { ENGINE_KINDS } from './engine-kinds.js';
+import { CONTROL_TASK_QUEUE, ENV_TASK_QUEUE } from './task-queue-names.js';
 import { lossSettingsSchema, optimizerSettingsSchema } from './training-settings.js';
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
@@ -59,7 +60,7 @@ export const rolloutSettingsShape = {
   /** A container not renewed for this long is removed by its host's reaper. */
   leaseMs: z.number().int().min(10_000).default(600_000),
   /** The shared queue sandboxes are acquired on; each host also serves `<envTaskQueue>-<hostId>`. */
-  envTaskQueue: z.string().min(1).default('env'),
+  envTaskQueue: z.string().min(1).default(ENV_TASK_QUEUE),
   /** How long a host-queue step may wait for its host (a restarting worker) before the rollout fails. */
   hostTimeoutMs: z.number().int().min(1_000).default(1_800_000),
   /** A host activity silent this long is presumed dead and retried. */
@@ -78,7 +79,7 @@ export const envRolloutInputSchema = z.strictObject({
 
 export const agenticTrainingSettingsSchema = z.strictObject({
   /** Where trainStep and publishWeights run (the control worker's queue). */
-  taskQueue: z.string().min(1).default('control'),
+  taskQueue: z.string().min(1).default(CONTROL_TASK_QUEUE),
   heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
   /** false: roll out, group and store, but train and publish nothing (an evaluation or a dry run). */
   train: z.boolean().default(true),

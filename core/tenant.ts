@@ -61,3 +61,9 @@ export function formatTenantCounts(counts: Readonly<Record<string, number>>): st
 export function clientSessionId(sessionId: string | null): string | null {
   return sessionId === null ? null : splitSessionId(sessionId).id;
 }
+
+/** A key the gateway accepts and the tenant whose sessions it reaches (default: the key's name). */
+export interface ApiKey {
+  key: string;
+  tenant?: string;
+}

@@ -1,5 +1,5 @@
 // Sample-store keys of a training run's own records (pure: the workflow names its backlog chunks itself).
-// Parts are URI-encoded like every store key (activities/sample-store.ts `storeKey`).
+// Parts are URI-encoded like every store key (store/sample-store.ts `storeKey`).
 
 const key = (...parts: (string | number)[]): string =>
   parts.map((part) => encodeURIComponent(String(part))).join('/');

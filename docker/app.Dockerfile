@@ -37,6 +37,8 @@ COPY tsconfig.json ./
 COPY bin ./bin
 COPY core ./core
 COPY activities ./activities
+COPY store ./store
+COPY temporal ./temporal
 COPY workflows ./workflows
 COPY workers ./workers
 COPY gateway ./gateway

@@ -3,14 +3,8 @@
 // entry names, else the key's own name); no keys configured means an open gateway, whose one tenant is `local`.
 
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { LOCAL_TENANT } from '../core/tenant.js';
+import { type ApiKey, LOCAL_TENANT } from '../core/tenant.js';
 import { type OpenAIError, unauthorized } from './openai-errors.js';
-
-/** A key the gateway accepts and the tenant whose sessions it reaches (default: the key's name). */
-export interface ApiKey {
-  key: string;
-  tenant?: string;
-}
 
 export interface Caller {
   /** Scopes the caller's session ids and Idempotency-Keys. */

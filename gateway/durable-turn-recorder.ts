@@ -2,10 +2,11 @@
 // (turn-persistence.ts), and recording returns as soon as they are; the relay (outbox-relay.ts) hands the turn
 // to its session workflow whenever Temporal can take it, so serving never waits on Temporal.
 
-import { type OutboxWorkflow, sessionDoneEntry, turnEntry } from '../activities/outbox.js';
-import type { SampleStore } from '../activities/sample-store.js';
 import type { OpenClawConfig } from '../core/config.js';
-import { CONTROL_TASK_QUEUE, type SessionInput } from '../workflows/session-signals.js';
+import { type OutboxWorkflow, sessionDoneEntry, turnEntry } from '../store/outbox.js';
+import type { SampleStore } from '../store/sample-store.js';
+import { CONTROL_TASK_QUEUE } from '../temporal/task-queues.js';
+import type { SessionInput } from '../workflows/session-signals.js';
 import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
 import { TurnPersistence } from './turn-persistence.js';
 import type { RecordedTurn, TurnDraft, TurnRecorder } from './turn-recorder.js';

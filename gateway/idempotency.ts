@@ -8,7 +8,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { SampleStore } from '../activities/sample-store.js';
+import type { SampleStore } from '../store/sample-store.js';
 import { invalidRequest, OpenAIError } from './openai-errors.js';
 import { canonicalJson, sha256Hex } from './request-hash.js';
 import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';

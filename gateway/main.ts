@@ -8,14 +8,14 @@ import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import type { FastifyInstance } from 'fastify';
 import type { LoggerOptions } from 'pino';
-import type { SampleStore } from '../activities/sample-store.js';
-import { fileStoreRoot, storeFromConfig } from '../activities/store-from-config.js';
-import { connectClientLazily } from '../cli/connect.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { LOCAL_TENANT } from '../core/tenant.js';
 import { type ConfiguredApiKeys, configuredApiKeys } from '../security/api-keys.js';
 import { engineAuthHeaders } from '../security/engine-token.js';
 import { isLoopbackHost } from '../security/loopback-host.js';
+import type { SampleStore } from '../store/sample-store.js';
+import { fileStoreRoot, storeFromConfig } from '../store/store-from-config.js';
+import { connectClientLazily } from '../temporal/connection.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics, type TurnTiming } from './metrics.js';
@@ -29,7 +29,7 @@ export interface GatewayDeps {
   /** Default: the store the config names (`store.backend`), closed with the gateway. */
   store?: SampleStore;
   /**
-   * Default: a lazy client connected as the config and the `TEMPORAL_*` environment say (cli/connect.ts),
+   * Default: a lazy client connected as the config and the `TEMPORAL_*` environment say (temporal/connection.ts),
    * closed with the gateway.
    */
   temporal?: Client;

@@ -2,7 +2,7 @@
 // one process, as in tests, keep separate counts).
 
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
-import type { Outbox } from '../activities/outbox.js';
+import type { Outbox } from '../store/outbox.js';
 import type { UpstreamErrorKind } from './engine-upstream.js';
 import type { RelayEvents } from './outbox-relay.js';
 import type { Pairing } from './turn-recorder.js';

@@ -19,7 +19,7 @@ import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
 import { hostname } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Claim, Outbox, OutboxEntry } from '../activities/outbox.js';
+import type { Claim, Outbox, OutboxEntry } from '../store/outbox.js';
 
 export interface RelayEvents {
   delivered?(entry: OutboxEntry, lagMs: number): void;

@@ -11,10 +11,10 @@ import Fastify, {
 } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import type { EngineKind } from '../core/config.js';
-import { LOCAL_TENANT } from '../core/tenant.js';
+import { type ApiKey, LOCAL_TENANT } from '../core/tenant.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import { createEngineAdapter } from '../engines/engine-adapters.js';
-import { type ApiKey, type ApiKeyCheck, type Caller, createApiKeyCheck } from './auth.js';
+import { type ApiKeyCheck, type Caller, createApiKeyCheck } from './auth.js';
 import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
 import { clientSignalOf } from './client-signal.js';
 import { ClientGoneError, EngineUpstream } from './engine-upstream.js';

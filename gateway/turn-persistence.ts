@@ -7,11 +7,11 @@
 // delivers the entry (outbox-relay.ts).
 
 import { z } from 'zod';
-import type { OutboxEntry } from '../activities/outbox.js';
-import type { AlongsideWrite, SampleStore } from '../activities/sample-store.js';
 import { turnSampleId } from '../core/sample-id.js';
 import { type TurnRecord, turnRecordKey } from '../core/turn-record.js';
 import type { TurnPointer, TurnRef } from '../core/types.js';
+import type { OutboxEntry } from '../store/outbox.js';
+import type { AlongsideWrite, SampleStore } from '../store/sample-store.js';
 import {
   conversationIdentity,
   type ReplyKeys,

@@ -8,8 +8,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { OpenClawConfig } from '../core/config.js';
-import { TENANT_NAME, TENANT_NAME_RULE } from '../core/tenant.js';
-import type { ApiKey } from '../gateway/auth.js';
+import { type ApiKey, TENANT_NAME, TENANT_NAME_RULE } from '../core/tenant.js';
 import { replaceSecretFile, writeSecretFile } from './secret-file.js';
 
 const tenantNameSchema = z.string().regex(TENANT_NAME, TENANT_NAME_RULE);

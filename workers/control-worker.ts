@@ -2,9 +2,7 @@ import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
 import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/worker';
 import { type Judge, OpenAIJudge } from '../activities/judge-client.js';
-import type { SampleStore } from '../activities/sample-store.js';
 import { createScoringActivities } from '../activities/scoring-activities.js';
-import { storeFromConfig } from '../activities/store-from-config.js';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
 import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
@@ -12,6 +10,8 @@ import type { OpenClawConfig } from '../core/config.js';
 import type { Method } from '../core/types.js';
 import { policyEngineFromConfig, teacherEngineFromConfig } from '../engines/engine-adapters.js';
 import { judgeApiKey } from '../security/engine-token.js';
+import type { SampleStore } from '../store/sample-store.js';
+import { storeFromConfig } from '../store/store-from-config.js';
 import type { TrainingInput } from '../workflows/training-signals.js';
 
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));

@@ -6,10 +6,11 @@ import { Worker } from '@temporalio/worker';
 import { createAgenticActivities } from '../activities/agentic-activities.js';
 import { createEnvActivities } from '../activities/env-activities.js';
 import type { Judge } from '../activities/judge-client.js';
-import type { SampleStore } from '../activities/sample-store.js';
 import type { EnvironmentRegistry } from '../environments/environment.js';
 import type { SandboxProvider } from '../environments/sandbox.js';
 import { type SandboxReaper, startSandboxReaper } from '../environments/sandbox-reaper.js';
+import type { SampleStore } from '../store/sample-store.js';
+import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 
 export interface EnvWorkersOptions {
   connection: NativeConnection;
@@ -57,7 +58,7 @@ export function validHostId(hostId: string): string {
 
 export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvWorkers> {
   const hostId = validHostId(options.hostId);
-  const sharedTaskQueue = options.sharedTaskQueue ?? 'env';
+  const sharedTaskQueue = options.sharedTaskQueue ?? ENV_TASK_QUEUE;
   const activities = createEnvActivities({
     hostId,
     provider: options.provider,

@@ -3,7 +3,8 @@
 import type { NativeConnection } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { EngineSupervisor } from '../activities/engine-container.js';
-import { createEngineContainerActivities, gpuTaskQueue } from '../activities/engine-container-activities.js';
+import { createEngineContainerActivities } from '../activities/engine-container-activities.js';
+import { gpuTaskQueue } from '../temporal/task-queues.js';
 import { validHostId } from './env-worker.js';
 
 export interface GpuWorkerOptions {

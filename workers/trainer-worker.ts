@@ -4,20 +4,14 @@
 // folder as the control worker, and loads each new version into the serving engine at `engine.url`.
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
-import type { SampleStore } from '../activities/sample-store.js';
-import { storeFromConfig } from '../activities/store-from-config.js';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
 import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { policyEngineFromConfig } from '../engines/engine-adapters.js';
-
-/** The queue `worker trainer` polls: the configured one, else `trainer`. */
-export const DEFAULT_TRAINER_TASK_QUEUE = 'trainer';
-
-export function trainerTaskQueue(config: OpenClawConfig): string {
-  return config.trainer.taskQueue || DEFAULT_TRAINER_TASK_QUEUE;
-}
+import type { SampleStore } from '../store/sample-store.js';
+import { storeFromConfig } from '../store/store-from-config.js';
+import { trainerTaskQueue } from '../temporal/task-queues.js';
 
 export interface TrainerWorkerDependencies {
   store?: SampleStore;

@@ -34,10 +34,6 @@ export interface EnvRolloutResult {
   stepScores: number[] | null;
 }
 
-export function envRolloutWorkflowId(rolloutId: string): string {
-  return `rollout-${rolloutId}`;
-}
-
 /** One rollout position in a training step: sample `sample` of group (task) `group`. */
 export interface RolloutSlot {
   group: number;
@@ -216,11 +212,7 @@ export const agenticStatusQuery = defineQuery<AgenticStatus>('status');
 export const pauseAgenticUpdate = defineUpdate<AgenticStatus, []>('pause');
 export const resumeAgenticUpdate = defineUpdate<AgenticStatus, []>('resume');
 
-export function agenticWorkflowId(runId: string): string {
-  return `agentic-${runId}`;
-}
-
-/** A sample-store key from its parts (each encoded, as activities/sample-store.ts `storeKey` does). */
+/** A sample-store key from its parts (each encoded, as store/sample-store.ts `storeKey` does). */
 function trainingRunKey(...parts: (string | number)[]): string {
   return ['agentic', ...parts].map((part) => encodeURIComponent(String(part))).join('/');
 }
@@ -234,3 +226,14 @@ export function agenticStepKey(runId: string, step: number): string {
 export function batchResultsKey(runId: string, step: number, batchIndex: number): string {
   return trainingRunKey(runId, 'batches', step, batchIndex);
 }
+
+/** Where an episode's loop is: read from its activity's heartbeat by the rollout progress bar. */
+export interface EpisodeProgress {
+  turns: number;
+  phase: 'policyStep' | 'envStep' | 'evaluate' | 'judge';
+}
+
+/** The Track 2 workflows' signatures: what `temporal/workflow-starts.ts` starts them with (workflows/index.ts checks them). */
+export type AgenticTrainingWorkflow = (input: AgenticTrainingInput) => Promise<StepSummary[]>;
+export type EnvRolloutWorkflow = (input: EnvRolloutInput) => Promise<EnvRolloutResult>;
+export type RolloutBatchWorkflow = (input: RolloutBatchInput) => Promise<RolloutBatchResult>;

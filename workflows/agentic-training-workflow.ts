@@ -18,14 +18,15 @@ import {
 import type { AgenticActivities } from '../activities/agentic-activities.js';
 import type { TrainingActivities } from '../activities/training-activities.js';
 import { agenticTrainingInputSchema } from '../core/rollout-settings.js';
+import { groupsOfSlots } from '../core/step-groups.js';
 import { describeZodError } from '../core/training-settings.js';
+import { agenticWorkflowId } from '../temporal/workflow-ids.js';
 import {
   type AgenticCarry,
   type AgenticPhase,
   type AgenticStatus,
   type AgenticTrainingInput,
   agenticStatusQuery,
-  agenticWorkflowId,
   type BatchProgress,
   batchResultsKey,
   countSlotResults,
@@ -40,7 +41,6 @@ import {
   type StepSummary,
 } from './agentic-signals.js';
 import { rolloutBatchWorkflow } from './rollout-batch-workflow.js';
-import { groupsOfSlots } from './step-groups.js';
 import { trainAndPublish } from './train-and-publish.js';
 
 const RECENT_STEPS_KEPT = 20;

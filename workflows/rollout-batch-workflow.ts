@@ -17,13 +17,14 @@ import {
 import type { AgenticActivities } from '../activities/agentic-activities.js';
 import { envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
+import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
+import { envRolloutWorkflowId } from '../temporal/workflow-ids.js';
 import {
   type BatchProgress,
   batchStatusQuery,
   countSlotResults,
   type EnvRolloutInput,
   type EnvRolloutResult,
-  envRolloutWorkflowId,
   type RolloutBatchInput,
   type RolloutBatchResult,
   rolloutProgressSignal,
@@ -163,7 +164,7 @@ export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<Ro
   const finished = results.filter((r): r is SlotResult => r !== undefined);
   if (input.resultsKey === undefined) return { batchIndex: input.batchIndex, results: finished };
   const bookkeeping = proxyActivities<AgenticActivities>({
-    taskQueue: input.template.envTaskQueue ?? 'env',
+    taskQueue: input.template.envTaskQueue ?? ENV_TASK_QUEUE,
     startToCloseTimeout: '5 minutes',
     retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
   });

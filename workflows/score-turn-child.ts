@@ -4,12 +4,13 @@
 
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
-import { type ScoreTurnInput, scoreTurnWorkflowId } from './score-turn-workflow.js';
+import { scoreTurnWorkflowId } from '../temporal/workflow-ids.js';
+import { type ScoreTurnInput, scoreTurnWorkflow } from './score-turn-workflow.js';
 
 /** Starts scoring `input.turn`; false when it was scored already (the first scoring stands). */
 export async function startScoreTurn(input: ScoreTurnInput): Promise<boolean> {
   try {
-    await startChild('scoreTurnWorkflow', {
+    await startChild(scoreTurnWorkflow, {
       workflowId: scoreTurnWorkflowId(input.turn.sampleId),
       args: [input],
       parentClosePolicy: ParentClosePolicy.ABANDON,

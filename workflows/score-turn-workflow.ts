@@ -11,7 +11,8 @@ import {
   parseJudgeVote,
   selectHint,
 } from '../core/judge-votes.js';
-import type { Method, SampleExclusion, SampleRef, SupersededPolicy, TurnRef } from '../core/types.js';
+import type { Method, SupersededPolicy, TurnRef } from '../core/types.js';
+import type { SampleDelivery } from './training-signals.js';
 
 export interface ScoreTurnInput {
   runId: string;
@@ -28,13 +29,6 @@ export interface ScoreTurnInput {
    */
   superseded?: { by: string; as: SupersededPolicy };
 }
-
-/** One scoring workflow per turn: a second delivery of the same turn cannot score it twice. */
-export function scoreTurnWorkflowId(sampleId: string): string {
-  return `score-${sampleId}`;
-}
-
-export type ScoreTurnResult = { ok: true; sample: SampleRef } | { ok: false; exclusion: SampleExclusion };
 
 /** Judge and teacher calls: long, heartbeating, and a judge gets a bounded number of attempts. */
 function modelCalls(heartbeatTimeoutMs: number) {
@@ -66,10 +60,10 @@ async function vote(call: () => Promise<string>): Promise<string | null> {
   }
 }
 
-export async function scoreTurnWorkflow(input: ScoreTurnInput): Promise<ScoreTurnResult> {
+export async function scoreTurnWorkflow(input: ScoreTurnInput): Promise<SampleDelivery> {
   const { sampleId } = input.turn;
   const judge = modelCalls(input.heartbeatTimeoutMs ?? 30_000);
-  const finish = async (result: ScoreTurnResult): Promise<ScoreTurnResult> => {
+  const finish = async (result: SampleDelivery): Promise<SampleDelivery> => {
     await scoring.deliverToTraining({ runId: input.runId, method: input.method, result });
     return result;
   };

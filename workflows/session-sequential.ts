@@ -15,13 +15,14 @@ import { startScoreTurn } from './score-turn-child.js';
 import type { ScoreTurnInput } from './score-turn-workflow.js';
 import {
   type SequentialSessionCarry,
+  type SessionEnd,
   type SessionInput,
+  type SessionResult,
   type SessionStatus,
   sessionDoneSignal,
   sessionStatusQuery,
   turnRecordedSignal,
 } from './session-signals.js';
-import type { SessionEnd, SessionResult } from './session-workflow.js';
 
 export async function sequentialSession(input: SessionInput): Promise<SessionResult> {
   const carried = (input.carried as SequentialSessionCarry | undefined) ?? {

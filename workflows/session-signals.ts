@@ -33,14 +33,6 @@ export interface SessionStatus {
 
 export const sessionStatusQuery = defineQuery<SessionStatus>('status');
 
-/** Workflow id of a session: one per session id, so signal-with-start always finds the same one. */
-export function sessionWorkflowId(sessionId: string): string {
-  return `session-${sessionId}`;
-}
-
-/** Task queue of the control worker (sessions, scoring, training loop, judge calls). */
-export const CONTROL_TASK_QUEUE = 'control';
-
 /** Start input of sessionWorkflow; the gateway sends it with every signal-with-start. */
 export interface SessionInput {
   sessionId: string;
@@ -83,3 +75,15 @@ export interface SequentialSessionCarry {
   highestScored: number;
   turnsScored: number;
 }
+
+/** How the session ended: the client said so, it was idle with nothing open, or its reopen horizon passed. */
+export type SessionEnd = 'done-signal' | 'idle' | 'horizon';
+
+export interface SessionResult {
+  sessionId: string;
+  end: SessionEnd;
+  turnsScored: number;
+}
+
+/** sessionWorkflow's signature: what `temporal/workflow-starts.ts` starts it with (workflows/index.ts checks it). */
+export type SessionWorkflow = (input: SessionInput) => Promise<SessionResult>;

@@ -28,22 +28,15 @@ import { sequentialSession } from './session-sequential.js';
 import {
   type SequentialSessionCarry,
   type SessionCarry,
+  type SessionEnd,
   type SessionInput,
   type SessionPhase,
+  type SessionResult,
   type SessionStatus,
   sessionDoneSignal,
   sessionStatusQuery,
   turnRecordedSignal,
 } from './session-signals.js';
-
-/** How the session ended: the client said so, it was idle with nothing open, or its reopen horizon passed. */
-export type SessionEnd = 'done-signal' | 'idle' | 'horizon';
-
-export interface SessionResult {
-  sessionId: string;
-  end: SessionEnd;
-  turnsScored: number;
-}
 
 /** Marks runs that pair turns by their kept reply; runs started before it replay the sequential loop. */
 export const PAIRING_BY_KEPT_REPLY = 'pairing-by-kept-reply';

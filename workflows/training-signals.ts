@@ -120,6 +120,5 @@ export interface TrainingRunStatus extends TrainingStatus {
   lastRefusal?: TrainerRefusal | null;
 }
 
-export function trainingWorkflowId(runId: string): string {
-  return `training-${runId}`;
-}
+/** trainingWorkflow's signature: what `temporal/workflow-starts.ts` starts it with (workflows/index.ts checks it). */
+export type TrainingWorkflow = (input: TrainingInput) => Promise<void>;

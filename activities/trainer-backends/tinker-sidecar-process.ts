@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
-import { type ReadyProcess, startReadyLineProcess } from '../../workers/ready-line-process.js';
-import { enginePython } from '../../workers/reference-engine-process.js';
+import { type ReadyProcess, startReadyLineProcess } from '../../engines/ready-line-process.js';
+import { enginePython } from '../../engines/reference-engine-process.js';
 
 export interface TinkerSidecarOptions {
   baseModel: string;

@@ -6,9 +6,9 @@
 
 import { fileURLToPath } from 'node:url';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
-import { FileSampleStore } from '../../activities/sample-store.js';
-import { connectWorker } from '../../cli/connect.js';
 import { loadConfig } from '../../core/config.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { connectWorker } from '../../temporal/connection.js';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers } from '../../workers/env-worker.js';
 import { NumberedArith } from './numbered-arith.js';

@@ -11,9 +11,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
-import { PostgresSampleStore } from '../../activities/postgres-store.js';
-import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
-import { connectClient, connectWorker } from '../../cli/connect.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import {
   type EngineKind,
@@ -23,16 +20,19 @@ import {
 } from '../../core/config.js';
 import type { EngineAdapter } from '../../engines/engine-adapter.js';
 import { createEngineAdapter } from '../../engines/engine-adapters.js';
-import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import { type FakeJudge, startFakeJudge } from '../../test/support/fake-judge-server.js';
-import { startPostgres } from '../../test/support/postgres-server.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { startVllm } from '../../workers/vllm-process.js';
+} from '../../engines/reference-engine-process.js';
+import { startVllm } from '../../engines/vllm-process.js';
+import { type RunningGateway, startGateway } from '../../gateway/main.js';
+import { PostgresSampleStore } from '../../store/postgres-store.js';
+import { FileSampleStore, type SampleStore } from '../../store/sample-store.js';
+import { connectClient, connectWorker } from '../../temporal/connection.js';
+import { type FakeJudge, startFakeJudge } from '../../test/support/fake-judge-server.js';
+import { startPostgres } from '../../test/support/postgres-server.js';
+import { createControlWorker } from '../../workers/control-worker.js';
 import { benchPayloadKeysEnv } from './payload-keys.js';
 
 export interface StackOptions {

@@ -9,8 +9,8 @@ import {
   rolloutKeys,
   toolMessage,
 } from '../../activities/rollout-records.js';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ResetResult } from '../../environments/environment.js';
+import { FileSampleStore } from '../../store/sample-store.js';
 
 const PNG = 'data:image/png;base64,iVBORw0KGgo=';
 

@@ -15,12 +15,12 @@ import {
   listSessions,
   listTrainingRuns,
   mergeJson,
-  startTrainingRun,
   trainingInputFromFlags,
 } from '../../cli/operator-commands.js';
+import { sessionWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { startTrainingRun } from '../../temporal/workflow-starts.js';
 import { workflowsPath } from '../../workers/control-worker.js';
-import { type SessionInput, sessionWorkflowId } from '../../workflows/session-signals.js';
-import { trainingWorkflowId } from '../../workflows/training-signals.js';
+import type { SessionInput } from '../../workflows/session-signals.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
 async function eventually<T>(probe: () => Promise<T | null>, timeoutMs = 20_000): Promise<T> {

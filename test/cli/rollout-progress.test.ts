@@ -10,7 +10,7 @@ import { runEval } from '../../cli/eval-command.js';
 import { rolloutInputFromFlags, runRolloutWithProgress } from '../../cli/track2-commands.js';
 import { arithProblem } from '../../environments/arith/problems.js';
 import { isEncrypted } from '../../security/payload-codec.js';
-import { envRolloutWorkflowId } from '../../workflows/agentic-signals.js';
+import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
 import { scriptsByTask, startScriptedPolicy } from '../support/scripted-policy-server.js';
 import { connectTestEnvironment, testEncryptionPlugin, testPayloadKeysEnv } from '../support/temporal.js';
 import { startTrack2, type Track2Harness } from '../track2/track2-harness.js';

@@ -13,9 +13,14 @@ import { promisify } from 'node:util';
 import { Connection } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configFromFlags } from '../../cli/cli-config.js';
-import { connectClient, describeTemporalConnection, temporalConnectionSettings } from '../../cli/connect.js';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
-import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import {
+  connectClient,
+  describeTemporalConnection,
+  temporalConnectionSettings,
+} from '../../temporal/connection.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { type CliProcess, startCli } from '../support/cli-process.js';
 import { testPayloadKeysEnv, uniqueTaskQueue } from '../support/temporal.js';
 import { startTlsTemporalServer, type TlsTemporalServer } from '../support/temporal-tls-server.js';

@@ -8,19 +8,20 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { Command } from 'commander';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { registerOperatorCommands, waitFromFlags } from '../../cli/operator-commands.js';
 import { followTrainingRun } from '../../cli/train-status.js';
 import { loadConfig } from '../../core/config.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { SampleRef, TrainingSample } from '../../core/types.js';
-import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { sampleScoredSignal, trainingWorkflowId } from '../../workflows/training-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
+import { sampleScoredSignal } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { BAR_CHARACTERS, lastFrame, recordingStreamDouble } from './terminal-stream-double.js';

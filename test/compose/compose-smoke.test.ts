@@ -19,7 +19,6 @@ import { promisify } from 'node:util';
 import { Client, Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
@@ -28,12 +27,9 @@ import { parseApiKeysFile } from '../../security/api-keys.js';
 import { isEncrypted } from '../../security/payload-codec.js';
 import { PayloadEncryptionPlugin } from '../../security/payload-encryption.js';
 import { readPayloadKeyFile } from '../../security/payload-keys.js';
-import {
-  lineageQuery,
-  sampleScoredSignal,
-  trainingStatusQuery,
-  trainingWorkflowId,
-} from '../../workflows/training-signals.js';
+import { PostgresSampleStore } from '../../store/postgres-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { Conversation, type ExpectedOutcome } from '../recovery/conversation.js';
 import { type CountContext, fullCount, servedVersion } from '../recovery/recovery-count.js';
 import { freePort } from '../support/cli-process.js';

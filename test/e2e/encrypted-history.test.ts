@@ -14,19 +14,19 @@ import { Worker } from '@temporalio/worker';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig } from '../../core/config.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
-import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import { isEncrypted } from '../../security/payload-codec.js';
-import { createControlWorker, workflowsPath } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { sessionWorkflowId } from '../../workflows/session-signals.js';
-import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { type RunningGateway, startGateway } from '../../gateway/main.js';
+import { isEncrypted } from '../../security/payload-codec.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { sessionWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker, workflowsPath } from '../../workers/control-worker.js';
+import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {
   connectTestEnvironment,

@@ -2,11 +2,11 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FileSampleStore } from '../../activities/sample-store.js';
 import { scopedSessionId, splitSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey, sessionTurnsPrefix, type TurnRecord } from '../../core/turn-record.js';
 import { apiKeyName } from '../../gateway/auth.js';
 import { sessionDoneRequest } from '../../openclaw-plugin/index.js';
+import type { FileSampleStore } from '../../store/sample-store.js';
 import type { CliProcess } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {

@@ -23,8 +23,9 @@ import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { lineageQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { lineageQuery } from '../../workflows/training-signals.js';
 import { startControlStack, untilTrainingStatus } from '../support/control-stack.js';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';

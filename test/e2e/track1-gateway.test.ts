@@ -12,8 +12,9 @@ import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { lineageQuery, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { startControlStack, untilTrainingStatus } from '../support/control-stack.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';

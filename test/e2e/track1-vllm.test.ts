@@ -20,20 +20,21 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { latestPublished } from '../../cli/engine-launch.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
-import { VllmAdapter } from '../../engines/vllm-adapter.js';
-import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { startVllm, type VllmProcess } from '../../workers/vllm-process.js';
-import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { VllmAdapter } from '../../engines/vllm-adapter.js';
+import { startVllm, type VllmProcess } from '../../engines/vllm-process.js';
+import { type RunningGateway, startGateway } from '../../gateway/main.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker } from '../../workers/control-worker.js';
+import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { freePort } from '../gateway/gateway-fixture.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';

@@ -12,25 +12,24 @@ import type { Worker } from '@temporalio/worker';
 import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../../core/config.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
-import { type RunningGateway, startGateway } from '../../gateway/main.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
+} from '../../engines/reference-engine-process.js';
+import { type RunningGateway, startGateway } from '../../gateway/main.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { scoreTurnWorkflowId, sessionWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker } from '../../workers/control-worker.js';
 import {
+  type SessionResult,
   type SessionStatus,
   sessionStatusQuery,
-  sessionWorkflowId,
 } from '../../workflows/session-signals.js';
-import type { SessionResult } from '../../workflows/session-workflow.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { startTranscriptJudge, type TranscriptJudge } from '../support/transcript-judge-server.js';

@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { trainerFromConfig } from '../../activities/trainer-backends/trainer-from-config.js';
 import { runEval } from '../../cli/eval-command.js';
 import { stepJudge } from '../../cli/track2-commands.js';
@@ -16,13 +15,14 @@ import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { buildBinaryJudgeMessages } from '../../core/judge-prompts.js';
 import { createEngineAdapter, policyEngineFromConfig } from '../../engines/engine-adapters.js';
 import { EngineHttpError } from '../../engines/engine-http.js';
-import { startGateway } from '../../gateway/main.js';
-import { engineAccessEnv, judgeApiKey } from '../../security/engine-token.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
+} from '../../engines/reference-engine-process.js';
+import { startGateway } from '../../gateway/main.js';
+import { engineAccessEnv, judgeApiKey } from '../../security/engine-token.js';
+import { FileSampleStore } from '../../store/sample-store.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
 const TOKEN = `engine-token-${process.pid}`;

@@ -8,7 +8,7 @@ import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
+} from '../../engines/reference-engine-process.js';
 import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 
 // The TypeScript side of the engine contract, against a real engine process: what the workflows will rely on.

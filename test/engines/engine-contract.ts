@@ -12,8 +12,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type CapturedTurn, TurnCapture } from '../../engines/chat-capture.js';
 import { engineChatChunkSchema } from '../../engines/chat-schema.js';
 import type { EngineAdapter } from '../../engines/engine-adapter.js';
+import { makeTinyModel } from '../../engines/reference-engine-process.js';
 import { parseSseEvents } from '../../gateway/engine-stream.js';
-import { makeTinyModel } from '../../workers/reference-engine-process.js';
 
 export interface ContractSubject {
   adapter: EngineAdapter;

@@ -1,7 +1,7 @@
 // The engine adapter contract against the real reference engine (strict, as every engine in tests).
 
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
-import { startReferenceEngine } from '../../workers/reference-engine-process.js';
+import { startReferenceEngine } from '../../engines/reference-engine-process.js';
 import { describeEngineContract, tinyWeights } from './engine-contract.js';
 
 describeEngineContract('reference', async () => {

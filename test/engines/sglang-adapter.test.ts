@@ -4,8 +4,8 @@
 
 import { describe, expect, it } from 'vitest';
 import type { EngineCall } from '../../engines/engine-http.js';
+import { startReferenceEngine } from '../../engines/reference-engine-process.js';
 import { SglangAdapter } from '../../engines/sglang-adapter.js';
-import { startReferenceEngine } from '../../workers/reference-engine-process.js';
 import { checkWithEngineCode, failures } from '../conformance/python-check.js';
 import { describeEngineContract, tinyWeights } from './engine-contract.js';
 

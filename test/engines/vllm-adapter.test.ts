@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EngineCall } from '../../engines/engine-http.js';
 import { VllmAdapter } from '../../engines/vllm-adapter.js';
-import { startVllm } from '../../workers/vllm-process.js';
+import { startVllm } from '../../engines/vllm-process.js';
 import { checkWithEngineCode, failures } from '../conformance/python-check.js';
 import { describeEngineContract, tinyWeights } from './engine-contract.js';
 

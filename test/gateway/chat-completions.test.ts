@@ -13,12 +13,12 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { derivedSessionId } from '../../core/session-id.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { sessionTurnsPrefix } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
-import type { EngineProcess } from '../../workers/reference-engine-process.js';
+import type { EngineProcess } from '../../engines/reference-engine-process.js';
+import { FileSampleStore } from '../../store/sample-store.js';
 import { findRecordedTurn, recordedTurns } from '../support/turn-lookup.js';
 import {
   type EngineStack,

@@ -9,13 +9,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import { DurableTurnRecorder } from '../../gateway/durable-turn-recorder.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import type { TurnDraft } from '../../gateway/turn-recorder.js';
+import { FileSampleStore } from '../../store/sample-store.js';
 import { CountingStore } from '../support/counting-store.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import {

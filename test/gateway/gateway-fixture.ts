@@ -8,19 +8,19 @@ import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { FastifyInstance } from 'fastify';
 import OpenAI from 'openai';
-import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
+import {
+  type EngineProcess,
+  makeTinyModel,
+  startReferenceEngine,
+} from '../../engines/reference-engine-process.js';
 import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
 import { IdempotencyKeys } from '../../gateway/idempotency.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
 import { createGateway, type GatewayOptions } from '../../gateway/server.js';
-import {
-  type EngineProcess,
-  makeTinyModel,
-  startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { sessionWorkflowId } from '../../workflows/session-signals.js';
+import { FileSampleStore, type SampleStore } from '../../store/sample-store.js';
+import { sessionWorkflowId } from '../../temporal/workflow-ids.js';
 import { connectTestEnvironment, historyValue, uniqueTaskQueue } from '../support/temporal.js';
 
 export { freePort } from '../support/free-port.js';

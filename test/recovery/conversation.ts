@@ -5,9 +5,9 @@
 
 import OpenAI from 'openai';
 import type { ChatCompletion, ChatCompletionMessageParam } from 'openai/resources/chat/completions';
-import type { SampleStore } from '../../activities/sample-store.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import type { SampleExclusionReason } from '../../core/types.js';
+import type { SampleStore } from '../../store/sample-store.js';
 import { latestTurnAt, recordedTurns } from '../support/turn-lookup.js';
 
 /** What one acknowledged turn must end up as in the sample store (method `rl`, fake judge). */

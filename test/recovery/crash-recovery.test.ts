@@ -11,13 +11,13 @@ import { join } from 'node:path';
 import type { Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { configFromFlags } from '../../cli/cli-config.js';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
 import { ensureTrainingRun } from '../../cli/training-run.js';
-import { makeTinyModel } from '../../workers/reference-engine-process.js';
-import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
-import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+import { makeTinyModel } from '../../engines/reference-engine-process.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { scoreTurnWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import {
   type CliProcess,
   cliTestEnvironment,

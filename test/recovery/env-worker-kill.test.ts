@@ -12,8 +12,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { type ObservationRecord, rolloutKeys } from '../../activities/rollout-records.js';
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
+import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
 import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
-import { envRolloutWorkflowId } from '../../workflows/agentic-signals.js';
 import {
   docker,
   ensureImage,

@@ -11,14 +11,14 @@ import { join } from 'node:path';
 import type { Connection } from '@temporalio/client';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
-import { PostgresSampleStore } from '../../activities/postgres-store.js';
 import { configFromFlags } from '../../cli/cli-config.js';
 import { ensureTrainingRun } from '../../cli/training-run.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
+} from '../../engines/reference-engine-process.js';
+import { PostgresSampleStore } from '../../store/postgres-store.js';
 import { type CliProcess, cliTestEnvironment, freePort, startCli } from '../support/cli-process.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';

@@ -3,16 +3,16 @@
 import type { Client } from '@temporalio/client';
 import type { Payload } from '@temporalio/common';
 import { expect } from 'vitest';
-import type { SampleStore } from '../../activities/sample-store.js';
 import type { TrainStepInput } from '../../activities/training-activities.js';
 import { type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
+import type { SampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import {
   type LineageEntry,
   lineageQuery,
   type TrainingRunStatus,
   trainingStatusQuery,
-  trainingWorkflowId,
 } from '../../workflows/training-signals.js';
 import type { EngineCalls } from '../support/engine-calls.js';
 import { historyValue } from '../support/temporal.js';

@@ -18,11 +18,8 @@ import {
   WarmPool,
   type WarmPoolBackend,
 } from '../../environments/warm-pool.js';
-import {
-  type EnvRolloutInput,
-  type EnvRolloutResult,
-  envRolloutWorkflowId,
-} from '../../workflows/agentic-signals.js';
+import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
+import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
 import { type ScriptedPolicyServer, startScriptedPolicy } from '../support/scripted-policy-server.js';
 import { connectTestEnvironment } from '../support/temporal.js';
 import { startTrack2, type Track2Harness } from '../track2/track2-harness.js';

@@ -14,22 +14,22 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { configFromFlags } from '../../cli/cli-config.js';
 import { scopedSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
-import { readGuiTaskFile } from '../../environments/gui/gui-tasks.js';
-import { localPath } from '../../environments/gui/task-setup.js';
-import { SweEnvironment } from '../../environments/swe/swe-environment.js';
-import { TerminalEnvironment } from '../../environments/terminal/terminal-environment.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { sessionWorkflowId } from '../../workflows/session-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { readGuiTaskFile } from '../../environments/gui/gui-tasks.js';
+import { localPath } from '../../environments/gui/task-setup.js';
+import { SweEnvironment } from '../../environments/swe/swe-environment.js';
+import { TerminalEnvironment } from '../../environments/terminal/terminal-environment.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { sessionWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker } from '../../workers/control-worker.js';
 import { freePort, sessionSignals, terminateSessions } from '../gateway/gateway-fixture.js';
 import { type CliProcess, cliTestEnvironment, startCli } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';

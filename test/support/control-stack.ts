@@ -5,15 +5,12 @@ import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import type { OpenClawConfig } from '../../core/config.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import { createControlWorker } from '../../workers/control-worker.js';
-import {
-  type TrainingRunStatus,
-  trainingStatusQuery,
-  trainingWorkflowId,
-} from '../../workflows/training-signals.js';
+import { type TrainingRunStatus, trainingStatusQuery } from '../../workflows/training-signals.js';
 
 export interface ControlStack {
   store: FileSampleStore;

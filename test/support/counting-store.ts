@@ -1,4 +1,4 @@
-import { type CreateOptions, FileSampleStore } from '../../activities/sample-store.js';
+import { type CreateOptions, FileSampleStore } from '../../store/sample-store.js';
 
 /** The real file store, counting the operations made on it (how much work a request does, not how long). */
 export class CountingStore extends FileSampleStore {

@@ -1,7 +1,7 @@
 // A process that journals turns in a filesystem store and dies by SIGKILL right after the last one is
 // acknowledged, before its files can be written: what a gateway killed between its answer and the rest leaves.
 // Prints `acked <key>` for each turn made durable. Usage: tsx journal-writer-process.ts <store root> <turns>
-import { FileSampleStore, storeKey } from '../../activities/sample-store.js';
+import { FileSampleStore, storeKey } from '../../store/sample-store.js';
 import { testTurnEntry } from './outbox-entries.js';
 
 const [root, count] = process.argv.slice(2);

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { FileSampleStore } from '../../activities/sample-store.js';
+import { FileSampleStore } from '../../store/sample-store.js';
 import { type CliProcess, freePortPair, startCli } from './cli-process.js';
 
 /** `openclaw-rl dev` started as docs/openclaw.md tells a user, for the real OpenClaw agent to talk to. */

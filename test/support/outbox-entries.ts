@@ -1,6 +1,6 @@
 // Outbox entries for store, relay and benchmark code: a main turn's entry as the gateway writes it, for a
 // session workflow started on `control` with settings that need no worker to make sense.
-import { type OutboxEntry, type OutboxWorkflow, turnEntry } from '../../activities/outbox.js';
+import { type OutboxEntry, type OutboxWorkflow, turnEntry } from '../../store/outbox.js';
 
 export const TEST_OUTBOX_WORKFLOW: OutboxWorkflow = {
   taskQueue: 'control',

@@ -1,5 +1,4 @@
 import type { Client } from '@temporalio/client';
-import type { SampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import type { OpenClawConfig } from '../../core/config.js';
 import type { TurnRef } from '../../core/types.js';
@@ -10,7 +9,9 @@ import {
 } from '../../gateway/durable-turn-recorder.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
-import { type SessionInput, sessionDoneSignal, sessionWorkflowId } from '../../workflows/session-signals.js';
+import type { SampleStore } from '../../store/sample-store.js';
+import { sessionWorkflowId } from '../../temporal/workflow-ids.js';
+import { type SessionInput, sessionDoneSignal } from '../../workflows/session-signals.js';
 import type { EngineCalls } from './engine-calls.js';
 
 interface EngineChatChoice {

@@ -2,9 +2,9 @@
 // position and the reply the client received (a turn's id is a digest of what was said, which a client does
 // not see).
 
-import { FileSampleStore, type SampleStore } from '../../activities/sample-store.js';
 import { parseTurnSampleId } from '../../core/sample-id.js';
 import { sessionTurnsPrefix, type TurnRecord } from '../../core/turn-record.js';
+import { FileSampleStore, type SampleStore } from '../../store/sample-store.js';
 
 /**
  * Every turn record of a session, oldest first. A gateway's journaled turns are in the files a few milliseconds

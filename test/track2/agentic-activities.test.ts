@@ -10,11 +10,11 @@ import {
   type StepManifest,
 } from '../../activities/agentic-activities.js';
 import { type RolloutStepRecord, rolloutKeys } from '../../activities/rollout-records.js';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { normaliseGroupRewards, normaliseStepWise } from '../../core/advantages.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
+import { FileSampleStore } from '../../store/sample-store.js';
 import type { SlotResult } from '../../workflows/agentic-signals.js';
 
 describe('assembleStepSamples', () => {

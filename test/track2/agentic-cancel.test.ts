@@ -13,12 +13,8 @@ import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import type { Environment } from '../../environments/environment.js';
 import { LABELS } from '../../environments/sandbox-lease.js';
 import { ToolcallEnvironment } from '../../environments/toolcall/toolcall-environment.js';
-import {
-  type AgenticTrainingInput,
-  agenticWorkflowId,
-  type EnvRolloutResult,
-  envRolloutWorkflowId,
-} from '../../workflows/agentic-signals.js';
+import { agenticWorkflowId, envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
+import type { AgenticTrainingInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
 import { rolloutIdFor } from '../../workflows/rollout-batch-workflow.js';
 import { docker, ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS } from '../sandbox/sandbox-fixture.js';
 import { GatedSandboxProvider } from '../support/gated-sandbox-provider.js';

@@ -7,6 +7,7 @@ import { agenticStepKey, type StepManifest } from '../../activities/agentic-acti
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
 import { createTrainingActivities } from '../../activities/training-activities.js';
 import { isConstantRewardGroup, normaliseGroupRewards } from '../../core/advantages.js';
+import { isTrainable } from '../../core/step-groups.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
@@ -14,14 +15,13 @@ import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
+} from '../../engines/reference-engine-process.js';
+import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
 import {
   type AgenticTrainingInput,
   agenticStatusQuery,
-  agenticWorkflowId,
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
-import { isTrainable } from '../../workflows/step-groups.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment } from '../support/temporal.js';

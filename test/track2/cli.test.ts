@@ -13,13 +13,13 @@ import {
   registerTrack2Commands,
   rolloutInputFromFlags,
   runRollout,
-  startAgenticRun,
   watchAgenticRun,
 } from '../../cli/track2-commands.js';
 import { arithProblem } from '../../environments/arith/problems.js';
+import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
+import { startAgenticRun } from '../../temporal/workflow-starts.js';
 import {
   type AgenticStatus,
-  agenticWorkflowId,
   pauseAgenticUpdate,
   resumeAgenticUpdate,
   type StepSummary,

@@ -18,8 +18,8 @@ import type {
   SandboxProvider,
   SandboxSpec,
 } from '../../environments/sandbox.js';
+import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
 import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
-import { envRolloutWorkflowId } from '../../workflows/agentic-signals.js';
 import { type ScriptedTurn, scriptsByTask, startScriptedPolicy } from '../support/scripted-policy-server.js';
 import { connectTestEnvironment } from '../support/temporal.js';
 import { startTrack2, type Track2Harness } from './track2-harness.js';

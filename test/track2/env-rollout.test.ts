@@ -5,8 +5,8 @@ import type { Judge } from '../../activities/judge-client.js';
 import { type RolloutStepRecord, rolloutKeys } from '../../activities/rollout-records.js';
 import { OMITTED_MIDDLE } from '../../core/context-truncation.js';
 import { arithProblem } from '../../environments/arith/problems.js';
+import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
 import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
-import { envRolloutWorkflowId } from '../../workflows/agentic-signals.js';
 import { saveHistory } from '../support/histories.js';
 import {
   bytesOf,

@@ -8,14 +8,14 @@ import { join } from 'node:path';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agenticStepKey, type StepManifest } from '../../activities/agentic-activities.js';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { answerRight, NumberedArith } from '../../bench/support/numbered-arith.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers, type EnvWorkers } from '../../workers/env-worker.js';
 import {
   type AgenticTrainingInput,
   agenticStatusQuery,
-  agenticWorkflowId,
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
 import { startScriptedPolicy } from '../support/scripted-policy-server.js';

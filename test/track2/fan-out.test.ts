@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agenticStepKey, type StepManifest } from '../../activities/agentic-activities.js';
 import { ArithEnvironment } from '../../environments/arith/arith-environment.js';
 import { arithProblem } from '../../environments/arith/problems.js';
+import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
 import {
   type AgenticTrainingInput,
   agenticStatusQuery,
-  agenticWorkflowId,
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
 import {

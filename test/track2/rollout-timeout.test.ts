@@ -6,11 +6,8 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rolloutKeys } from '../../activities/rollout-records.js';
 import { arithProblem } from '../../environments/arith/problems.js';
-import {
-  type AgenticTrainingInput,
-  agenticWorkflowId,
-  type StepSummary,
-} from '../../workflows/agentic-signals.js';
+import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
+import type { AgenticTrainingInput, StepSummary } from '../../workflows/agentic-signals.js';
 import { rolloutIdFor } from '../../workflows/rollout-batch-workflow.js';
 import { eventually } from '../sandbox/sandbox-fixture.js';
 import {

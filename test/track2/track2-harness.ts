@@ -6,17 +6,14 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker, type WorkerOptions } from '@temporalio/worker';
 import type { Judge } from '../../activities/judge-client.js';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import type { EnvironmentRegistry } from '../../environments/environment.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
 import type { SandboxProvider } from '../../environments/sandbox.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers, type EnvWorkers } from '../../workers/env-worker.js';
-import {
-  type EnvRolloutInput,
-  type EnvRolloutResult,
-  envRolloutWorkflowId,
-} from '../../workflows/agentic-signals.js';
+import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
 import { uniqueTaskQueue } from '../support/temporal.js';
 
 export interface RunningEnvHost {

@@ -13,18 +13,15 @@ import type { RolloutStepRecord } from '../../activities/rollout-records.js';
 import { rolloutKeys } from '../../activities/rollout-records.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
 import { createTrainingActivities } from '../../activities/training-activities.js';
-import { VllmAdapter } from '../../engines/vllm-adapter.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { startVllm, type VllmProcess } from '../../workers/vllm-process.js';
-import {
-  type AgenticTrainingInput,
-  agenticWorkflowId,
-  type StepSummary,
-} from '../../workflows/agentic-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { VllmAdapter } from '../../engines/vllm-adapter.js';
+import { startVllm, type VllmProcess } from '../../engines/vllm-process.js';
+import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
+import type { AgenticTrainingInput, StepSummary } from '../../workflows/agentic-signals.js';
 import { connectTestEnvironment } from '../support/temporal.js';
 import { startTrack2, type Track2Harness } from './track2-harness.js';
 

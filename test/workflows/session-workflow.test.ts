@@ -4,26 +4,22 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { OutboxEntry } from '../../activities/outbox.js';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
-import { sessionDelivery } from '../../gateway/outbox-delivery.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
-import {
-  sessionStatusQuery,
-  sessionWorkflowId,
-  turnRecordedSignal,
-} from '../../workflows/session-signals.js';
-import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { sessionDelivery } from '../../gateway/outbox-delivery.js';
+import type { OutboxEntry } from '../../store/outbox.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { scoreTurnWorkflowId, sessionWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker } from '../../workers/control-worker.js';
+import { sessionStatusQuery, turnRecordedSignal } from '../../workflows/session-signals.js';
+import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { saveHistory } from '../support/histories.js';

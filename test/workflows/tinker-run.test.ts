@@ -10,7 +10,6 @@ import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import {
   startTinkerSidecar,
   type TinkerSidecarProcess,
@@ -19,14 +18,11 @@ import { TINKER_SAMPLER_FILE } from '../../activities/trainer-backends/tinker-tr
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { SampleRef, TrainingSample } from '../../core/types.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import { createTrainerWorker } from '../../workers/trainer-worker.js';
-import {
-  lineageQuery,
-  sampleScoredSignal,
-  trainingStatusQuery,
-  trainingWorkflowId,
-} from '../../workflows/training-signals.js';
+import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 

@@ -4,20 +4,19 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { scoreTurnWorkflowId } from '../../workflows/score-turn-workflow.js';
-import { sessionWorkflowId } from '../../workflows/session-signals.js';
-import { lineageQuery, trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { scoreTurnWorkflowId, sessionWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker } from '../../workers/control-worker.js';
+import { lineageQuery, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { saveHistory } from '../support/histories.js';

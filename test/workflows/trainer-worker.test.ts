@@ -11,25 +11,21 @@ import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import Docker from 'dockerode';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { EPOCH_LABEL } from '../../activities/trainer-backends/slime-trainer.js';
 import { trainerFromConfig } from '../../activities/trainer-backends/trainer-from-config.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { sampleKey } from '../../core/turn-record.js';
 import type { SampleRef, TrainingSample } from '../../core/types.js';
-import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
+} from '../../engines/reference-engine-process.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import { createTrainerWorker } from '../../workers/trainer-worker.js';
-import {
-  lineageQuery,
-  sampleScoredSignal,
-  trainingStatusQuery,
-  trainingWorkflowId,
-} from '../../workflows/training-signals.js';
+import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';

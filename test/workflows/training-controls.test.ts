@@ -5,7 +5,6 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
 import { checkpointPath, createTrainingActivities } from '../../activities/training-activities.js';
 import { TRAINER_LOST_STEP } from '../../activities/training-errors.js';
@@ -14,12 +13,14 @@ import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/types.js';
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
-import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
+} from '../../engines/reference-engine-process.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   lineageQuery,
   pauseUpdate,
@@ -28,7 +29,6 @@ import {
   sampleScoredSignal,
   type TrainingRunStatus,
   trainingStatusQuery,
-  trainingWorkflowId,
 } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';

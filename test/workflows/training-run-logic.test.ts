@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
 import { createTrainingActivities, type RunRecord } from '../../activities/training-activities.js';
 import { latestPublished } from '../../cli/engine-launch.js';
@@ -13,6 +12,8 @@ import { lineageKey, runRecordKey } from '../../core/training-keys.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/types.js';
 import type { EngineAdapter, PublishRequest } from '../../engines/engine-adapter.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { CARRIED_MAX } from '../../workflows/training-queue.js';
 import {
@@ -26,7 +27,6 @@ import {
   type TrainingInput,
   type TrainingRunStatus,
   trainingStatusQuery,
-  trainingWorkflowId,
 } from '../../workflows/training-signals.js';
 import { saveHistory } from '../support/histories.js';
 import { RecordingTrainerDouble } from '../support/recording-trainer-double.js';

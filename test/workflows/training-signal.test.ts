@@ -4,7 +4,6 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FileSampleStore } from '../../activities/sample-store.js';
 import { createScoringActivities } from '../../activities/scoring-activities.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
 import { createTrainingActivities } from '../../activities/training-activities.js';
@@ -16,14 +15,16 @@ import { lossSettingsSchema, optimizerSettingsSchema } from '../../core/training
 import { sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
-import { conversationIdentity, turnDigest } from '../../gateway/conversation-identity.js';
-import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
-} from '../../workers/reference-engine-process.js';
-import { trainingStatusQuery, trainingWorkflowId } from '../../workflows/training-signals.js';
+} from '../../engines/reference-engine-process.js';
+import { conversationIdentity, turnDigest } from '../../gateway/conversation-identity.js';
+import { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
+import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { endSessionDirectly, recordTurnDirectly } from '../support/track1-harness.js';

@@ -31,7 +31,7 @@ export interface SampleStore {
   /** Keys directly or indirectly under `prefix`, sorted. */
   list(prefix: string): Promise<string[]>;
   delete(key: string): Promise<void>;
-  /** What is still to be told to session workflows (activities/outbox.ts). */
+  /** What is still to be told to session workflows (store/outbox.ts). */
   readonly outbox: Outbox;
   /** Releases connections; the store is not used afterwards. */
   close?(): Promise<void>;

@@ -6,15 +6,15 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import type { ReadyProcess } from './ready-line-process.js';
+import { spawnServer } from './ready-line-process.js';
 import {
   VLLM_SERVER_ENV,
   VLLM_SERVER_MODULE,
   type VllmServerSettings,
   vllmApiKeyEnv,
   vllmServerArgs,
-} from '../engines/vllm-server-args.js';
-import type { ReadyProcess } from './ready-line-process.js';
-import { spawnServer } from './ready-line-process.js';
+} from './vllm-server-args.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 

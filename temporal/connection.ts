@@ -9,10 +9,18 @@ import { Client, Connection } from '@temporalio/client';
 import { type ClientConnectConfig, loadClientConnectConfig } from '@temporalio/envconfig';
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import type { OpenClawConfig } from '../core/config.js';
-import { TEMPORAL_RECONNECT_ARGS } from '../gateway/outbox-delivery.js';
 import { type PayloadEncryption, payloadEncryptionFromConfig } from '../security/payload-encryption.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/**
+ * gRPC reconnect backoff for clients that deliver: grpc-js backs off up to 120 s between reconnects by
+ * default, so after a minute's outage the first delivery could wait that long for the channel; 2 s at most.
+ */
+export const TEMPORAL_RECONNECT_ARGS = {
+  'grpc.initial_reconnect_backoff_ms': 250,
+  'grpc.max_reconnect_backoff_ms': 2_000,
+} as const;
 
 /** The envconfig profile (file + `TEMPORAL_*` variables) this environment selects. */
 export function temporalProfile(env: Env = process.env): ClientConnectConfig {

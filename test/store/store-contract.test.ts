@@ -4,10 +4,10 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ClaimLimit } from '../../activities/outbox.js';
-import { PostgresSampleStore } from '../../activities/postgres-store.js';
-import { FileSampleStore, type SampleStore, storeKey } from '../../activities/sample-store.js';
 import type { TurnRef } from '../../core/types.js';
+import type { ClaimLimit } from '../../store/outbox.js';
+import { PostgresSampleStore } from '../../store/postgres-store.js';
+import { FileSampleStore, type SampleStore, storeKey } from '../../store/sample-store.js';
 import { testTurnEntry } from '../support/outbox-entries.js';
 import { type PostgresServer, startPostgres } from '../support/postgres-server.js';
 

@@ -1,6 +1,6 @@
 // A training step's GRPO groups (one per task, rollouts in sample order), built from its batches' slot
 // results; pure, so the training workflow (older runs) and the bookkeeping activity build them alike.
-import type { SlotResult } from './agentic-signals.js';
+import type { SlotResult } from '../workflows/agentic-signals.js';
 
 export interface GroupRollout {
   rolloutId: string;

@@ -4,13 +4,8 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { sessionDoneEntry } from '../../activities/outbox.js';
-import {
-  FILE_JOURNAL_DIR,
-  FILE_OUTBOX_DIR,
-  FileSampleStore,
-  storeKey,
-} from '../../activities/sample-store.js';
+import { sessionDoneEntry } from '../../store/outbox.js';
+import { FILE_JOURNAL_DIR, FILE_OUTBOX_DIR, FileSampleStore, storeKey } from '../../store/sample-store.js';
 import { TEST_OUTBOX_WORKFLOW, testTurnEntry } from '../support/outbox-entries.js';
 
 const run = promisify(execFile);

@@ -2,8 +2,8 @@ import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { DirectorySyncs } from '../../activities/durable-file.js';
-import { FILE_OUTBOX_DIR, FileSampleStore, storeKey } from '../../activities/sample-store.js';
+import { DirectorySyncs } from '../../store/durable-file.js';
+import { FILE_OUTBOX_DIR, FileSampleStore, storeKey } from '../../store/sample-store.js';
 import { testTurnEntry } from '../support/outbox-entries.js';
 
 describe('FileSampleStore', () => {
