@@ -214,8 +214,9 @@ describe.each(backends)('$name', ({ make }) => {
 
 describe('PostgresSampleStore outbox leases', () => {
   it('leases sessions one by one: two relays share the work without sharing a session', async () => {
-    const store = await backends[1]?.make();
-    if (!store) throw new Error('no store');
+    // By name: this is the PostgreSQL store's per-session lease (the filesystem store leases its whole outbox).
+    const store = await backends.find((backend) => backend.name === 'PostgresSampleStore')?.make();
+    if (!(store instanceof PostgresSampleStore)) throw new Error('no PostgreSQL store');
     for (const session of ['s1', 's2', 's3', 's4'])
       for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
     const [a, b] = await Promise.all([
