@@ -151,6 +151,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     apiKeys: apiKeys.keys,
     bodyLimitBytes: deps.bodyLimitBytes ?? config.gateway.bodyLimitBytes,
     rateLimitPerMinute: config.gateway.rateLimitPerMinute,
+    metricsNeedKey: apiKeys.keys.length > 0 && !isLoopbackHost(config.gateway.host),
     ...(deps.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: deps.upstreamTimeoutMs } : {}),
     logger: deps.logger ?? { level: 'info' },
     metrics,

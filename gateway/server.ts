@@ -66,6 +66,12 @@ export interface GatewayOptions {
   processMetrics?: boolean;
   /** The metrics to export (default: new ones); startGateway shares them with its outbox relay. */
   metrics?: GatewayMetrics;
+  /**
+   * /metrics asks for an API key like the API does (Prometheus sends one with `authorization: credentials`).
+   * startGateway sets it when the gateway has keys and listens beyond loopback: its figures (tenants' request
+   * counts, outbox depth) are not for anyone who can reach the port.
+   */
+  metricsNeedKey?: boolean;
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -73,8 +79,8 @@ export const DEFAULT_UPSTREAM_TIMEOUT_MS = 15 * 60 * 1000;
 
 const CHAT_ROUTE = '/v1/chat/completions';
 
-/** Routes anyone may call: liveness for orchestrators, metrics for scrapers. */
-const PUBLIC_ROUTES = new Set(['/healthz', '/metrics']);
+const HEALTH_ROUTE = '/healthz';
+const METRICS_ROUTE = '/metrics';
 
 export function createGateway(options: GatewayOptions): FastifyInstance {
   const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
@@ -92,6 +98,9 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
     onError: (kind) => metrics.upstreamError(kind),
   });
   const auth = createApiKeyCheck(options.apiKeys ?? []);
+  // Routes anyone may call: liveness for orchestrators (which says no more than that without a key), and metrics
+  // for scrapers unless they need a key.
+  const publicRoutes = new Set(options.metricsNeedKey ? [HEALTH_ROUTE] : [HEALTH_ROUTE, METRICS_ROUTE]);
   if (auth.open)
     app.log.warn(
       'NO API KEYS CONFIGURED: the gateway accepts every request without authentication. ' +
@@ -111,7 +120,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
   app.addHook('onRequest', async (request, reply) => {
     const startedAt = process.hrtime.bigint();
     observeRequest(metrics, request, reply, startedAt);
-    contexts.set(request, { ...authenticate(auth, request), startedAt });
+    contexts.set(request, { ...authenticate(auth, publicRoutes, request), startedAt });
   });
 
   const limit = options.rateLimitPerMinute ?? 0;
@@ -125,7 +134,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
         const { keyName } = contextOf(request);
         return keyName ? `key:${keyName}` : `ip:${request.ip}`;
       },
-      allowList: (request) => PUBLIC_ROUTES.has(request.url.split('?')[0] ?? ''),
+      allowList: (request) => publicRoutes.has(request.url.split('?')[0] ?? ''),
       errorResponseBuilder: (_request, context) =>
         rateLimited(context.max, Math.max(1, Math.ceil(context.ttl / 1000))),
     });
@@ -146,12 +155,16 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
 
   // Registered as a plugin so that it loads after the rate limiter, whose hook attaches to routes as they are added.
   app.register(async (routes) => {
-    routes.get('/healthz', async () => ({
-      ok: true,
-      engine: { url: upstream.baseUrl, kind: engine.kind, reachable: await upstream.reachable() },
-    }));
+    routes.get(HEALTH_ROUTE, async (request) => {
+      const reachable = await upstream.reachable();
+      // Where the engine is and what it is only for a caller with a key (or on an open gateway, which only
+      // listens beyond loopback when its operator said so): a scanner learns that the gateway is up, no more.
+      if (!auth.open && auth.check(request.headers.authorization).ok !== true)
+        return { ok: true, engine: { reachable } };
+      return { ok: true, engine: { url: upstream.baseUrl, kind: engine.kind, reachable } };
+    });
 
-    routes.get('/metrics', async (_request, reply) => {
+    routes.get(METRICS_ROUTE, async (_request, reply) => {
       reply.type(metrics.registry.contentType);
       return metrics.registry.metrics();
     });
@@ -178,9 +191,9 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
 }
 
 /** Checks the bearer key on every non-public route (before the body is read); returns who is calling. */
-function authenticate(auth: ApiKeyCheck, request: FastifyRequest): Caller {
+function authenticate(auth: ApiKeyCheck, publicRoutes: ReadonlySet<string>, request: FastifyRequest): Caller {
   const path = request.url.split('?')[0] ?? '';
-  if (PUBLIC_ROUTES.has(path)) return { tenant: LOCAL_TENANT, keyName: '' };
+  if (publicRoutes.has(path)) return { tenant: LOCAL_TENANT, keyName: '' };
   const result = auth.check(request.headers.authorization);
   if (!result.ok) throw result.error;
   return { tenant: result.tenant, keyName: result.keyName };

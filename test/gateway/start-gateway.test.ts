@@ -52,6 +52,49 @@ describe('startGateway', () => {
   });
 });
 
+describe('startGateway beyond loopback', () => {
+  it('tells a caller without a key only that it is up, and keeps /metrics behind the key', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'openclaw-wide-gateway-'));
+    const [port, enginePort] = [await freePort(), await freePort()];
+    const engineUrl = `http://127.0.0.1:${enginePort}`;
+    const loaded = loadConfig(
+      { OPENCLAW_API_KEYS: 'k1' },
+      { dataDir: dir, gateway: { port, host: '0.0.0.0' }, engine: { url: engineUrl } },
+    );
+    if (!loaded.ok) throw new Error(loaded.error);
+    const gateway = await startGateway(loaded.config, {
+      temporalAddress: inject('temporalAddress'),
+      temporalNamespace: inject('temporalNamespace'),
+      logger: false,
+    });
+    const get = (path: string, key?: string) =>
+      fetch(`${gateway.url}${path}`, key ? { headers: { authorization: `Bearer ${key}` } } : {});
+    try {
+      const anonymous = await get('/healthz');
+      expect(anonymous.status).toBe(200);
+      expect(await anonymous.json()).toEqual({ ok: true, engine: { reachable: false } });
+      expect(await (await get('/healthz', 'wrong')).json()).toEqual({
+        ok: true,
+        engine: { reachable: false },
+      });
+      expect(await (await get('/healthz', 'k1')).json()).toEqual({
+        ok: true,
+        engine: { url: engineUrl, kind: 'reference', reachable: false },
+      });
+      const metrics = await get('/metrics');
+      expect(metrics.status).toBe(401);
+      expect(await metrics.text()).not.toContain('openclaw_');
+      expect((await get('/metrics', 'wrong')).status).toBe(401);
+      const keyed = await get('/metrics', 'k1');
+      expect(keyed.status).toBe(200);
+      expect(await keyed.text()).toMatch(/^openclaw_outbox_depth \d+$/m);
+    } finally {
+      await gateway.close();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('startGateway without Temporal', () => {
   it('starts and answers while nothing listens at the Temporal address, its outbox on /metrics', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'openclaw-no-temporal-'));
