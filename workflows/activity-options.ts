@@ -1,6 +1,7 @@
-// The activity options the workflows schedule with, one home for each kind of call. Every timeout and retry
-// value here is part of the commands a workflow records: changing one changes what running workflows replay
-// against, so a new value needs a new name (and the old one kept for the runs that use it).
+// Activity options of the workflows' bookkeeping (store writes, a step's own activities) and of trainer calls,
+// in one place. Every timeout and retry value here is part of the commands a workflow records: changing one
+// changes what running workflows replay against, so a new value needs a new name (and the old one kept for the
+// runs that use it). Judge and rollout calls keep their options beside the code that makes them.
 import type { ActivityOptions } from '@temporalio/workflow';
 import { TRAINER_REFUSED } from '../activities/training-errors.js';
 
