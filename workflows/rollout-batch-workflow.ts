@@ -19,6 +19,7 @@ import { envRolloutInputSchema } from '../core/rollout-settings.js';
 import { describeZodError } from '../core/training-settings.js';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 import { envRolloutWorkflowId } from '../temporal/workflow-ids.js';
+import { batchResultsWrite } from './activity-options.js';
 import {
   type BatchProgress,
   batchStatusQuery,
@@ -163,11 +164,9 @@ export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<Ro
   await report();
   const finished = results.filter((r): r is SlotResult => r !== undefined);
   if (input.resultsKey === undefined) return { batchIndex: input.batchIndex, results: finished };
-  const bookkeeping = proxyActivities<AgenticActivities>({
-    taskQueue: input.template.envTaskQueue ?? ENV_TASK_QUEUE,
-    startToCloseTimeout: '5 minutes',
-    retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' },
-  });
+  const bookkeeping = proxyActivities<AgenticActivities>(
+    batchResultsWrite(input.template.envTaskQueue ?? ENV_TASK_QUEUE),
+  );
   await bookkeeping.recordBatchResults({
     key: input.resultsKey,
     record: { batchIndex: input.batchIndex, results: finished },

@@ -12,6 +12,7 @@ import {
   selectHint,
 } from '../core/judge-votes.js';
 import type { Method, SupersededPolicy, TurnRef } from '../core/types.js';
+import { scoringStoreWrites } from './activity-options.js';
 import type { SampleDelivery } from './training-signals.js';
 
 export interface ScoreTurnInput {
@@ -44,11 +45,7 @@ function modelCalls(heartbeatTimeoutMs: number) {
   });
 }
 
-// Store writes and a signal: quick, so a short timeout lets a dead worker's attempt be retried soon.
-const scoring = proxyActivities<ScoringActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '1 minute' },
-});
+const scoring = proxyActivities<ScoringActivities>(scoringStoreWrites);
 
 /** A judge call that exhausted its retries counts as no vote (spec 4.3: a failed call is `None`). */
 async function vote(call: () => Promise<string>): Promise<string | null> {

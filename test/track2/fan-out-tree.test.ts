@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { agenticTrainingInputSchema } from '../../core/rollout-settings.js';
 import type { RolloutSlot } from '../../workflows/agentic-signals.js';
-import { batchSlots, laneWindows, tasksForStep } from '../../workflows/agentic-training-workflow.js';
+import { batchSlots, laneWindows, tasksForStep } from '../../workflows/agentic-step-plan.js';
 import { rolloutIdFor } from '../../workflows/rollout-batch-workflow.js';
 
 const slots = (groups: number, n: number): RolloutSlot[] =>

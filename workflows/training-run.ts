@@ -1,0 +1,370 @@
+// The state of one training run's execution and the phases trainingWorkflow runs it through: what it carries
+// over continue-as-new (counts, lineage, the waiting samples), its handlers, and one method per phase of the
+// loop. The loop itself is in training-workflow.ts; runs started before incarnations replay theirs from
+// training-before-incarnations.ts with the same state and the phases it shares.
+//
+// The order of the commands each phase issues (activities, conditions, continue-as-new) is what recorded
+// histories replay against: move code between phases only when the commands stay in the same order.
+
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { z } from 'zod';
+import type { TrainingActivities, TrainStepInput } from '../activities/training-activities.js';
+import { TRAINER_REFUSED } from '../activities/training-errors.js';
+import { samplesByTenant } from '../core/tenant.js';
+import {
+  describeZodError,
+  type ResolvedTrainingSettings,
+  reconfigurationSchema,
+  type trainingInputSchema,
+} from '../core/training-settings.js';
+import type { Method, SampleRef, TrainingStatus } from '../core/types.js';
+import { trainerCalls, trainingStoreWrites } from './activity-options.js';
+import { trainAndPublish } from './train-and-publish.js';
+import { TrainingQueue } from './training-queue.js';
+import {
+  type LineageEntry,
+  lineageQuery,
+  pauseUpdate,
+  reconfigureUpdate,
+  resumeUpdate,
+  type SampleDelivery,
+  sampleScoredSignal,
+  type TrainingCarry,
+  type TrainingReconfiguration,
+  type TrainingRunStatus,
+  type TrainingWorkflow,
+  trainingStatusQuery,
+} from './training-signals.js';
+
+const RECENT_IDS_KEPT = 5_000;
+const LINEAGE_KEPT = 100;
+
+export type ParsedTrainingInput = z.output<typeof trainingInputSchema>;
+
+/** The batch the next step trains, and the version and step id it will publish under. */
+export interface PlannedStep {
+  batch: SampleRef[];
+  sampleIds: string[];
+  version: number;
+  stepId: string;
+}
+
+export interface PublishedStep {
+  metrics: Record<string, number>;
+  checkpoint: string;
+}
+
+const bookkeeping = proxyActivities<TrainingActivities>(trainingStoreWrites);
+
+/** The refusal's message when `error` is a step the trainer refused (or a sample it could not find). */
+function refusalOf(error: unknown): string | null {
+  if (!(error instanceof ActivityFailure) || !(error.cause instanceof ApplicationFailure)) return null;
+  return error.cause.type === TRAINER_REFUSED ? error.cause.message : null;
+}
+
+export class TrainingRun {
+  readonly runId: string;
+  readonly method: Method;
+  settings: ResolvedTrainingSettings;
+  readonly state: TrainingCarry;
+  readonly queue: TrainingQueue;
+  /** The run id's incarnation; undefined only in runs started before incarnations existed. */
+  readonly incarnation: string | undefined;
+  private readonly recent: Set<string>;
+  private readonly beginsIncarnation: boolean;
+  private stepsThisRun = 0;
+
+  /** `incarnations`: whether this run has incarnations (false only in runs started before they existed). */
+  constructor(
+    input: ParsedTrainingInput,
+    carriedIn: TrainingCarry | undefined,
+    { incarnations }: { incarnations: boolean },
+  ) {
+    this.runId = input.runId;
+    this.method = input.method;
+    this.settings = input.settings;
+    const carried: TrainingCarry = carriedIn ?? {
+      policyVersion: input.initialPolicyVersion,
+      stepsCompleted: 0,
+      samplesTrained: 0,
+      samplesExcluded: 0,
+      exclusionsByReason: {},
+      pending: [],
+      recentIds: [],
+      lastStepId: null,
+      lastCheckpoint: null,
+      lastMetrics: null,
+      lineage: [],
+      paused: false,
+    };
+    this.state = { ...carried, lineage: [...carried.lineage] };
+    this.queue = new TrainingQueue(carried);
+    this.recent = new Set(this.state.recentIds);
+    this.beginsIncarnation = incarnations && this.state.incarnation === undefined;
+    if (this.beginsIncarnation) this.state.incarnation = workflowInfo().firstExecutionRunId;
+    this.incarnation = this.state.incarnation;
+  }
+
+  status(): TrainingRunStatus {
+    const { state, queue, incarnation } = this;
+    const base: TrainingStatus = {
+      runId: this.runId,
+      method: this.method,
+      policyVersion: state.policyVersion,
+      stepsCompleted: state.stepsCompleted,
+      pendingSamples: queue.size,
+      samplesTrained: state.samplesTrained,
+      samplesExcluded: state.samplesExcluded,
+      paused: state.paused,
+      lastStepId: state.lastStepId,
+    };
+    return {
+      ...base,
+      exclusionsByReason: { ...state.exclusionsByReason },
+      lastMetrics: state.lastMetrics,
+      lastCheckpoint: state.lastCheckpoint,
+      settings: this.settings,
+      ...(incarnation !== undefined && { incarnation }),
+      backlogSamples: queue.backlogSize,
+      lastRefusal: state.lastRefusal ?? null,
+    };
+  }
+
+  registerHandlers(): void {
+    setHandler(sampleScoredSignal, (delivery) => this.receive(delivery));
+    setHandler(trainingStatusQuery, () => this.status());
+    setHandler(lineageQuery, (filter) =>
+      filter?.version === undefined
+        ? [...this.state.lineage]
+        : this.state.lineage.filter((e) => e.version === filter.version),
+    );
+    setHandler(pauseUpdate, () => {
+      this.state.paused = true;
+      return this.status();
+    });
+    setHandler(resumeUpdate, () => {
+      this.state.paused = false;
+      return this.status();
+    });
+    setHandler(reconfigureUpdate, (change) => this.reconfigure(change), {
+      validator: (change) => {
+        const result = reconfigurationSchema.safeParse(change);
+        if (!result.success) throw new Error(`invalid reconfiguration: ${describeZodError(result.error)}`);
+      },
+    });
+  }
+
+  /** Records the run's new incarnation, once, in the first execution that has one. */
+  async beginIncarnation(): Promise<void> {
+    if (this.beginsIncarnation && this.incarnation !== undefined)
+      await bookkeeping.beginIncarnation({ runId: this.runId, incarnation: this.incarnation });
+  }
+
+  batchReady(): boolean {
+    return !this.state.paused && this.queue.ready(this.settings.batchSize);
+  }
+
+  /**
+   * Waits until a batch is ready, bringing spilled samples back from the store before it waits on a batch they
+   * would fill; continues as new instead once the history is full. False when the loop should look again.
+   */
+  async waitForBatch(): Promise<boolean> {
+    const { queue } = this;
+    while (queue.needsRefill(this.settings.batchSize)) await queue.refill(bookkeeping);
+    await condition(
+      () => this.batchReady() || this.historyFull() || queue.needsRefill(this.settings.batchSize),
+    );
+    if (this.batchReady()) return true;
+    if (this.historyFull()) await this.continueAsNew({ spillBacklog: true });
+    return false;
+  }
+
+  /** Under the `drop` policy, excludes the waiting samples too far behind the policy; true if there were any. */
+  async dropStaleSamples(): Promise<boolean> {
+    if (this.settings.stalenessPolicy !== 'drop') return false;
+    const stale = this.queue.removeWhere((ref) => this.isStale(ref));
+    if (stale.length === 0) return false;
+    await bookkeeping.recordStaleExclusions({
+      sampleIds: stale.map((ref) => ref.sampleId),
+      policyVersion: this.state.policyVersion,
+      maxPolicyLag: this.settings.maxPolicyLag,
+    });
+    for (const _ of stale) this.exclude('stale-policy');
+    return true;
+  }
+
+  planStep(): PlannedStep {
+    const batch = this.queue.peek(this.settings.batchSize);
+    const version = this.state.policyVersion + 1;
+    const stepId =
+      this.incarnation === undefined
+        ? `${this.runId}:v${version}`
+        : `${this.runId}:${this.incarnation}:v${version}`;
+    return { batch, sampleIds: batch.map((ref) => ref.sampleId), version, stepId };
+  }
+
+  /** The trainer's calls under the current settings; a refused step fails at once, unretried. */
+  trainer() {
+    return proxyActivities<TrainingActivities>(
+      trainerCalls(this.settings.heartbeatTimeoutMs, this.settings.trainerTaskQueue, { refusalsFail: true }),
+    );
+  }
+
+  /** The step's trainer input; `staleness` says how samples too far behind the policy are marked. */
+  trainStepInput(
+    step: PlannedStep,
+    staleness: Pick<TrainStepInput, 'useRolloutLogprobs' | 'staleSampleIds'>,
+  ): TrainStepInput {
+    const { settings, state, incarnation } = this;
+    return {
+      runId: this.runId,
+      stepId: step.stepId,
+      sampleIds: step.sampleIds,
+      method: this.method,
+      loss: settings.loss,
+      optimizer: settings.optimizer,
+      ...staleness,
+      ...(settings.distillTopK > 0 && { distillTopK: settings.distillTopK }),
+      resume: {
+        lastStepId: state.lastStepId,
+        lastCheckpoint: state.lastCheckpoint,
+        // An incarnation's first step trains from the base model, whatever the trainer holds (also when the
+        // run continued as new before that step, e.g. while it only received exclusions).
+        ...(incarnation !== undefined && state.lastStepId === null && { fromBase: true }),
+      },
+    };
+  }
+
+  /**
+   * Trains the step and publishes it. A batch the trainer refuses would be refused again: its samples become
+   * exclusions, the version is not used, and the result is null.
+   */
+  async trainStep(step: PlannedStep): Promise<PublishedStep | null> {
+    // Samples from policies too far behind use their rollout log-probs for the importance ratio.
+    const staleness = {
+      useRolloutLogprobs: false,
+      staleSampleIds: step.batch.filter((ref) => this.isStale(ref)).map((ref) => ref.sampleId),
+    };
+    const publish = { incarnation: this.incarnation, keepCheckpoints: this.settings.keepCheckpoints };
+    try {
+      return await trainAndPublish(
+        this.trainer(),
+        this.trainStepInput(step, staleness),
+        step.version,
+        publish,
+      );
+    } catch (error) {
+      const refusal = refusalOf(error);
+      if (refusal === null) throw error;
+      const { sampleIds, stepId, batch } = step;
+      await bookkeeping.recordRefusedBatch({ sampleIds, stepId, detail: refusal });
+      this.queue.take(batch.length);
+      this.exclude('trainer-refused', batch.length);
+      this.state.lastRefusal = { stepId, samples: batch.length, detail: refusal };
+      return null;
+    }
+  }
+
+  /** Records which samples made the new version, then takes the batch off the queue. */
+  async recordStep(step: PlannedStep, { metrics, checkpoint }: PublishedStep): Promise<void> {
+    const { state, incarnation } = this;
+    const { version, stepId, sampleIds, batch } = step;
+    const entry: LineageEntry = {
+      version,
+      stepId,
+      sampleIds,
+      tenants: samplesByTenant(sampleIds),
+      checkpoint,
+      metrics,
+      ...(incarnation !== undefined && { incarnation }),
+    };
+    await bookkeeping.recordLineage({ runId: this.runId, entry });
+
+    this.queue.take(batch.length);
+    state.policyVersion = version;
+    state.stepsCompleted++;
+    state.samplesTrained += batch.length;
+    state.lastStepId = stepId;
+    state.lastCheckpoint = checkpoint;
+    state.lastMetrics = metrics;
+    state.lineage = [...state.lineage, entry].slice(-LINEAGE_KEPT);
+    this.stepsThisRun++;
+  }
+
+  /** Whether this execution has trained its share of steps (or the server suggests a new one). */
+  stepsDue(): boolean {
+    return (
+      this.stepsThisRun >= this.settings.continueAsNewAfterSteps || workflowInfo().continueAsNewSuggested
+    );
+  }
+
+  /** After a step: continues as new when enough steps ran or the history is full. */
+  async continueAsNewIfDue(): Promise<void> {
+    if (this.stepsDue()) await this.continueAsNew({ spillBacklog: true });
+    if (this.historyFull()) await this.continueAsNew({ spillBacklog: true });
+  }
+
+  /**
+   * Carries the state into a new execution; with `spillBacklog`, waiting samples beyond the carried bound go
+   * to the store first (runs before incarnations carry them all).
+   */
+  async continueAsNew({ spillBacklog }: { spillBacklog: boolean }): Promise<never> {
+    await allHandlersFinished();
+    const recentIds = [...this.recent].slice(-RECENT_IDS_KEPT);
+    if (spillBacklog && this.incarnation !== undefined)
+      await this.queue.spill(bookkeeping, this.runId, this.incarnation);
+    return continueAsNew<TrainingWorkflow>({
+      runId: this.runId,
+      method: this.method,
+      settings: this.settings,
+      carried: { ...this.state, ...this.queue.carry(), recentIds },
+    });
+  }
+
+  isStale(ref: SampleRef): boolean {
+    return this.state.policyVersion - ref.policyVersion > this.settings.maxPolicyLag;
+  }
+
+  /** A run that only receives exclusions, or a paused one, continues as new while it waits. */
+  private historyFull(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength >= this.settings.continueAsNewAfterEvents;
+  }
+
+  private receive(delivery: SampleDelivery): void {
+    const id = delivery.ok ? delivery.sample.sampleId : delivery.exclusion.sampleId;
+    if (this.recent.has(id)) return;
+    this.recent.add(id);
+    if (delivery.ok) this.queue.push(delivery.sample);
+    else this.exclude(delivery.exclusion.reason);
+  }
+
+  private exclude(reason: string, count = 1): void {
+    this.state.samplesExcluded += count;
+    this.state.exclusionsByReason[reason] = (this.state.exclusionsByReason[reason] ?? 0) + count;
+  }
+
+  private reconfigure(change: TrainingReconfiguration): TrainingRunStatus {
+    const valid = reconfigurationSchema.parse(change);
+    const { settings } = this;
+    this.settings = {
+      ...settings,
+      ...(valid.batchSize !== undefined && { batchSize: valid.batchSize }),
+      ...(valid.maxPolicyLag !== undefined && { maxPolicyLag: valid.maxPolicyLag }),
+      ...(valid.stalenessPolicy !== undefined && { stalenessPolicy: valid.stalenessPolicy }),
+      ...(valid.keepCheckpoints !== undefined && { keepCheckpoints: valid.keepCheckpoints }),
+      loss: { ...settings.loss, ...valid.loss },
+      optimizer: { ...settings.optimizer, ...valid.optimizer },
+    };
+    return this.status();
+  }
+}
