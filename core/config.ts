@@ -4,12 +4,12 @@
 
 import { z } from 'zod';
 import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
+import { lossSettingsSchema, optimizerSettingsSchema } from './loss-settings.js';
 import { CONTROL_TASK_QUEUE } from './task-queue-names.js';
 import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
 export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
-export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
 export const PAYLOAD_ENCRYPTION_MODES = ['auto', 'required', 'off'] as const;
@@ -26,7 +26,6 @@ export const JUDGE_DEFAULTS_BY_METHOD = {
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
 const port = z.number().int().min(0).max(65535); // 0: any free port
-const beta = z.number().min(0).lt(1);
 
 const configObject = z.strictObject({
   runId: z
@@ -116,9 +115,8 @@ const configObject = z.strictObject({
   training: z
     .strictObject({
       batchSize: z.number().int().min(1).default(16),
-      learningRate: z.number().positive().default(1e-5),
-      weightDecay: z.number().min(0).default(0.1),
-      betas: z.tuple([beta, beta]).default([0.9, 0.98]),
+      // The optimizer's settings sit flat in `training` (OPENCLAW_LEARNING_RATE...); the run's input nests them.
+      ...optimizerSettingsSchema.shape,
       maxPolicyLag: z.number().int().min(0).default(2),
       stalenessPolicy: z.enum(STALENESS_POLICIES).default('rollout-logprobs'),
       continueAsNewAfterSteps: z.number().int().min(1).default(50),
@@ -126,17 +124,7 @@ const configObject = z.strictObject({
       keepCheckpoints: z.number().int().min(0).default(3),
     })
     .prefault({}),
-  loss: z
-    .strictObject({
-      epsClip: z.number().min(0).lt(1).default(0.2),
-      epsClipHigh: z.number().min(0).default(0.28),
-      klCoef: z.number().min(0).default(0),
-      klType: z.enum(KL_TYPES).default('low_var_kl'),
-      entropyCoef: z.number().min(0).default(0),
-      wRl: z.number().min(0).default(1),
-      wOpd: z.number().min(0).default(1),
-    })
-    .prefault({}),
+  loss: lossSettingsSchema.prefault({}),
   trainer: z
     .strictObject({
       backend: z.enum(TRAINER_BACKENDS).default('reference'),

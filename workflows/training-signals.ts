@@ -1,12 +1,8 @@
 // Signals, updates and queries of trainingWorkflow, importable by clients (gateway, CLI, scoring).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { z } from 'zod';
-import type {
-  lossSettingsSchema,
-  optimizerSettingsSchema,
-  ResolvedTrainingSettings,
-  trainingSettingsSchema,
-} from '../core/training-settings.js';
+import type { LossSettings, OptimizerSettings } from '../core/loss-settings.js';
+import type { ResolvedTrainingSettings, trainingSettingsSchema } from '../core/training-settings.js';
 import type { Method, SampleExclusion, SampleRef, TrainingStatus } from '../core/types.js';
 
 export type SampleDelivery = { ok: true; sample: SampleRef } | { ok: false; exclusion: SampleExclusion };
@@ -22,9 +18,8 @@ export const reconfigureUpdate = defineUpdate<TrainingRunStatus, [TrainingReconf
 export const trainingStatusQuery = defineQuery<TrainingRunStatus>('status');
 export const lineageQuery = defineQuery<LineageEntry[], [{ version?: number }?]>('lineage');
 
-/** Loss, optimizer and run settings: one zod schema (core/training-settings.ts), these types inferred from it. */
-export type LossSettings = z.output<typeof lossSettingsSchema>;
-export type OptimizerSettings = z.output<typeof optimizerSettingsSchema>;
+/** Loss, optimizer and run settings: one zod schema each (core/loss-settings.ts, core/training-settings.ts). */
+export type { LossSettings, OptimizerSettings };
 export type TrainingSettings = ResolvedTrainingSettings;
 
 export interface TrainingReconfiguration {
