@@ -1,7 +1,9 @@
 // docs/configuration.md, rendered from the option table and the schema's defaults so the page cannot drift
 // from the code (test/core/config-doc.test.ts compares them).
 
-import { CONFIG_OPTIONS, type ConfigOption, configSchema } from './config.js';
+import type { ConfigOption } from './config-option.js';
+import { CONFIG_OPTIONS } from './config-options.js';
+import { configSchema } from './config-schema.js';
 
 function valueAt(config: unknown, key: string): unknown {
   let value: unknown = config;

@@ -1,8 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_OPTIONS } from '../../core/config.js';
 import { renderConfigurationDoc } from '../../core/config-doc.js';
+import { CONFIG_OPTIONS } from '../../core/config-options.js';
 
 const docPath = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url));
 
