@@ -172,7 +172,8 @@ export const TRAINING_OPTIONS = [
     key: 'loss.klType',
     env: 'OPENCLAW_KL_TYPE',
     kind: 'enum',
-    description: 'KL estimator: `low_var_kl` (k3, clamped), `k1`, `k2` or `k3`.',
+    description:
+      'KL estimator: `low_var_kl` (k3 clamped to [-10, 10]), `k1`, `k2`, or `k3`, which is another name for `low_var_kl` (below).',
   },
   {
     key: 'loss.entropyCoef',

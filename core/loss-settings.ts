@@ -49,9 +49,10 @@ export type WireKlType = 'low_var_kl' | 'k1' | 'k2';
  * The estimator a trainer is told to use for a run's `klType`. Both trainers compute, per token with
  * r = ref − lp: k1 = −r, k2 = r²/2, k3 = exp(r) − r − 1 (unbiased, never negative), and `low_var_kl` = k3
  * clamped to [−10, 10] (engine/openclaw_engine/losses.py `kl_penalty`, which the slime plugin's loss also
- * calls, and slime's own `compute_approx_kl`). A run's `k3` has always been sent as `low_var_kl`, the clamped
- * k3 the original scripts use, so that one very unlikely token cannot dominate a batch's KL; the unclamped k3
- * the engine would also accept is not reachable from the settings (docs/configuration.md).
+ * calls, and slime's own `compute_approx_kl`). A run's `k3` is sent as `low_var_kl`, the clamped k3 the
+ * original Track 1 scripts name, so that one very unlikely token cannot dominate a batch's KL: `k3` has always
+ * trained that estimator, and sending it unclamped would change existing runs' losses. The unclamped k3, which
+ * both trainers would accept, is therefore not reachable from any setting (docs/configuration.md says so).
  */
 export function klEstimatorOnWire(klType: KlType): WireKlType {
   return klType === 'k3' ? 'low_var_kl' : klType;

@@ -7,7 +7,7 @@ import { CONFIG_OPTIONS } from '../../core/config-options.js';
 const docPath = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url));
 
 describe('docs/configuration.md', () => {
-  it('is the page rendered from core/config.ts (UPDATE_DOCS=1 rewrites it)', () => {
+  it('is the page rendered from the option table (UPDATE_DOCS=1 rewrites it)', () => {
     const rendered = renderConfigurationDoc();
     if (process.env.UPDATE_DOCS === '1') writeFileSync(docPath, rendered);
     expect(readFileSync(docPath, 'utf8')).toBe(rendered);
