@@ -2,7 +2,11 @@
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { z } from 'zod';
 import type { LossSettings, OptimizerSettings } from '../core/loss-settings.js';
-import type { ResolvedTrainingSettings, trainingSettingsSchema } from '../core/training-settings.js';
+import type {
+  ResolvedTrainingSettings,
+  reconfigurationSchema,
+  trainingSettingsSchema,
+} from '../core/training-settings.js';
 import type { Method, SampleExclusion, SampleRef, TrainingStatus } from '../core/types.js';
 
 export type SampleDelivery = { ok: true; sample: SampleRef } | { ok: false; exclusion: SampleExclusion };
@@ -22,14 +26,8 @@ export const lineageQuery = defineQuery<LineageEntry[], [{ version?: number }?]>
 export type { LossSettings, OptimizerSettings };
 export type TrainingSettings = ResolvedTrainingSettings;
 
-export interface TrainingReconfiguration {
-  batchSize?: number;
-  maxPolicyLag?: number;
-  stalenessPolicy?: 'drop' | 'rollout-logprobs';
-  keepCheckpoints?: number;
-  loss?: Partial<LossSettings>;
-  optimizer?: Partial<OptimizerSettings>;
-}
+/** What `reconfigure` may change (core/training-settings.ts `reconfigurationSchema`): every field optional. */
+export type TrainingReconfiguration = z.input<typeof reconfigurationSchema>;
 
 /** Which samples made which policy version. */
 export interface LineageEntry {
