@@ -3,9 +3,13 @@
  * container on a GPU host, or Tinker's cloud. Every implementation lives in trainer-backends/ in its own file.
  */
 
+import {
+  type OptimizerSettings,
+  optimizerSettingsSchema,
+  type TrainerLoss,
+  trainerLossSchema,
+} from '../core/loss-settings.js';
 import type { TrainingSample } from '../core/types.js';
-
-export type LossMethod = 'grpo' | 'opd' | 'combine' | 'topk_distill';
 
 /** The training fields of a stored sample (core/types.ts), which is what every backend trains on. */
 export type TrainerSample = Pick<
@@ -24,24 +28,11 @@ export type TrainerSample = Pick<
   useRolloutLogprobs?: boolean;
 };
 
-export interface LossConfig {
-  method: LossMethod;
-  epsClip: number;
-  epsClipHigh: number;
-  klCoef: number;
-  klType: 'low_var_kl' | 'k1' | 'k2';
-  entropyCoef: number;
-  wRl: number;
-  wOpd: number;
-  /** Every sample's π_old is its rollout log-probs (a sample's own `useRolloutLogprobs` also sets it). */
-  useRolloutLogprobs: boolean;
-}
+/** A step's loss: the run's loss settings (core/loss-settings.ts) with its method and π_old's source. */
+export type LossConfig = TrainerLoss;
 
-export interface OptimizerConfig {
-  lr: number;
-  weightDecay: number;
-  betas: [number, number];
-}
+/** The run's optimizer settings; a wire format that names a field otherwise maps it (train-step-request.ts). */
+export type OptimizerConfig = OptimizerSettings;
 
 export interface TrainStepMetrics {
   loss: number;
@@ -80,16 +71,6 @@ export interface TrainerBackend {
   hasTrained(): Promise<boolean>;
 }
 
-export const defaultLossConfig: LossConfig = {
-  method: 'combine',
-  epsClip: 0.2,
-  epsClipHigh: 0.28,
-  klCoef: 0,
-  klType: 'low_var_kl',
-  entropyCoef: 0,
-  wRl: 1,
-  wOpd: 1,
-  useRolloutLogprobs: false,
-};
+export const defaultLossConfig: LossConfig = trainerLossSchema.parse({ method: 'combine' });
 
-export const defaultOptimizerConfig: OptimizerConfig = { lr: 1e-5, weightDecay: 0.1, betas: [0.9, 0.98] };
+export const defaultOptimizerConfig: OptimizerConfig = optimizerSettingsSchema.parse({});

@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
+import type { LossMethod } from '../core/loss-settings.js';
 import { lineageKey, runRecordKey } from '../core/training-keys.js';
 import { exclusionKey, sampleKey } from '../core/turn-record.js';
 import type {
@@ -16,7 +17,7 @@ import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { SampleStore } from '../store/sample-store.js';
 import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
 import { withHeartbeats } from './heartbeats.js';
-import type { LossMethod, TrainerBackend, TrainerSample } from './trainer-backend.js';
+import type { TrainerBackend, TrainerSample } from './trainer-backend.js';
 import { TINKER_SAMPLER_FILE } from './trainer-backends/tinker-trainer.js';
 import { asTrainerRefusal, trainerRefusal } from './trainer-refusal.js';
 import { TRAINER_LOST_STEP } from './training-errors.js';
@@ -210,21 +211,11 @@ export function createTrainingActivities(deps: TrainingDependencies) {
             input.stepId,
             samples,
             {
+              ...input.loss,
               method: topK > 0 ? 'topk_distill' : LOSS_METHOD[input.method],
-              epsClip: input.loss.epsClip,
-              epsClipHigh: input.loss.epsClipHigh,
-              klCoef: input.loss.klCoef,
-              klType: input.loss.klType === 'k3' ? 'low_var_kl' : input.loss.klType,
-              entropyCoef: input.loss.entropyCoef,
-              wRl: input.loss.wRl,
-              wOpd: input.loss.wOpd,
               useRolloutLogprobs: input.useRolloutLogprobs,
             },
-            {
-              lr: input.optimizer.learningRate,
-              weightDecay: input.optimizer.weightDecay,
-              betas: input.optimizer.betas,
-            },
+            input.optimizer,
           );
         } catch (error) {
           throw asTrainerRefusal(error);

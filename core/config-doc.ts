@@ -1,7 +1,9 @@
 // docs/configuration.md, rendered from the option table and the schema's defaults so the page cannot drift
 // from the code (test/core/config-doc.test.ts compares them).
 
-import { CONFIG_OPTIONS, type ConfigOption, configSchema } from './config.js';
+import type { ConfigOption } from './config-option.js';
+import { CONFIG_OPTIONS } from './config-options.js';
+import { configSchema } from './config-schema.js';
 
 function valueAt(config: unknown, key: string): unknown {
   let value: unknown = config;
@@ -39,7 +41,7 @@ export function renderConfigurationDoc(): string {
   return [
     '# Configuration',
     '',
-    '<!-- Generated from core/config.ts by core/config-doc.ts. Regenerate with',
+    '<!-- Generated from the option table (core/config-options.ts) by core/config-doc.ts. Regenerate with',
     '     UPDATE_DOCS=1 npx vitest run test/core/config-doc.test.ts -->',
     '',
     'One configuration object drives the gateway, the workers and the training run (`core/config.ts`).',
@@ -54,6 +56,15 @@ export function renderConfigurationDoc(): string {
     'weights 0, Adam 1e-5 with weight decay 0.1 and betas 0.9 / 0.98, batches of 16, judge temperature 0.6).',
     'The original OPD script left the upper clip at 0.2 only because it did not set it; here all methods share',
     '0.28.',
+    '',
+    'The KL estimator (`loss.klType`) is one of three on the wire: every trainer (the reference engine, slime, the',
+    'Tinker sidecar) is sent `low_var_kl`, `k1` or `k2`. Per response token, with r = log π_ref − log π_θ, `k1` is',
+    '−r, `k2` is r²/2, and `low_var_kl` is k3 = exp(r) − r − 1 (unbiased, never negative) clamped to [−10, 10], so',
+    'one very unlikely token cannot dominate the batch (`kl_penalty` in engine/openclaw_engine/losses.py, as',
+    "slime's `compute_approx_kl`). `k3` is accepted as another name for `low_var_kl`: it is sent as `low_var_kl`",
+    "and trains the same clamped estimator, here, in a run's start input and in a `reconfigure`; the unclamped k3",
+    'is not available (`klEstimatorOnWire` in core/loss-settings.ts). The KL term trains only when `loss.klCoef`',
+    'is above 0; at the default 0 it adds nothing to the loss (a trainer may still report it as `kl_loss`).',
     '',
   ].join('\n');
 }

@@ -4,8 +4,8 @@
 // pure, so the workflow bundle may use it.
 import { z } from 'zod';
 import { ENGINE_KINDS } from './engine-kinds.js';
+import { lossSettingsSchema, optimizerSettingsSchema } from './loss-settings.js';
 import { CONTROL_TASK_QUEUE, ENV_TASK_QUEUE } from './task-queue-names.js';
-import { lossSettingsSchema, optimizerSettingsSchema } from './training-settings.js';
 
 const httpUrl = z.url({ protocol: /^https?$/, error: 'expected an http(s) URL' });
 const safeId = (max: number) =>

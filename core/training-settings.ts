@@ -1,24 +1,8 @@
 // The training run's settings as the workflow sees them: validated with zod when the run starts and on every
-// reconfigure update, defaults matching core/config.ts. zod is pure, so the workflow bundle may use it.
+// reconfigure update, defaults matching core/config.ts. The loss and optimizer schemas are core/loss-settings.ts,
+// shared with the configuration and the trainers. zod is pure, so the workflow bundle may use it.
 import { z } from 'zod';
-
-const beta = z.number().min(0).lt(1);
-
-export const lossSettingsSchema = z.strictObject({
-  epsClip: z.number().min(0).lt(1).default(0.2),
-  epsClipHigh: z.number().min(0).default(0.28),
-  klCoef: z.number().min(0).default(0),
-  klType: z.enum(['low_var_kl', 'k1', 'k2', 'k3']).default('low_var_kl'),
-  entropyCoef: z.number().min(0).default(0),
-  wRl: z.number().min(0).default(1),
-  wOpd: z.number().min(0).default(1),
-});
-
-export const optimizerSettingsSchema = z.strictObject({
-  learningRate: z.number().positive().default(1e-5),
-  weightDecay: z.number().min(0).default(0.1),
-  betas: z.tuple([beta, beta]).default([0.9, 0.98]),
-});
+import { lossSettingsSchema, optimizerSettingsSchema } from './loss-settings.js';
 
 export const trainingSettingsSchema = z.strictObject({
   batchSize: z.number().int().min(1).max(4096).default(16),

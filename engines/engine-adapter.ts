@@ -9,7 +9,7 @@
 // and what clients see.
 
 import type { Response } from 'undici';
-import type { EngineKind } from '../core/config.js';
+import type { EngineKind } from '../core/engine-kinds.js';
 import type { TeacherTopK } from '../core/types.js';
 
 export type { EngineKind };

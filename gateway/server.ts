@@ -10,7 +10,7 @@ import Fastify, {
   type FastifyRequest,
 } from 'fastify';
 import type { LoggerOptions } from 'pino';
-import type { EngineKind } from '../core/config.js';
+import type { EngineKind } from '../core/engine-kinds.js';
 import { type ApiKey, LOCAL_TENANT } from '../core/tenant.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import { createEngineAdapter } from '../engines/engine-adapters.js';

@@ -7,6 +7,7 @@ import type { TrainerBackend } from '../activities/trainer-backend.js';
 import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { optimizerSettingsOf } from '../core/config-schema.js';
 import type { Method } from '../core/types.js';
 import { policyEngineFromConfig, teacherEngineFromConfig } from '../engines/engine-adapters.js';
 import { judgeApiKey } from '../security/engine-token.js';
@@ -42,11 +43,7 @@ export function trainingInputFromConfig(
       heartbeatTimeoutMs: config.temporal.heartbeatTimeoutMs,
       ...(config.trainer.taskQueue && { trainerTaskQueue: config.trainer.taskQueue }),
       loss: { ...config.loss },
-      optimizer: {
-        learningRate: config.training.learningRate,
-        weightDecay: config.training.weightDecay,
-        betas: config.training.betas,
-      },
+      optimizer: optimizerSettingsOf(config.training),
     },
   };
 }

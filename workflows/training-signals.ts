@@ -1,10 +1,10 @@
 // Signals, updates and queries of trainingWorkflow, importable by clients (gateway, CLI, scoring).
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { z } from 'zod';
+import type { LossSettings, OptimizerSettings } from '../core/loss-settings.js';
 import type {
-  lossSettingsSchema,
-  optimizerSettingsSchema,
   ResolvedTrainingSettings,
+  reconfigurationSchema,
   trainingSettingsSchema,
 } from '../core/training-settings.js';
 import type { Method, SampleExclusion, SampleRef, TrainingStatus } from '../core/types.js';
@@ -22,19 +22,12 @@ export const reconfigureUpdate = defineUpdate<TrainingRunStatus, [TrainingReconf
 export const trainingStatusQuery = defineQuery<TrainingRunStatus>('status');
 export const lineageQuery = defineQuery<LineageEntry[], [{ version?: number }?]>('lineage');
 
-/** Loss, optimizer and run settings: one zod schema (core/training-settings.ts), these types inferred from it. */
-export type LossSettings = z.output<typeof lossSettingsSchema>;
-export type OptimizerSettings = z.output<typeof optimizerSettingsSchema>;
+/** Loss, optimizer and run settings: one zod schema each (core/loss-settings.ts, core/training-settings.ts). */
+export type { LossSettings, OptimizerSettings };
 export type TrainingSettings = ResolvedTrainingSettings;
 
-export interface TrainingReconfiguration {
-  batchSize?: number;
-  maxPolicyLag?: number;
-  stalenessPolicy?: 'drop' | 'rollout-logprobs';
-  keepCheckpoints?: number;
-  loss?: Partial<LossSettings>;
-  optimizer?: Partial<OptimizerSettings>;
-}
+/** What `reconfigure` may change (core/training-settings.ts `reconfigurationSchema`): every field optional. */
+export type TrainingReconfiguration = z.input<typeof reconfigurationSchema>;
 
 /** Which samples made which policy version. */
 export interface LineageEntry {

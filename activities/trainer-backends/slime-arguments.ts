@@ -1,10 +1,12 @@
 /**
  * slime's command line for one training epoch, built from the run's loss and optimizer settings. Every value
  * and flag comes from the OpenClaw-RL scripts as the spec records them (shared/reference/openclaw-rl-spec.md,
- * sections cited inline); the tests check them section by section. Pure: no I/O.
+ * sections cited inline); the tests check them section by section. Each setting maps onto its flag here, and only
+ * here. Pure: no I/O.
  */
 
-import type { LossConfig, LossMethod, OptimizerConfig } from '../trainer-backend.js';
+import { klEstimatorOnWire, type LossMethod } from '../../core/loss-settings.js';
+import type { LossConfig, OptimizerConfig } from '../trainer-backend.js';
 
 /** The project's slime plugin (engine/openclaw_engine/slime_plugin), importable inside the slime image. */
 export const SLIME_PLUGIN = {
@@ -127,7 +129,8 @@ export function slimeArguments(settings: SlimeSettings): string[] {
     '--kl-loss-coef',
     String(loss.klCoef),
     '--kl-loss-type',
-    loss.klType,
+    klEstimatorOnWire(loss.klType), // a run's k3 is slime's low_var_kl, as on the engine's wire
+
     '--entropy-coef',
     String(loss.entropyCoef),
     '--eps-clip',
@@ -139,7 +142,7 @@ export function slimeArguments(settings: SlimeSettings): string[] {
     '--optimizer',
     'adam',
     '--lr',
-    String(optimizer.lr),
+    String(optimizer.learningRate),
     '--lr-decay-style',
     'constant',
     '--weight-decay',

@@ -1,5 +1,7 @@
 // The `/train_step` request body (engine/TRAINING.md): what the reference engine, the Tinker sidecar and the
-// slime epoch's batch file all take, built in one place from the backend-neutral types.
+// slime epoch's batch file all take, built in one place from the backend-neutral types. The field names and
+// values sent are fixed by the engine's schema (engine/openclaw_engine/training_schemas.py).
+import { klEstimatorOnWire } from '../../core/loss-settings.js';
 import type { LossConfig, OptimizerConfig, TrainerSample } from '../trainer-backend.js';
 
 export function trainStepRequest(
@@ -22,17 +24,30 @@ export function trainStepRequest(
       ...(s.temperature !== undefined && s.temperature !== 1 && { temperature: s.temperature }),
       ...(s.useRolloutLogprobs !== undefined && { use_rollout_logprobs: s.useRolloutLogprobs }),
     })),
-    loss: {
-      method: loss.method,
-      eps_clip: loss.epsClip,
-      eps_clip_high: loss.epsClipHigh,
-      kl_coef: loss.klCoef,
-      kl_type: loss.klType,
-      entropy_coef: loss.entropyCoef,
-      w_rl: loss.wRl,
-      w_opd: loss.wOpd,
-      use_rollout_logprobs: loss.useRolloutLogprobs,
-    },
-    optimizer: { lr: optimizer.lr, weight_decay: optimizer.weightDecay, betas: optimizer.betas },
+    loss: lossOnWire(loss),
+    optimizer: optimizerOnWire(optimizer),
   };
+}
+
+/**
+ * The loss settings as `/train_step` names them: snake_case, and the KL estimator the engine is told to use
+ * (`klEstimatorOnWire`: a run's `k3` is sent as `low_var_kl`).
+ */
+export function lossOnWire(loss: LossConfig) {
+  return {
+    method: loss.method,
+    eps_clip: loss.epsClip,
+    eps_clip_high: loss.epsClipHigh,
+    kl_coef: loss.klCoef,
+    kl_type: klEstimatorOnWire(loss.klType),
+    entropy_coef: loss.entropyCoef,
+    w_rl: loss.wRl,
+    w_opd: loss.wOpd,
+    use_rollout_logprobs: loss.useRolloutLogprobs,
+  };
+}
+
+/** The optimizer settings as `/train_step` names them: `learningRate` is `lr`, as in torch's Adam. */
+export function optimizerOnWire(optimizer: OptimizerConfig) {
+  return { lr: optimizer.learningRate, weight_decay: optimizer.weightDecay, betas: optimizer.betas };
 }

@@ -12,12 +12,8 @@ import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
 import { type DevServer, startTemporalDevServer } from '../../cli/temporal-dev-server.js';
-import {
-  type EngineKind,
-  loadConfig,
-  type OpenClawConfig,
-  type OpenClawConfigInput,
-} from '../../core/config.js';
+import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../../core/config.js';
+import type { EngineKind } from '../../core/engine-kinds.js';
 import type { EngineAdapter } from '../../engines/engine-adapter.js';
 import { createEngineAdapter } from '../../engines/engine-adapters.js';
 import {

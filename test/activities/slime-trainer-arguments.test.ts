@@ -157,7 +157,7 @@ describe('slimeArguments', () => {
         epsClip: 0.1,
         epsClipHigh: 0.3,
       },
-      optimizer: { lr: 1e-6, weightDecay: 0, betas: [0.9, 0.95] },
+      optimizer: { learningRate: 1e-6, weightDecay: 0, betas: [0.9, 0.95] },
       extraArgs: ['--max-tokens-per-gpu', '4096'],
     });
     expect(flag(args, '--use-rollout-logprobs')).toBe(true);

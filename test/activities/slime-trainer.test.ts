@@ -22,7 +22,7 @@ const ENGINE_SOURCE = resolve('engine/openclaw_engine');
 const docker = new Docker();
 
 const grpo: LossConfig = { ...defaultLossConfig, method: 'grpo' };
-const optimizer = { ...defaultOptimizerConfig, lr: 1e-3 };
+const optimizer = { ...defaultOptimizerConfig, learningRate: 1e-3 };
 
 function sample(reward: number, response: number[]): TrainerSample {
   return {

@@ -8,12 +8,9 @@
 //   repository), the FSDP backend's LoRA options (removed there) and `--distill-topk` (the fork's).
 
 import { describe, expect, it } from 'vitest';
-import {
-  defaultLossConfig,
-  defaultOptimizerConfig,
-  type LossMethod,
-} from '../../activities/trainer-backend.js';
+import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
 import { SPEC_LORA, slimeArguments } from '../../activities/trainer-backends/slime-arguments.js';
+import type { LossMethod } from '../../core/loss-settings.js';
 import { ROOT, runPythonJson } from './python-check.js';
 
 interface SlimeVerdict {

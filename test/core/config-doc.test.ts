@@ -1,13 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { CONFIG_OPTIONS } from '../../core/config.js';
 import { renderConfigurationDoc } from '../../core/config-doc.js';
+import { CONFIG_OPTIONS } from '../../core/config-options.js';
 
 const docPath = fileURLToPath(new URL('../../docs/configuration.md', import.meta.url));
 
 describe('docs/configuration.md', () => {
-  it('is the page rendered from core/config.ts (UPDATE_DOCS=1 rewrites it)', () => {
+  it('is the page rendered from the option table (UPDATE_DOCS=1 rewrites it)', () => {
     const rendered = renderConfigurationDoc();
     if (process.env.UPDATE_DOCS === '1') writeFileSync(docPath, rendered);
     expect(readFileSync(docPath, 'utf8')).toBe(rendered);

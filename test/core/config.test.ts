@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { CONFIG_OPTIONS, ENV_VARS, loadConfig, type OpenClawConfig, parseConfig } from '../../core/config.js';
+import { loadConfig, type OpenClawConfig, parseConfig } from '../../core/config.js';
+import { CONFIG_OPTIONS, ENV_VARS } from '../../core/config-options.js';
 
 function load(env: Record<string, string>, overrides = {}): OpenClawConfig {
   const result = loadConfig(env, overrides);

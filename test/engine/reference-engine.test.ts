@@ -77,7 +77,7 @@ describe('reference engine from TypeScript', () => {
       reward: 1,
     };
     const loss = { ...defaultLossConfig, method: 'grpo' as const };
-    const optimizer = { ...defaultOptimizerConfig, lr: 1e-3 };
+    const optimizer = { ...defaultOptimizerConfig, learningRate: 1e-3 };
     const metrics = await trainer.trainStep('ts-step-1', [sample], loss, optimizer);
     expect(metrics.tokens).toBe(12);
     expect(metrics.duplicate ?? false).toBe(false);

@@ -9,9 +9,9 @@ import { ReferenceTrainerBackend } from '../../activities/trainer-backends/refer
 import { createTrainingActivities } from '../../activities/training-activities.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { lossSettingsSchema, optimizerSettingsSchema } from '../../core/loss-settings.js';
 import { turnSampleId } from '../../core/sample-id.js';
 import { appendHintToMessages } from '../../core/teacher-context.js';
-import { lossSettingsSchema, optimizerSettingsSchema } from '../../core/training-settings.js';
 import { sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
