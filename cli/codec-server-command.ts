@@ -9,6 +9,7 @@ import { codecCorsOrigins, createCodecServer } from '../security/codec-server.js
 import { AesGcmPayloadCodec } from '../security/payload-codec.js';
 import { resolvePayloadKeys } from '../security/payload-keys.js';
 import { configFromFlags } from './cli-config.js';
+import { untilStopped } from './options.js';
 
 export interface RunningCodecServer {
   url: string;
@@ -30,7 +31,7 @@ export async function startCodecServer(
   return { url: `http://${clientHost(address)}:${address.port}`, origins, close: () => app.close() };
 }
 
-export function registerCodecServerCommand(program: Command, untilStopped: () => Promise<void>): void {
+export function registerCodecServerCommand(program: Command): void {
   program
     .command('codec-server')
     .description("decrypt payloads for the Temporal UI: set the UI's codec endpoint to the URL it prints")
