@@ -4,9 +4,8 @@
 // then runs the whole loop there (policy steps, tool calls, the optional step judge, the evaluation and the
 // release; activities/episode-loop.ts), so every step reaches the same container. A container-free episode
 // needs no particular host: `startEpisode` runs all of it at once. Each step is durable through its record in
-// the sample store, so a retried attempt resumes where the last one stopped. The one-step-per-activity API
-// (acquireSandbox, resetEpisode, policyStep, envStep, evaluateEpisode, releaseSandbox, judgeStep) stays for
-// rollouts started before the episode activities existed.
+// the sample store, so a retried attempt resumes where the last one stopped. The one-step-per-activity API of
+// rollouts started before the episode activities existed is composed in from env-step-activities-legacy.ts.
 //
 // Leases: a container is labelled with an expiry and removed by the host's reaper once expired. Every
 // activity on the host queue heartbeats, and with its heartbeats renews the lease of the rollout it works
@@ -17,13 +16,20 @@
 // recorded in the sample store (their recorded observations stay what the policy saw).
 
 import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import type { PolicySettings, StepJudgeSettings } from '../core/rollout-settings.js';
 import { SandboxDiskQuotaError, SandboxImageMissingError } from '../environments/docker-errors.js';
 import type { Environment, EnvironmentRegistry, EnvTask, EpisodeStep } from '../environments/environment.js';
 import type { Sandbox, SandboxProvider, SandboxSpec } from '../environments/sandbox.js';
 import type { SampleStore } from '../store/sample-store.js';
 import { ENV_TASK_QUEUE, envHostTaskQueue } from '../temporal/task-queues.js';
 import type { EpisodeProgress } from '../workflows/agentic-signals.js';
+import type {
+  AcquireResult,
+  EpisodeInput,
+  EpisodeRef,
+  HostStepResult,
+  StartEpisodeResult,
+} from './env-activity-types.js';
+import { createLegacyStepActivities } from './env-step-activities-legacy.js';
 import { type EpisodeOutcome, runEpisodeLoop } from './episode-loop.js';
 import type { Judge } from './judge-client.js';
 import { createPolicyActivities, whileAlive } from './policy-step.js';
@@ -47,6 +53,7 @@ export function evaluationRolloutId(rolloutId: string): string {
 export const MAX_OBSERVATION_CHARS = 16_384;
 
 export interface EnvHostDependencies {
+  /** Stable across restarts: a restarted host with the same id picks its rollouts up again. */
   hostId: string;
   /** Null on a host without containers: it serves container-free kinds only. */
   provider: SandboxProvider | null;
@@ -60,39 +67,6 @@ export interface EnvHostDependencies {
   engineHeaders?: Record<string, string>;
   /** The shared queue (default `env`); the host's own queue is `<sharedTaskQueue>-<hostId>`. */
   sharedTaskQueue?: string;
-}
-
-/** Which rollout an activity works for: enough to find its environment, task and container. */
-export interface EpisodeRef {
-  rolloutId: string;
-  env: string;
-  taskId: string;
-  leaseMs: number;
-}
-
-export interface AcquireResult {
-  hostId: string;
-  hostQueue: string;
-  containerId: string | null;
-}
-
-/** What an episode activity needs: the rollout and how it runs. */
-export interface EpisodeInput extends EpisodeRef {
-  policy: PolicySettings;
-  maxTurns: number;
-  maxParseErrors: number;
-  contextBudgetTokens: number;
-  stepJudge?: StepJudgeSettings;
-}
-
-export interface StartEpisodeResult extends AcquireResult {
-  /** The finished episode of a container-free kind (run right here), or null: `runEpisode` on `hostQueue` next. */
-  outcome: EpisodeOutcome | null;
-}
-
-export interface HostStepResult {
-  /** The container the step ran in (null for container-free kinds). */
-  containerId: string | null;
 }
 
 interface Lease {
@@ -437,11 +411,21 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     return { ...outcome, released: true };
   }
 
-  const shared = {
-    /** Creates the rollout's container on this host (if its kind needs one) and names this host's queue. */
-    async acquireSandbox(ref: EpisodeRef): Promise<AcquireResult> {
-      return whileAlive(ref.rolloutId, undefined, () => acquire(ref));
+  const legacy = createLegacyStepActivities(
+    {
+      acquire,
+      reset,
+      stepTools,
+      evaluate,
+      release,
+      judge: async (input) => ({ score: (await judgeRolloutStep(store, deps.judge, input, hostId)).score }),
+      keepAlive,
     },
+    policy,
+  );
+
+  const shared = {
+    ...legacy.shared,
 
     /**
      * Acquires and resets the rollout on this host. A container-free episode then runs to its end right here
@@ -470,41 +454,11 @@ export function createEnvActivities(deps: EnvHostDependencies) {
   };
 
   const host = {
-    ...policy,
+    ...legacy.host,
 
     /** The rest of an episode whose container this host holds: the loop, the evaluation and the release. */
     async runEpisode(input: EpisodeInput): Promise<EpisodeOutcome> {
       return whileAlive(input.rolloutId, keepAlive, (signal, report) => runLoop(input, signal, report));
-    },
-
-    async resetEpisode(ref: EpisodeRef): Promise<HostStepResult & { tools: number }> {
-      return whileAlive(ref.rolloutId, keepAlive, () => reset(ref));
-    },
-
-    /** Runs the tool calls of policy step `step`, each once: a recorded observation is not run again. */
-    async envStep(
-      ref: EpisodeRef & { step: number },
-    ): Promise<HostStepResult & { done: boolean; executed: number }> {
-      return whileAlive(ref.rolloutId, keepAlive, () => stepTools(ref));
-    },
-
-    async evaluateEpisode(
-      ref: EpisodeRef & { steps: number; finalAnswer: string | null },
-    ): Promise<HostStepResult & { reward: number; detail: string }> {
-      return whileAlive(ref.rolloutId, keepAlive, () => evaluate(ref));
-    },
-
-    /** Removes the rollout's container, if any; succeeds when it is already gone. */
-    async releaseSandbox(ref: EpisodeRef): Promise<void> {
-      return whileAlive(ref.rolloutId, undefined, () => release(ref));
-    },
-
-    /** m judge votes on one step (rollouts started before the episode activities). */
-    async judgeStep(input: JudgeStepInput): Promise<{ score: number }> {
-      const record = await whileAlive(input.rolloutId, keepAlive, () =>
-        judgeRolloutStep(store, deps.judge, input, hostId),
-      );
-      return { score: record.score };
     },
   };
 

@@ -6,35 +6,22 @@
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import { createAgenticActivities } from '../activities/agentic-activities.js';
-import { createEnvActivities } from '../activities/env-activities.js';
-import { type Judge, OpenAIJudge } from '../activities/judge-client.js';
+import { createEnvActivities, type EnvHostDependencies } from '../activities/env-activities.js';
+import { OpenAIJudge } from '../activities/judge-client.js';
 import type { OpenClawConfig } from '../core/config.js';
-import type { EnvironmentRegistry } from '../environments/environment.js';
 import { createEnvironmentRegistry } from '../environments/registry.js';
 import type { SandboxProvider } from '../environments/sandbox.js';
 import { type SandboxReaper, startSandboxReaper } from '../environments/sandbox-reaper.js';
 import { parseWarmPoolSizes, type WarmPoolSettingsInput } from '../environments/warm-pool.js';
 import { engineAuthHeaders, judgeApiKey } from '../security/engine-token.js';
-import type { SampleStore } from '../store/sample-store.js';
 import { storeFromConfig } from '../store/store-from-config.js';
 import { connectWorker } from '../temporal/connection.js';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 
-export interface EnvWorkersOptions {
+/** The host's own settings (id, provider, environments, store, judge, queue) are its activities'. */
+export interface EnvWorkersOptions extends EnvHostDependencies {
   connection: NativeConnection;
   namespace?: string;
-  /** Stable across restarts: a restarted host with the same id picks its rollouts up again. */
-  hostId: string;
-  provider: SandboxProvider | null;
-  registry: EnvironmentRegistry;
-  store: SampleStore;
-  judge?: Judge;
-  /** Bearer key for a policy behind the gateway. */
-  policyApiKey?: string;
-  /** Headers of calls to an engine policy (the engine token). */
-  engineHeaders?: Record<string, string>;
-  /** Default `env`; the host's queue is `<sharedTaskQueue>-<hostId>`. */
-  sharedTaskQueue?: string;
   /**
    * How often expired leases are reaped (default 60 s; 0 turns the reaper off). The first sweep runs at
    * start, so a host restarted after a crash removes at once what expired while it was down.
@@ -67,33 +54,26 @@ export function validHostId(hostId: string): string {
 export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvWorkers> {
   const hostId = validHostId(options.hostId);
   const sharedTaskQueue = options.sharedTaskQueue ?? ENV_TASK_QUEUE;
-  const activities = createEnvActivities({
-    hostId,
-    provider: options.provider,
-    registry: options.registry,
-    store: options.store,
-    judge: options.judge,
-    policyApiKey: options.policyApiKey,
-    engineHeaders: options.engineHeaders,
-    sharedTaskQueue,
-  });
+  const { connection, namespace, reapIntervalMs, sharedWorkerOptions, hostWorkerOptions, ...dependencies } =
+    options;
+  const activities = createEnvActivities({ ...dependencies, hostId, sharedTaskQueue });
   const agentic = createAgenticActivities({ store: options.store, registry: options.registry });
-  const common = { connection: options.connection, namespace: options.namespace ?? 'default' };
+  const common = { connection, namespace: namespace ?? 'default' };
   const shared = await Worker.create({
     ...common,
     taskQueue: sharedTaskQueue,
     activities: { ...activities.shared, ...agentic },
-    ...options.sharedWorkerOptions,
+    ...sharedWorkerOptions,
   });
   const host = await Worker.create({
     ...common,
     taskQueue: activities.hostQueue,
     activities: activities.host,
-    ...options.hostWorkerOptions,
+    ...hostWorkerOptions,
   });
 
   let reaper: SandboxReaper | undefined;
-  const reapEvery = options.reapIntervalMs ?? 60_000;
+  const reapEvery = reapIntervalMs ?? 60_000;
   return {
     hostId,
     sharedTaskQueue,
