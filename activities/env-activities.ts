@@ -13,12 +13,12 @@
 //
 // Restarts: a worker that restarts with the same host id finds the container again with `provider.attach`
 // and resumes on it. If the container is gone, it creates a new one, resets it, and replays the tool calls
-// recorded in the sample store (their recorded observations stay what the policy saw).
+// recorded in the sample store (their recorded observations stay what the policy saw). Both are
+// rollout-sandboxes.ts.
 
-import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import { SandboxDiskQuotaError, SandboxImageMissingError } from '../environments/docker-errors.js';
-import type { Environment, EnvironmentRegistry, EnvTask, EpisodeStep } from '../environments/environment.js';
-import type { Sandbox, SandboxProvider, SandboxSpec } from '../environments/sandbox.js';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
+import type { Environment, EnvironmentRegistry, EnvTask } from '../environments/environment.js';
+import type { SandboxProvider } from '../environments/sandbox.js';
 import type { SampleStore } from '../store/sample-store.js';
 import { ENV_TASK_QUEUE, envHostTaskQueue } from '../temporal/task-queues.js';
 import type { EpisodeProgress } from '../workflows/agentic-signals.js';
@@ -42,12 +42,8 @@ import {
   readTranscript,
   rolloutKeys,
 } from './rollout-records.js';
+import { createRolloutSandboxes, evaluationRolloutId } from './rollout-sandboxes.js';
 import { type JudgeStepInput, judgeRolloutStep } from './step-judge.js';
-
-/** The rollout id an evaluation container is labelled with. */
-export function evaluationRolloutId(rolloutId: string): string {
-  return `${rolloutId}.eval`;
-}
 
 /** Observations longer than this are cut (the policy's context and the store stay bounded). */
 export const MAX_OBSERVATION_CHARS = 16_384;
@@ -69,45 +65,18 @@ export interface EnvHostDependencies {
   sharedTaskQueue?: string;
 }
 
-interface Lease {
-  sandbox: Sandbox;
-  leaseMs: number;
-  renewedAt: number;
-}
-
-/**
- * A sandbox that cannot be had (its image is missing and cannot be pulled, or the rollout outgrew its disk
- * quota) fails the same way again: no retry.
- */
-async function acquiring<T>(acquire: () => Promise<T>): Promise<T> {
-  try {
-    return await acquire();
-  } catch (error) {
-    if (error instanceof SandboxImageMissingError || error instanceof SandboxDiskQuotaError)
-      throw ApplicationFailure.nonRetryable(error.message, error.name);
-    throw error;
-  }
-}
-
 function clip(text: string): string {
   return text.length <= MAX_OBSERVATION_CHARS
     ? text
     : `${text.slice(0, MAX_OBSERVATION_CHARS)}\n[... ${text.length - MAX_OBSERVATION_CHARS} characters cut]`;
 }
 
-function log(): Context['log'] | null {
-  try {
-    return Context.current().log;
-  } catch {
-    return null;
-  }
-}
-
 export function createEnvActivities(deps: EnvHostDependencies) {
   const { hostId, provider, registry, store } = deps;
   const hostQueue = envHostTaskQueue(deps.sharedTaskQueue ?? ENV_TASK_QUEUE, hostId);
-  const leases = new Map<string, Lease>();
   const tasks = new Map<string, EnvTask>();
+  const sandboxes = createRolloutSandboxes({ hostId, provider, store });
+  const { keepAlive } = sandboxes;
 
   function environmentOf(kind: string): Environment {
     const environment = registry.get(kind);
@@ -137,102 +106,10 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     return task;
   }
 
-  function requireProvider(kind: string): SandboxProvider {
-    if (!provider)
-      throw ApplicationFailure.nonRetryable(
-        `environment "${kind}" needs a container and env host ${hostId} has no sandbox provider`,
-        'NoSandboxProvider',
-      );
-    return provider;
-  }
-
-  function keepAlive(rolloutId: string): void {
-    const lease = leases.get(rolloutId);
-    if (!lease || !provider) return;
-    const now = Date.now();
-    if (now - lease.renewedAt < lease.leaseMs / 3) return;
-    lease.renewedAt = now;
-    provider.renew(rolloutId, lease.leaseMs).catch((error: Error) => {
-      log()?.warn('lease renewal failed', { rolloutId, error: error.message });
-    });
-  }
-
-  async function replay(ref: EpisodeRef, environment: Environment, task: EnvTask, sandbox: Sandbox) {
-    if (!(await store.get<ResetRecord>(rolloutKeys.reset(ref.rolloutId)))) return; // reset runs next anyway
-    await environment.reset({ task, sandbox, history: [] });
-    const { history } = await readTranscript(store, ref.rolloutId, Number.MAX_SAFE_INTEGER);
-    const replayed: EpisodeStep[] = [];
-    for (const entry of history) {
-      await environment.step({ task, sandbox, history: replayed }, entry.action);
-      replayed.push(entry);
-    }
-    log()?.warn('container re-created and recorded tool calls replayed', {
-      rolloutId: ref.rolloutId,
-      containerId: sandbox.id,
-      calls: replayed.length,
-    });
-  }
-
-  /** The rollout's container on this host: the one in hand, the one still running, or a new one replayed. */
-  async function sandboxFor(
-    ref: EpisodeRef,
-    environment: Environment,
-    task: EnvTask,
-  ): Promise<Sandbox | null> {
-    const spec = environment.sandboxSpec(task);
-    if (!spec) return null;
-    const held = leases.get(ref.rolloutId);
-    if (held) return held.sandbox;
-    const sandboxes = requireProvider(environment.kind);
-    const attached = await sandboxes.attach(ref.rolloutId);
-    if (attached) {
-      await sandboxes.renew(ref.rolloutId, ref.leaseMs);
-      leases.set(ref.rolloutId, { sandbox: attached, leaseMs: ref.leaseMs, renewedAt: Date.now() });
-      return attached;
-    }
-    // A step still running when its rollout was cancelled and released must not bring the container back:
-    // nothing would release it again (the release marks the rollout before it removes the container).
-    if (await store.get(rolloutKeys.released(ref.rolloutId)))
-      throw ApplicationFailure.nonRetryable(
-        `rollout ${ref.rolloutId} was released; its container is not created again`,
-        'RolloutReleased',
-      );
-    const { sandbox } = await acquiring(() => sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs));
-    leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
-    await replay(ref, environment, task, sandbox);
-    const placement: PlacementRecord = {
-      rolloutId: ref.rolloutId,
-      hostId,
-      containerId: sandbox.id,
-      acquiredAt: new Date().toISOString(),
-    };
-    await store.put(rolloutKeys.placement(ref.rolloutId), placement);
-    return sandbox;
-  }
-
-  /** A throwaway container for the evaluation (its own lease), always removed afterwards. */
-  function freshSandboxFor(ref: EpisodeRef, sandboxes: SandboxProvider) {
-    return async <T>(spec: SandboxSpec, use: (sandbox: Sandbox) => Promise<T>): Promise<T> => {
-      const id = evaluationRolloutId(ref.rolloutId);
-      await sandboxes.release(id); // a half-used one from an attempt that died is not fresh
-      const { sandbox } = await sandboxes.acquire(spec, id, ref.leaseMs);
-      try {
-        return await use(sandbox);
-      } finally {
-        await sandboxes.release(id).catch((error: Error) => {
-          log()?.warn('evaluation container not removed (its lease will expire)', {
-            id,
-            error: error.message,
-          });
-        });
-      }
-    };
-  }
-
   async function episode(ref: EpisodeRef) {
     const environment = environmentOf(ref.env);
     const task = await taskOf(environment, ref.taskId);
-    const sandbox = await sandboxFor(ref, environment, task);
+    const sandbox = await sandboxes.sandboxFor(ref, environment, task);
     return { environment, task, sandbox, containerId: sandbox?.id ?? null };
   }
 
@@ -249,10 +126,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     const spec = environment.sandboxSpec(task);
     let containerId: string | null = null;
     if (spec) {
-      const sandboxes = requireProvider(ref.env);
-      const { sandbox } = await acquiring(() => sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs));
-      leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
-      containerId = sandbox.id;
+      containerId = (await sandboxes.acquire(ref, ref.env, spec)).id;
     }
     const placement: PlacementRecord = {
       rolloutId: ref.rolloutId,
@@ -337,7 +211,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     if (recorded) return { containerId, reward: recorded.reward, detail: recorded.detail };
     const { history } = await readTranscript(store, ref.rolloutId, ref.steps);
     const evaluation = await environment.evaluate(
-      { task, sandbox, history, ...(provider && { freshSandbox: freshSandboxFor(ref, provider) }) },
+      { task, sandbox, history, ...(provider && { freshSandbox: sandboxes.freshSandboxFor(ref, provider) }) },
       ref.finalAnswer,
     );
     const record: EvaluationRecord = { ...evaluation, finalAnswer: ref.finalAnswer };
@@ -349,21 +223,21 @@ export function createEnvActivities(deps: EnvHostDependencies) {
   async function release(ref: EpisodeRef): Promise<void> {
     const environment = environmentOf(ref.env);
     const task = await taskOf(environment, ref.taskId);
-    const held = leases.get(ref.rolloutId);
+    const held = sandboxes.held(ref.rolloutId);
     // Marked first: a step of this rollout still running (a cancelled rollout does not wait for it) then
     // finds the mark instead of re-creating the container this removes.
     await store.put(rolloutKeys.released(ref.rolloutId), {
       hostId,
-      containerId: held?.sandbox.id ?? null,
+      containerId: held?.id ?? null,
       releasedAt: new Date().toISOString(),
     });
     if (held || environment.sandboxSpec(task)) {
-      const sandboxes = requireProvider(ref.env);
-      await sandboxes.release(ref.rolloutId);
+      const provider = sandboxes.requireProvider(ref.env);
+      await provider.release(ref.rolloutId);
       // An evaluation container left by a worker that died mid-evaluation.
-      await sandboxes.release(evaluationRolloutId(ref.rolloutId));
+      await provider.release(evaluationRolloutId(ref.rolloutId));
     }
-    leases.delete(ref.rolloutId);
+    sandboxes.forget(ref.rolloutId);
   }
 
   function judgeInput(input: EpisodeInput, step: number): JudgeStepInput | null {
