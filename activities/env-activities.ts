@@ -4,9 +4,8 @@
 // then runs the whole loop there (policy steps, tool calls, the optional step judge, the evaluation and the
 // release; activities/episode-loop.ts), so every step reaches the same container. A container-free episode
 // needs no particular host: `startEpisode` runs all of it at once. Each step is durable through its record in
-// the sample store, so a retried attempt resumes where the last one stopped. The one-step-per-activity API
-// (acquireSandbox, resetEpisode, policyStep, envStep, evaluateEpisode, releaseSandbox, judgeStep) stays for
-// rollouts started before the episode activities existed.
+// the sample store, so a retried attempt resumes where the last one stopped. The one-step-per-activity API of
+// rollouts started before the episode activities existed is composed in from env-step-activities-legacy.ts.
 //
 // Leases: a container is labelled with an expiry and removed by the host's reaper once expired. Every
 // activity on the host queue heartbeats, and with its heartbeats renews the lease of the rollout it works
@@ -14,16 +13,23 @@
 //
 // Restarts: a worker that restarts with the same host id finds the container again with `provider.attach`
 // and resumes on it. If the container is gone, it creates a new one, resets it, and replays the tool calls
-// recorded in the sample store (their recorded observations stay what the policy saw).
+// recorded in the sample store (their recorded observations stay what the policy saw). Both are
+// rollout-sandboxes.ts.
 
-import { ApplicationFailure, CancelledFailure, Context } from '@temporalio/activity';
-import type { PolicySettings, StepJudgeSettings } from '../core/rollout-settings.js';
-import { SandboxDiskQuotaError, SandboxImageMissingError } from '../environments/docker-errors.js';
-import type { Environment, EnvironmentRegistry, EnvTask, EpisodeStep } from '../environments/environment.js';
-import type { Sandbox, SandboxProvider, SandboxSpec } from '../environments/sandbox.js';
+import { ApplicationFailure, CancelledFailure } from '@temporalio/activity';
+import type { Environment, EnvironmentRegistry, EnvTask } from '../environments/environment.js';
+import type { SandboxProvider } from '../environments/sandbox.js';
 import type { SampleStore } from '../store/sample-store.js';
 import { ENV_TASK_QUEUE, envHostTaskQueue } from '../temporal/task-queues.js';
 import type { EpisodeProgress } from '../workflows/agentic-signals.js';
+import type {
+  AcquireResult,
+  EpisodeInput,
+  EpisodeRef,
+  HostStepResult,
+  StartEpisodeResult,
+} from './env-activity-types.js';
+import { createLegacyStepActivities } from './env-step-activities-legacy.js';
 import { type EpisodeOutcome, runEpisodeLoop } from './episode-loop.js';
 import type { Judge } from './judge-client.js';
 import { createPolicyActivities, whileAlive } from './policy-step.js';
@@ -36,17 +42,14 @@ import {
   readTranscript,
   rolloutKeys,
 } from './rollout-records.js';
+import { createRolloutSandboxes, evaluationRolloutId } from './rollout-sandboxes.js';
 import { type JudgeStepInput, judgeRolloutStep } from './step-judge.js';
-
-/** The rollout id an evaluation container is labelled with. */
-export function evaluationRolloutId(rolloutId: string): string {
-  return `${rolloutId}.eval`;
-}
 
 /** Observations longer than this are cut (the policy's context and the store stay bounded). */
 export const MAX_OBSERVATION_CHARS = 16_384;
 
 export interface EnvHostDependencies {
+  /** Stable across restarts: a restarted host with the same id picks its rollouts up again. */
   hostId: string;
   /** Null on a host without containers: it serves container-free kinds only. */
   provider: SandboxProvider | null;
@@ -62,78 +65,18 @@ export interface EnvHostDependencies {
   sharedTaskQueue?: string;
 }
 
-/** Which rollout an activity works for: enough to find its environment, task and container. */
-export interface EpisodeRef {
-  rolloutId: string;
-  env: string;
-  taskId: string;
-  leaseMs: number;
-}
-
-export interface AcquireResult {
-  hostId: string;
-  hostQueue: string;
-  containerId: string | null;
-}
-
-/** What an episode activity needs: the rollout and how it runs. */
-export interface EpisodeInput extends EpisodeRef {
-  policy: PolicySettings;
-  maxTurns: number;
-  maxParseErrors: number;
-  contextBudgetTokens: number;
-  stepJudge?: StepJudgeSettings;
-}
-
-export interface StartEpisodeResult extends AcquireResult {
-  /** The finished episode of a container-free kind (run right here), or null: `runEpisode` on `hostQueue` next. */
-  outcome: EpisodeOutcome | null;
-}
-
-export interface HostStepResult {
-  /** The container the step ran in (null for container-free kinds). */
-  containerId: string | null;
-}
-
-interface Lease {
-  sandbox: Sandbox;
-  leaseMs: number;
-  renewedAt: number;
-}
-
-/**
- * A sandbox that cannot be had (its image is missing and cannot be pulled, or the rollout outgrew its disk
- * quota) fails the same way again: no retry.
- */
-async function acquiring<T>(acquire: () => Promise<T>): Promise<T> {
-  try {
-    return await acquire();
-  } catch (error) {
-    if (error instanceof SandboxImageMissingError || error instanceof SandboxDiskQuotaError)
-      throw ApplicationFailure.nonRetryable(error.message, error.name);
-    throw error;
-  }
-}
-
 function clip(text: string): string {
   return text.length <= MAX_OBSERVATION_CHARS
     ? text
     : `${text.slice(0, MAX_OBSERVATION_CHARS)}\n[... ${text.length - MAX_OBSERVATION_CHARS} characters cut]`;
 }
 
-function log(): Context['log'] | null {
-  try {
-    return Context.current().log;
-  } catch {
-    return null;
-  }
-}
-
 export function createEnvActivities(deps: EnvHostDependencies) {
   const { hostId, provider, registry, store } = deps;
   const hostQueue = envHostTaskQueue(deps.sharedTaskQueue ?? ENV_TASK_QUEUE, hostId);
-  const leases = new Map<string, Lease>();
   const tasks = new Map<string, EnvTask>();
+  const sandboxes = createRolloutSandboxes({ hostId, provider, store });
+  const { keepAlive } = sandboxes;
 
   function environmentOf(kind: string): Environment {
     const environment = registry.get(kind);
@@ -163,102 +106,10 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     return task;
   }
 
-  function requireProvider(kind: string): SandboxProvider {
-    if (!provider)
-      throw ApplicationFailure.nonRetryable(
-        `environment "${kind}" needs a container and env host ${hostId} has no sandbox provider`,
-        'NoSandboxProvider',
-      );
-    return provider;
-  }
-
-  function keepAlive(rolloutId: string): void {
-    const lease = leases.get(rolloutId);
-    if (!lease || !provider) return;
-    const now = Date.now();
-    if (now - lease.renewedAt < lease.leaseMs / 3) return;
-    lease.renewedAt = now;
-    provider.renew(rolloutId, lease.leaseMs).catch((error: Error) => {
-      log()?.warn('lease renewal failed', { rolloutId, error: error.message });
-    });
-  }
-
-  async function replay(ref: EpisodeRef, environment: Environment, task: EnvTask, sandbox: Sandbox) {
-    if (!(await store.get<ResetRecord>(rolloutKeys.reset(ref.rolloutId)))) return; // reset runs next anyway
-    await environment.reset({ task, sandbox, history: [] });
-    const { history } = await readTranscript(store, ref.rolloutId, Number.MAX_SAFE_INTEGER);
-    const replayed: EpisodeStep[] = [];
-    for (const entry of history) {
-      await environment.step({ task, sandbox, history: replayed }, entry.action);
-      replayed.push(entry);
-    }
-    log()?.warn('container re-created and recorded tool calls replayed', {
-      rolloutId: ref.rolloutId,
-      containerId: sandbox.id,
-      calls: replayed.length,
-    });
-  }
-
-  /** The rollout's container on this host: the one in hand, the one still running, or a new one replayed. */
-  async function sandboxFor(
-    ref: EpisodeRef,
-    environment: Environment,
-    task: EnvTask,
-  ): Promise<Sandbox | null> {
-    const spec = environment.sandboxSpec(task);
-    if (!spec) return null;
-    const held = leases.get(ref.rolloutId);
-    if (held) return held.sandbox;
-    const sandboxes = requireProvider(environment.kind);
-    const attached = await sandboxes.attach(ref.rolloutId);
-    if (attached) {
-      await sandboxes.renew(ref.rolloutId, ref.leaseMs);
-      leases.set(ref.rolloutId, { sandbox: attached, leaseMs: ref.leaseMs, renewedAt: Date.now() });
-      return attached;
-    }
-    // A step still running when its rollout was cancelled and released must not bring the container back:
-    // nothing would release it again (the release marks the rollout before it removes the container).
-    if (await store.get(rolloutKeys.released(ref.rolloutId)))
-      throw ApplicationFailure.nonRetryable(
-        `rollout ${ref.rolloutId} was released; its container is not created again`,
-        'RolloutReleased',
-      );
-    const { sandbox } = await acquiring(() => sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs));
-    leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
-    await replay(ref, environment, task, sandbox);
-    const placement: PlacementRecord = {
-      rolloutId: ref.rolloutId,
-      hostId,
-      containerId: sandbox.id,
-      acquiredAt: new Date().toISOString(),
-    };
-    await store.put(rolloutKeys.placement(ref.rolloutId), placement);
-    return sandbox;
-  }
-
-  /** A throwaway container for the evaluation (its own lease), always removed afterwards. */
-  function freshSandboxFor(ref: EpisodeRef, sandboxes: SandboxProvider) {
-    return async <T>(spec: SandboxSpec, use: (sandbox: Sandbox) => Promise<T>): Promise<T> => {
-      const id = evaluationRolloutId(ref.rolloutId);
-      await sandboxes.release(id); // a half-used one from an attempt that died is not fresh
-      const { sandbox } = await sandboxes.acquire(spec, id, ref.leaseMs);
-      try {
-        return await use(sandbox);
-      } finally {
-        await sandboxes.release(id).catch((error: Error) => {
-          log()?.warn('evaluation container not removed (its lease will expire)', {
-            id,
-            error: error.message,
-          });
-        });
-      }
-    };
-  }
-
   async function episode(ref: EpisodeRef) {
     const environment = environmentOf(ref.env);
     const task = await taskOf(environment, ref.taskId);
-    const sandbox = await sandboxFor(ref, environment, task);
+    const sandbox = await sandboxes.sandboxFor(ref, environment, task);
     return { environment, task, sandbox, containerId: sandbox?.id ?? null };
   }
 
@@ -275,10 +126,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     const spec = environment.sandboxSpec(task);
     let containerId: string | null = null;
     if (spec) {
-      const sandboxes = requireProvider(ref.env);
-      const { sandbox } = await acquiring(() => sandboxes.acquire(spec, ref.rolloutId, ref.leaseMs));
-      leases.set(ref.rolloutId, { sandbox, leaseMs: ref.leaseMs, renewedAt: Date.now() });
-      containerId = sandbox.id;
+      containerId = (await sandboxes.acquire(ref, ref.env, spec)).id;
     }
     const placement: PlacementRecord = {
       rolloutId: ref.rolloutId,
@@ -363,7 +211,7 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     if (recorded) return { containerId, reward: recorded.reward, detail: recorded.detail };
     const { history } = await readTranscript(store, ref.rolloutId, ref.steps);
     const evaluation = await environment.evaluate(
-      { task, sandbox, history, ...(provider && { freshSandbox: freshSandboxFor(ref, provider) }) },
+      { task, sandbox, history, ...(provider && { freshSandbox: sandboxes.freshSandboxFor(ref, provider) }) },
       ref.finalAnswer,
     );
     const record: EvaluationRecord = { ...evaluation, finalAnswer: ref.finalAnswer };
@@ -375,21 +223,21 @@ export function createEnvActivities(deps: EnvHostDependencies) {
   async function release(ref: EpisodeRef): Promise<void> {
     const environment = environmentOf(ref.env);
     const task = await taskOf(environment, ref.taskId);
-    const held = leases.get(ref.rolloutId);
+    const held = sandboxes.held(ref.rolloutId);
     // Marked first: a step of this rollout still running (a cancelled rollout does not wait for it) then
     // finds the mark instead of re-creating the container this removes.
     await store.put(rolloutKeys.released(ref.rolloutId), {
       hostId,
-      containerId: held?.sandbox.id ?? null,
+      containerId: held?.id ?? null,
       releasedAt: new Date().toISOString(),
     });
     if (held || environment.sandboxSpec(task)) {
-      const sandboxes = requireProvider(ref.env);
-      await sandboxes.release(ref.rolloutId);
+      const provider = sandboxes.requireProvider(ref.env);
+      await provider.release(ref.rolloutId);
       // An evaluation container left by a worker that died mid-evaluation.
-      await sandboxes.release(evaluationRolloutId(ref.rolloutId));
+      await provider.release(evaluationRolloutId(ref.rolloutId));
     }
-    leases.delete(ref.rolloutId);
+    sandboxes.forget(ref.rolloutId);
   }
 
   function judgeInput(input: EpisodeInput, step: number): JudgeStepInput | null {
@@ -437,11 +285,21 @@ export function createEnvActivities(deps: EnvHostDependencies) {
     return { ...outcome, released: true };
   }
 
-  const shared = {
-    /** Creates the rollout's container on this host (if its kind needs one) and names this host's queue. */
-    async acquireSandbox(ref: EpisodeRef): Promise<AcquireResult> {
-      return whileAlive(ref.rolloutId, undefined, () => acquire(ref));
+  const legacy = createLegacyStepActivities(
+    {
+      acquire,
+      reset,
+      stepTools,
+      evaluate,
+      release,
+      judge: async (input) => ({ score: (await judgeRolloutStep(store, deps.judge, input, hostId)).score }),
+      keepAlive,
     },
+    policy,
+  );
+
+  const shared = {
+    ...legacy.shared,
 
     /**
      * Acquires and resets the rollout on this host. A container-free episode then runs to its end right here
@@ -470,41 +328,11 @@ export function createEnvActivities(deps: EnvHostDependencies) {
   };
 
   const host = {
-    ...policy,
+    ...legacy.host,
 
     /** The rest of an episode whose container this host holds: the loop, the evaluation and the release. */
     async runEpisode(input: EpisodeInput): Promise<EpisodeOutcome> {
       return whileAlive(input.rolloutId, keepAlive, (signal, report) => runLoop(input, signal, report));
-    },
-
-    async resetEpisode(ref: EpisodeRef): Promise<HostStepResult & { tools: number }> {
-      return whileAlive(ref.rolloutId, keepAlive, () => reset(ref));
-    },
-
-    /** Runs the tool calls of policy step `step`, each once: a recorded observation is not run again. */
-    async envStep(
-      ref: EpisodeRef & { step: number },
-    ): Promise<HostStepResult & { done: boolean; executed: number }> {
-      return whileAlive(ref.rolloutId, keepAlive, () => stepTools(ref));
-    },
-
-    async evaluateEpisode(
-      ref: EpisodeRef & { steps: number; finalAnswer: string | null },
-    ): Promise<HostStepResult & { reward: number; detail: string }> {
-      return whileAlive(ref.rolloutId, keepAlive, () => evaluate(ref));
-    },
-
-    /** Removes the rollout's container, if any; succeeds when it is already gone. */
-    async releaseSandbox(ref: EpisodeRef): Promise<void> {
-      return whileAlive(ref.rolloutId, undefined, () => release(ref));
-    },
-
-    /** m judge votes on one step (rollouts started before the episode activities). */
-    async judgeStep(input: JudgeStepInput): Promise<{ score: number }> {
-      const record = await whileAlive(input.rolloutId, keepAlive, () =>
-        judgeRolloutStep(store, deps.judge, input, hostId),
-      );
-      return { score: record.score };
     },
   };
 

@@ -1,5 +1,6 @@
 import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../core/config.js';
 import { temporalProfile } from '../temporal/connection.js';
+import { integer } from './options.js';
 
 /** Flags shared by the commands; each also has an environment variable (docs/configuration.md). */
 export interface CommonFlags {
@@ -21,13 +22,6 @@ export interface CommonFlags {
   device?: string;
   trainer?: string;
   allowNoKeys?: boolean;
-}
-
-function integer(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined) return undefined;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed)) throw new Error(`${flag} must be an integer, got "${value}"`);
-  return parsed;
 }
 
 /**

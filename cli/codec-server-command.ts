@@ -9,6 +9,7 @@ import { codecCorsOrigins, createCodecServer } from '../security/codec-server.js
 import { AesGcmPayloadCodec } from '../security/payload-codec.js';
 import { resolvePayloadKeys } from '../security/payload-keys.js';
 import { configFromFlags } from './cli-config.js';
+import { integer, untilStopped } from './options.js';
 
 export interface RunningCodecServer {
   url: string;
@@ -30,7 +31,7 @@ export async function startCodecServer(
   return { url: `http://${clientHost(address)}:${address.port}`, origins, close: () => app.close() };
 }
 
-export function registerCodecServerCommand(program: Command, untilStopped: () => Promise<void>): void {
+export function registerCodecServerCommand(program: Command): void {
   program
     .command('codec-server')
     .description("decrypt payloads for the Temporal UI: set the UI's codec endpoint to the URL it prints")
@@ -45,8 +46,7 @@ export function registerCodecServerCommand(program: Command, untilStopped: () =>
     .addOption(new Option('--data-dir <dir>', 'data folder of the payload key file (OPENCLAW_DATA_DIR)'))
     .action(async (flags: { host?: string; port?: string; corsOrigin?: string; dataDir?: string }) => {
       const base = configFromFlags({ dataDir: flags.dataDir });
-      const port = flags.port === undefined ? base.codecServer.port : Number(flags.port);
-      if (!Number.isInteger(port)) throw new Error(`--port must be an integer, got "${flags.port}"`);
+      const port = integer('--port', flags.port) ?? base.codecServer.port;
       const config: OpenClawConfig = {
         ...base,
         codecServer: {

@@ -17,6 +17,7 @@ import { connectClient } from '../temporal/connection.js';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 import { configFromFlags } from './cli-config.js';
 import { formatTable } from './operator-commands.js';
+import { taskQueueOption, temporalAddressOption } from './options.js';
 import {
   drawsProgress,
   formatMean,
@@ -24,7 +25,7 @@ import {
   type ProgressStream,
   progressBar,
 } from './progress.js';
-import { rolloutInputFromFlags, runRollout } from './track2-commands.js';
+import { rolloutInputFromFlags, runRollout } from './rollout-command.js';
 
 const messageSchema = z.looseObject({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
@@ -404,10 +405,8 @@ export function registerEvalCommand(program: Command): void {
     .addOption(new Option('--judge-url <url>', 'OpenAI-compatible judge (OPENCLAW_JUDGE_URL)'))
     .addOption(new Option('--judge-model <name>', 'judge model name'))
     .addOption(new Option('--judge-api-key <key>', 'judge bearer key'))
-    .addOption(
-      new Option('--temporal-address <host:port>', 'Temporal frontend, for --env (TEMPORAL_ADDRESS)'),
-    )
-    .option('--task-queue <queue>', 'control worker queue, for --env (default control)')
+    .addOption(temporalAddressOption('Temporal frontend, for --env (TEMPORAL_ADDRESS)'))
+    .addOption(taskQueueOption('control worker queue, for --env (default control)'))
     .option('--env-queue <queue>', 'env worker queue, for --env (default env)')
     .option('--max-turns <n>', 'model turns per rollout, for --env (default 10)')
     .option('--json', 'print the report as JSON')

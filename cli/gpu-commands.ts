@@ -10,6 +10,7 @@ import { engineToken } from '../security/engine-token.js';
 import { connectWorker } from '../temporal/connection.js';
 import { createGpuWorker } from '../workers/gpu-worker.js';
 import { configFromFlags } from './cli-config.js';
+import { integer, temporalAddressOption, untilStopped } from './options.js';
 
 export interface GpuWorkerFlags {
   hostId?: string;
@@ -29,11 +30,9 @@ export interface GpuWorkerFlags {
   healthTimeoutS?: string;
 }
 
-function integer(flag: string, value: string | undefined): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  const parsed = Number(value);
-  if (!Number.isInteger(parsed)) throw new Error(`${flag} must be an integer, got "${value}"`);
-  return parsed;
+/** An integer flag or environment variable; an empty environment variable counts as not set. */
+function setInteger(flag: string, value: string | undefined): number | undefined {
+  return integer(flag, value === '' ? undefined : value);
 }
 
 /** The engine settings from the flags, each falling back to its environment variable (validated later). */
@@ -61,14 +60,14 @@ export function engineSettingsFromFlags(
       name: flags.containerName ?? env.OPENCLAW_ENGINE_CONTAINER,
     }),
     ...((flags.bind ?? env.OPENCLAW_ENGINE_BIND) && { bindAddress: flags.bind ?? env.OPENCLAW_ENGINE_BIND }),
-    ...(gpus && { gpus: gpus === 'all' ? 'all' : integer('--gpus', gpus) }),
+    ...(gpus && { gpus: gpus === 'all' ? 'all' : setInteger('--gpus', gpus) }),
     ...(extra && { extraArgs: extra.split(/\s+/).filter(Boolean) }),
     ...(volumes && { volumes: volumes.split(',').filter(Boolean) }),
     ...(healthTimeoutS !== undefined && { healthTimeoutMs: healthTimeoutS * 1000 }),
   };
-  const tp = integer('--tp', flags.tp ?? env.OPENCLAW_ENGINE_TP);
+  const tp = setInteger('--tp', flags.tp ?? env.OPENCLAW_ENGINE_TP);
   if (tp !== undefined) settings.tensorParallel = tp;
-  const port = integer('--engine-port', flags.enginePort ?? env.OPENCLAW_ENGINE_PORT);
+  const port = setInteger('--engine-port', flags.enginePort ?? env.OPENCLAW_ENGINE_PORT);
   if (port !== undefined) settings.hostPort = port;
   return settings as EngineContainerSettingsInput;
 }
@@ -85,13 +84,6 @@ function consoleLogger(): EngineLogger {
     warn: (message, meta) => line('warn', message, meta),
     error: (message, meta) => line('error', message, meta),
   };
-}
-
-function untilStopped(): Promise<void> {
-  return new Promise((done) => {
-    process.once('SIGINT', () => done());
-    process.once('SIGTERM', () => done());
-  });
 }
 
 export async function runGpuWorker(flags: GpuWorkerFlags): Promise<void> {
@@ -131,12 +123,7 @@ export function registerGpuCommands(program: Command): void {
       'run a GPU host: keeps a policy engine container (SGLang) up and serves the gpu-<host-id> queue',
     )
     .addOption(new Option('--host-id <id>', 'stable host id (OPENCLAW_GPU_HOST_ID; default the host name)'))
-    .addOption(
-      new Option(
-        '--temporal-address <host:port>',
-        'Temporal frontend (TEMPORAL_ADDRESS; default 127.0.0.1:7233)',
-      ),
-    )
+    .addOption(temporalAddressOption())
     .option('--no-temporal', 'only supervise the engine: no Temporal queue')
     .addOption(
       new Option('--engine-kind <kind>', 'sglang | vllm | reference (OPENCLAW_ENGINE_KIND; default sglang)'),

@@ -26,6 +26,7 @@ import { registerGpuCommands } from './gpu-commands.js';
 import { registerImageCommands } from './images-command.js';
 import { registerKeyCommands } from './keys-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
+import { temporalAddressOption, untilStopped } from './options.js';
 import { registerTrack2Commands } from './track2-commands.js';
 import {
   followTrainingRun,
@@ -42,14 +43,6 @@ import { runTrainerWorker } from './trainer-worker-command.js';
 Runtime.install({
   logger: new DefaultLogger((process.env.OPENCLAW_LOG_LEVEL as 'INFO' | undefined) ?? 'WARN'),
 });
-
-/** Resolves when the process is asked to stop (Ctrl-C or SIGTERM). */
-function untilStopped(): Promise<void> {
-  return new Promise((resolve) => {
-    process.once('SIGINT', () => resolve());
-    process.once('SIGTERM', () => resolve());
-  });
-}
 
 /**
  * Until Ctrl-C, then stops `processes` (last started first). An engine process that exits first is an error,
@@ -76,11 +69,7 @@ const common = {
       '--data-dir <dir>',
       'sample store, checkpoints, Temporal database (OPENCLAW_DATA_DIR; default data)',
     ),
-  temporal: () =>
-    new Option(
-      '--temporal-address <host:port>',
-      'Temporal frontend (TEMPORAL_ADDRESS; default 127.0.0.1:7233)',
-    ),
+  temporal: () => temporalAddressOption(),
   engineUrl: () =>
     new Option(
       '--engine-url <url>',
@@ -333,7 +322,7 @@ for (const [name, update] of [
 
 registerOperatorCommands(program, train);
 registerKeyCommands(program);
-registerCodecServerCommand(program, untilStopped);
+registerCodecServerCommand(program);
 registerEvalCommand(program);
 registerImageCommands(program);
 registerGpuCommands(program);

@@ -30,6 +30,7 @@ import {
   trainingStatusQuery,
 } from '../workflows/training-signals.js';
 import { configFromFlags } from './cli-config.js';
+import { temporalAddressOption } from './options.js';
 import { drawsProgress, type ProgressFlags, type ProgressStream } from './progress.js';
 import { followTrainingRun, formatTrainingStatus, STATUS_QUERY_TIMEOUT_MS } from './train-status.js';
 
@@ -291,12 +292,6 @@ function untilInterrupted(): { stopped: Promise<void>; release(): void } {
   };
 }
 
-const temporalOption = () =>
-  new Option(
-    '--temporal-address <host:port>',
-    'Temporal frontend (TEMPORAL_ADDRESS; default 127.0.0.1:7233)',
-  );
-
 interface ListFlags {
   limit?: string;
   tenant?: string;
@@ -331,7 +326,7 @@ export function registerOperatorCommands(
       ),
     )
     .addOption(new Option('--timeout <seconds>', 'with --wait: give up after this long (default: no limit)'))
-    .addOption(temporalOption())
+    .addOption(temporalAddressOption())
     .option('--json', 'print JSON')
     .option('--no-progress', 'no progress bar on stderr (drawn only on a terminal, never with --json)')
     .action(async (flags: TrainStartFlags & TrainWaitFlags & { temporalAddress?: string }) => {
@@ -386,7 +381,7 @@ export function registerOperatorCommands(
       .addOption(new Option('--limit <n>', 'at most this many (default 50)'));
     for (const option of options) command.addOption(option);
     return command
-      .addOption(temporalOption())
+      .addOption(temporalAddressOption())
       .option('--json', 'print JSON')
       .action(async (flags: ListFlags) => {
         const config = configFromFlags({ temporalAddress: flags.temporalAddress });
@@ -420,7 +415,7 @@ export function registerOperatorCommands(
     .command('lineage')
     .description("list a run's published versions (the newest 100): the samples that made each, by tenant")
     .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
-    .addOption(temporalOption())
+    .addOption(temporalAddressOption())
     .option('--json', 'print JSON')
     .action(async (flags: { run?: string; temporalAddress?: string; json?: boolean }) => {
       const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });

@@ -25,6 +25,9 @@ export const CLAIM_FILE = '/run/openclaw/claim';
 /** Written by `renew` (through the Engine API, as root; mode 0644), read by the keeper and the reaper. */
 export const LEASE_FILE = '/run/openclaw/lease';
 
+/** The lease and claim files are root's and readable by all: the keeper reads them, the sandbox user cannot write them. */
+export const LEASE_FILE_OWNER = { uid: 0, gid: 0, mode: 0o644 } as const;
+
 /** The file's content: the expiry in epoch milliseconds and a newline. */
 export function encodeLeaseFile(expiresAt: number): string {
   return `${Math.floor(expiresAt)}\n`;

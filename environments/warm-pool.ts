@@ -1,7 +1,7 @@
 // Warm pools: per sandbox spec, an env host keeps a few started, unclaimed containers ready, so `acquire`
 // claims one instead of creating and starting a container while the rollout waits. This file is the
 // bookkeeping (sizes per image, which idle containers are ready, refilling, keeping their short leases alive);
-// the Docker side (creating an idle container, the claim by rename + claim file) is in docker-sandbox.ts.
+// the Docker side (creating an idle container, the claim by rename + claim file) is in docker-warm-pool.ts.
 // See docs/containers.md, "Warm pools".
 
 import { randomBytes } from 'node:crypto';

@@ -1,32 +1,27 @@
 // An env host: two workers in one process. One polls the shared `env` queue, where sandboxes are acquired
 // (and the training step's bookkeeping runs); the other polls this host's own queue `env-<hostId>`, where
 // every later step of the rollouts it holds arrives. A reaper removes containers whose lease expired.
+// `runEnvHost` is the whole host of `openclaw-rl worker env`: sandbox provider, environments, store, judge,
+// the two workers, until asked to stop.
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import { createAgenticActivities } from '../activities/agentic-activities.js';
-import { createEnvActivities } from '../activities/env-activities.js';
-import type { Judge } from '../activities/judge-client.js';
-import type { EnvironmentRegistry } from '../environments/environment.js';
+import { createEnvActivities, type EnvHostDependencies } from '../activities/env-activities.js';
+import { OpenAIJudge } from '../activities/judge-client.js';
+import type { OpenClawConfig } from '../core/config.js';
+import { createEnvironmentRegistry } from '../environments/registry.js';
 import type { SandboxProvider } from '../environments/sandbox.js';
 import { type SandboxReaper, startSandboxReaper } from '../environments/sandbox-reaper.js';
-import type { SampleStore } from '../store/sample-store.js';
+import { parseWarmPoolSizes, type WarmPoolSettingsInput } from '../environments/warm-pool.js';
+import { engineAuthHeaders, judgeApiKey } from '../security/engine-token.js';
+import { storeFromConfig } from '../store/store-from-config.js';
+import { connectWorker } from '../temporal/connection.js';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 
-export interface EnvWorkersOptions {
+/** The host's own settings (id, provider, environments, store, judge, queue) are its activities'. */
+export interface EnvWorkersOptions extends EnvHostDependencies {
   connection: NativeConnection;
   namespace?: string;
-  /** Stable across restarts: a restarted host with the same id picks its rollouts up again. */
-  hostId: string;
-  provider: SandboxProvider | null;
-  registry: EnvironmentRegistry;
-  store: SampleStore;
-  judge?: Judge;
-  /** Bearer key for a policy behind the gateway. */
-  policyApiKey?: string;
-  /** Headers of calls to an engine policy (the engine token). */
-  engineHeaders?: Record<string, string>;
-  /** Default `env`; the host's queue is `<sharedTaskQueue>-<hostId>`. */
-  sharedTaskQueue?: string;
   /**
    * How often expired leases are reaped (default 60 s; 0 turns the reaper off). The first sweep runs at
    * start, so a host restarted after a crash removes at once what expired while it was down.
@@ -59,33 +54,26 @@ export function validHostId(hostId: string): string {
 export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvWorkers> {
   const hostId = validHostId(options.hostId);
   const sharedTaskQueue = options.sharedTaskQueue ?? ENV_TASK_QUEUE;
-  const activities = createEnvActivities({
-    hostId,
-    provider: options.provider,
-    registry: options.registry,
-    store: options.store,
-    judge: options.judge,
-    policyApiKey: options.policyApiKey,
-    engineHeaders: options.engineHeaders,
-    sharedTaskQueue,
-  });
+  const { connection, namespace, reapIntervalMs, sharedWorkerOptions, hostWorkerOptions, ...dependencies } =
+    options;
+  const activities = createEnvActivities({ ...dependencies, hostId, sharedTaskQueue });
   const agentic = createAgenticActivities({ store: options.store, registry: options.registry });
-  const common = { connection: options.connection, namespace: options.namespace ?? 'default' };
+  const common = { connection, namespace: namespace ?? 'default' };
   const shared = await Worker.create({
     ...common,
     taskQueue: sharedTaskQueue,
     activities: { ...activities.shared, ...agentic },
-    ...options.sharedWorkerOptions,
+    ...sharedWorkerOptions,
   });
   const host = await Worker.create({
     ...common,
     taskQueue: activities.hostQueue,
     activities: activities.host,
-    ...options.hostWorkerOptions,
+    ...hostWorkerOptions,
   });
 
   let reaper: SandboxReaper | undefined;
-  const reapEvery = options.reapIntervalMs ?? 60_000;
+  const reapEvery = reapIntervalMs ?? 60_000;
   return {
     hostId,
     sharedTaskQueue,
@@ -111,4 +99,92 @@ export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvW
       }
     },
   };
+}
+
+/** Makes the host's sandbox provider (the Docker one); null serves container-free kinds only. */
+export type SandboxProviderFactory = (settings: {
+  warmPool?: WarmPoolSettingsInput;
+}) => Promise<SandboxProvider | null>;
+
+/** What an env host runs with, beyond the config: its id, queue, judge, limits and the kinds' options. */
+export interface EnvHostSettings {
+  hostId: string;
+  /** The shared env queue. */
+  sharedTaskQueue: string;
+  /** Started containers kept ready per image (`image=N,...`); none without. */
+  warmPool?: string;
+  /** The environment kinds' options, keyed by kind. */
+  envOptions: Record<string, unknown>;
+  judgeUrl?: string;
+  judgeModel?: string;
+  judgeApiKey?: string;
+  policyApiKey?: string;
+  /** Concurrent activities per worker. */
+  maxActivities: number;
+  reapIntervalMs?: number;
+}
+
+/**
+ * The step judge at `judgeUrl`: the given key, else the config's judge key, else the engine token when the
+ * URL is one of the project's own engines (a guarded frozen judge engine).
+ */
+export function stepJudge(
+  config: OpenClawConfig,
+  judgeUrl: string,
+  overrides: { judgeModel?: string; judgeApiKey?: string } = {},
+): OpenAIJudge {
+  return new OpenAIJudge({
+    baseUrl: judgeUrl,
+    model: overrides.judgeModel ?? config.judge.model,
+    apiKey: overrides.judgeApiKey ?? judgeApiKey(config, judgeUrl),
+    temperature: config.judge.temperature,
+    maxTokens: config.judge.maxTokens,
+  });
+}
+
+/**
+ * Runs an env host until `untilStopped()` (asked once the host is up) resolves: the shared-queue worker, the
+ * host-queue worker, the lease reaper.
+ */
+export async function runEnvHost(
+  config: OpenClawConfig,
+  settings: EnvHostSettings,
+  options: { sandboxProvider?: SandboxProviderFactory; untilStopped: () => Promise<void> },
+): Promise<void> {
+  const { hostId } = settings;
+  const warmPool = settings.warmPool
+    ? {
+        name: hostId.replace(/^[^A-Za-z0-9]+/, '').slice(0, 61) || 'pool',
+        sizes: parseWarmPoolSizes(settings.warmPool),
+      }
+    : undefined;
+  const provider = options.sandboxProvider ? await options.sandboxProvider({ warmPool }) : null;
+  const connection = await connectWorker(config);
+  const store = storeFromConfig(config);
+  const workers = await createEnvWorkers({
+    connection,
+    namespace: config.temporal.namespace,
+    hostId,
+    provider,
+    registry: createEnvironmentRegistry(settings.envOptions),
+    store,
+    sharedTaskQueue: settings.sharedTaskQueue,
+    policyApiKey: settings.policyApiKey,
+    engineHeaders: engineAuthHeaders(config),
+    ...(settings.judgeUrl && { judge: stepJudge(config, settings.judgeUrl, settings) }),
+    ...(settings.reapIntervalMs !== undefined && { reapIntervalMs: settings.reapIntervalMs }),
+    sharedWorkerOptions: { maxConcurrentActivityTaskExecutions: settings.maxActivities },
+    hostWorkerOptions: { maxConcurrentActivityTaskExecutions: settings.maxActivities },
+  });
+  console.log(
+    `env host ${hostId} on ${workers.sharedTaskQueue} and ${workers.hostTaskQueue} at ${config.temporal.address}` +
+      ` (${provider ? 'containers' : 'container-free kinds only'})`,
+  );
+  const running = workers.run();
+  await Promise.race([options.untilStopped(), running]);
+  workers.shutdown();
+  await running.catch(() => undefined);
+  await provider?.close?.();
+  await connection.close();
+  await store.close?.();
 }

@@ -8,7 +8,8 @@ import {
   isCancellation,
   proxyActivities,
 } from '@temporalio/workflow';
-import type { EnvHostActivities, EnvSharedActivities, EpisodeRef } from '../activities/env-activities.js';
+import type { EnvHostActivities, EnvSharedActivities } from '../activities/env-activities.js';
+import type { EpisodeRef } from '../activities/env-activity-types.js';
 import type { EnvRolloutSettings } from '../core/rollout-settings.js';
 import type { EnvRolloutResult, RolloutStatus } from './agentic-signals.js';
 import { describeFailure, failedRolloutResult } from './rollout-results.js';

@@ -10,12 +10,8 @@ import {
   isCancellation,
   proxyActivities,
 } from '@temporalio/workflow';
-import type {
-  EnvHostActivities,
-  EnvSharedActivities,
-  EpisodeInput,
-  EpisodeRef,
-} from '../activities/env-activities.js';
+import type { EnvHostActivities, EnvSharedActivities } from '../activities/env-activities.js';
+import type { EpisodeInput, EpisodeRef } from '../activities/env-activity-types.js';
 import type { EpisodeOutcome } from '../activities/episode-loop.js';
 import type { EnvRolloutSettings } from '../core/rollout-settings.js';
 import type { EnvRolloutResult } from './agentic-signals.js';

@@ -7,7 +7,7 @@ import { Connection } from '@temporalio/client';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from 'vitest';
 import { runEval } from '../../cli/eval-command.js';
-import { rolloutInputFromFlags, runRolloutWithProgress } from '../../cli/track2-commands.js';
+import { rolloutInputFromFlags, runRolloutWithProgress } from '../../cli/rollout-command.js';
 import { arithProblem } from '../../environments/arith/problems.js';
 import { isEncrypted } from '../../security/payload-codec.js';
 import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';

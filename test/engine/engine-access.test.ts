@@ -10,7 +10,6 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { trainerFromConfig } from '../../activities/trainer-backends/trainer-from-config.js';
 import { runEval } from '../../cli/eval-command.js';
-import { stepJudge } from '../../cli/track2-commands.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { buildBinaryJudgeMessages } from '../../core/judge-prompts.js';
 import { createEngineAdapter, policyEngineFromConfig } from '../../engines/engine-adapters.js';
@@ -23,6 +22,7 @@ import {
 import { startGateway } from '../../gateway/main.js';
 import { engineAccessEnv, judgeApiKey } from '../../security/engine-token.js';
 import { FileSampleStore } from '../../store/sample-store.js';
+import { stepJudge } from '../../workers/env-worker.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
 const TOKEN = `engine-token-${process.pid}`;

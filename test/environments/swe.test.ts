@@ -4,7 +4,7 @@
 // Needs the images openclaw/swe-{semver,iniconf,daterange} (built here on first use).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluationRolloutId } from '../../activities/env-activities.js';
+import { evaluationRolloutId } from '../../activities/rollout-sandboxes.js';
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import type { EpisodeStep, ToolCallAction } from '../../environments/environment.js';
 import type { Sandbox, SandboxSpec } from '../../environments/sandbox.js';

@@ -7,14 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   agenticInputFromFlags,
   formatAgenticStatus,
-  formatRolloutResult,
-  parseEnvOptions,
   readAgenticStatus,
-  registerTrack2Commands,
-  rolloutInputFromFlags,
-  runRollout,
   watchAgenticRun,
-} from '../../cli/track2-commands.js';
+} from '../../cli/agentic-commands.js';
+import { parseEnvOptions } from '../../cli/env-worker-command.js';
+import { formatRolloutResult, rolloutInputFromFlags, runRollout } from '../../cli/rollout-command.js';
+import { registerTrack2Commands } from '../../cli/track2-commands.js';
 import { arithProblem } from '../../environments/arith/problems.js';
 import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
 import { startAgenticRun } from '../../temporal/workflow-starts.js';

@@ -4,8 +4,8 @@
 
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluationRolloutId } from '../../activities/env-activities.js';
 import { type RolloutStepRecord, rolloutKeys } from '../../activities/rollout-records.js';
+import { evaluationRolloutId } from '../../activities/rollout-sandboxes.js';
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
 import { SUBMIT_COMMAND } from '../../environments/swe/swe-patch.js';
