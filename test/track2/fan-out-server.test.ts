@@ -11,7 +11,6 @@ import { agenticStepKey, type StepManifest } from '../../activities/agentic-acti
 import { answerRight, NumberedArith } from '../../bench/support/numbered-arith.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
-import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers, type EnvWorkers } from '../../workers/env-worker.js';
 import {
   type AgenticTrainingInput,
@@ -21,6 +20,7 @@ import {
 import { startScriptedPolicy } from '../support/scripted-policy-server.js';
 import { connectTestClient, connectTestWorkerConnection } from '../support/temporal.js';
 import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 const TASKS = 50;
 const N = 4;
@@ -43,7 +43,7 @@ describe('fan-out on the Temporal server with PostgreSQL, the server killed mid-
     workflowWorker = await Worker.create({
       connection,
       taskQueue: 'server-wf',
-      workflowsPath,
+      workflowBundle: testWorkflowBundle(),
       maxCachedWorkflows: 500,
     });
     env = await createEnvWorkers({
