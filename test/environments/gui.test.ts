@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import type { EpisodeStep, StepResult, ToolCallAction } from '../../environments/environment.js';
 import { GuiEnvironment } from '../../environments/gui/gui-environment.js';
-import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 import { pngSize } from './gui-png-size.js';
 import { KNOWN_BAD, KNOWN_GOOD } from './gui-scripts.js';
 

@@ -14,7 +14,7 @@ import { SweEnvironment } from '../../environments/swe/swe-environment.js';
 import { evaluatePatch } from '../../environments/swe/swe-evaluation.js';
 import { SUBMIT_COMMAND } from '../../environments/swe/swe-patch.js';
 import { parseTestOutcomes, testCommandLine } from '../../environments/swe/test-outcomes.js';
-import { docker, ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { docker, ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 
 const ids = rolloutIds('swe');
 const provider = new DockerSandboxProvider();

@@ -13,7 +13,7 @@ import type { Sandbox } from '../../environments/sandbox.js';
 import { TerminalEnvironment } from '../../environments/terminal/terminal-environment.js';
 import { TERMINAL_EPISODE_FILE } from '../../environments/terminal/terminal-episode-state.js';
 import type { TerminalTaskData } from '../../environments/terminal/terminal-tasks.js';
-import { ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 
 const ids = rolloutIds('terminal');
 const provider = new DockerSandboxProvider();

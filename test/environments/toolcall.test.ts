@@ -9,7 +9,7 @@ import { EPISODE_STATE_FILE } from '../../environments/toolcall/episode-state.js
 import type { ToolcallConfigInput } from '../../environments/toolcall/toolcall-config.js';
 import { ToolcallEnvironment } from '../../environments/toolcall/toolcall-environment.js';
 import type { ToolcallTaskData } from '../../environments/toolcall/toolcall-tasks.js';
-import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 
 const ids = rolloutIds('toolcall');
 const provider = new DockerSandboxProvider();

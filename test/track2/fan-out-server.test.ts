@@ -8,7 +8,6 @@ import { join } from 'node:path';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agenticStepKey, type StepManifest } from '../../activities/agentic-activities.js';
-import { answerRight, NumberedArith } from '../../bench/support/numbered-arith.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
 import { createEnvWorkers, type EnvWorkers } from '../../workers/env-worker.js';
@@ -17,6 +16,7 @@ import {
   agenticStatusQuery,
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
+import { answerRight, NumberedArith } from '../support/numbered-arith.js';
 import { startScriptedPolicy } from '../support/scripted-policy-server.js';
 import { connectTestClient, connectTestWorkerConnection } from '../support/temporal.js';
 import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster.js';
