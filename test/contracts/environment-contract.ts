@@ -3,7 +3,8 @@
 // function tools; a tool call the kind does not have is answered as an observation, never thrown; evaluate
 // scores a solved episode above an unsolved one. Episodes run as an env host runs them: the history of executed
 // calls passed on each step, in a sandbox from a real provider for kinds that need one.
-// Run by test/track2/arith-environment.test.ts (container-free) and test/environments/toolcall.test.ts (Docker).
+// Run by test/track2/arith-environment.test.ts (container-free) and, in Docker, test/environments/toolcall.test.ts
+// and terminal.test.ts.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type {
