@@ -4,9 +4,10 @@
 // scores a solved episode above an unsolved one. Episodes run as an env host runs them: the history of executed
 // calls passed on each step, in a sandbox from a real provider for kinds that need one.
 // Run by test/track2/arith-environment.test.ts (container-free) and, in Docker, test/environments/toolcall.test.ts
-// and terminal.test.ts.
+// terminal.test.ts and swe.test.ts.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { evaluationRolloutId } from '../../activities/env-activities.js';
 import type {
   Environment,
   EpisodeContext,
@@ -15,7 +16,7 @@ import type {
   ResetResult,
   ToolCallAction,
 } from '../../environments/environment.js';
-import type { SandboxProvider } from '../../environments/sandbox.js';
+import type { Sandbox, SandboxProvider, SandboxSpec } from '../../environments/sandbox.js';
 
 /** The policy's side of one episode: its tool calls, then its last message. */
 export interface ScriptedEpisode {
@@ -29,7 +30,10 @@ export interface EnvironmentContractSubject {
   taskId: string;
   solved: ScriptedEpisode;
   unsolved: ScriptedEpisode;
-  /** Where episodes of a kind that needs a sandbox get one; absent for container-free kinds. */
+  /**
+   * Where episodes of a kind that needs a sandbox get one (and, as from an env host, a fresh one for evaluation
+   * under `evaluationRolloutId`); absent for container-free kinds.
+   */
   sandboxes?: { provider: SandboxProvider; rolloutId(label: string): string };
   close?(): Promise<void>;
 }
@@ -64,8 +68,17 @@ export function describeEnvironmentContract(
       const rolloutId = sandboxes?.rolloutId(label) ?? label;
       const sandbox =
         spec && sandboxes ? (await sandboxes.provider.acquire(spec, rolloutId, 600_000)).sandbox : null;
+      const freshSandbox = async <T>(fresh: SandboxSpec, run: (box: Sandbox) => Promise<T>): Promise<T> => {
+        if (!sandboxes) throw new Error('no sandbox provider');
+        const id = evaluationRolloutId(rolloutId);
+        try {
+          return await run((await sandboxes.provider.acquire(fresh, id, 600_000)).sandbox);
+        } finally {
+          await sandboxes.provider.release(id);
+        }
+      };
       try {
-        const context: EpisodeContext = { task, sandbox, history: [] };
+        const context: EpisodeContext = { task, sandbox, history: [], ...(sandboxes && { freshSandbox }) };
         return await use(context, await environment.reset(context));
       } finally {
         if (sandbox) await sandboxes?.provider.release(rolloutId);
