@@ -4,7 +4,7 @@
 // scores a solved episode above an unsolved one. Episodes run as an env host runs them: the history of executed
 // calls passed on each step, in a sandbox from a real provider for kinds that need one.
 // Run by test/track2/arith-environment.test.ts (container-free) and, in Docker, test/environments/toolcall.test.ts
-// terminal.test.ts and swe.test.ts.
+// terminal.test.ts, swe.test.ts and gui.test.ts.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { evaluationRolloutId } from '../../activities/env-activities.js';
