@@ -11,7 +11,7 @@ import { cpus, loadavg } from 'node:os';
 import { DockerSandboxProvider } from '../environments/docker-sandbox.js';
 import type { EpisodeContext, ToolCallAction } from '../environments/environment.js';
 import { ToolcallEnvironment } from '../environments/toolcall/toolcall-environment.js';
-import { ensureImage } from '../test/sandbox/sandbox-fixture.js';
+import { ensureImage } from '../test/support/sandbox-fixture.js';
 import { intOptions, median, ms, now, p99, printTable, ratio, runConcurrently } from './support/stats.js';
 
 const options = intOptions(

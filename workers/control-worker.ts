@@ -50,7 +50,8 @@ export function trainingInputFromConfig(
 
 /**
  * The control worker: sessions, scoring, the training loop and judge calls, on the `control` task queue.
- * Everything it talks to comes from the config unless a test passes its own.
+ * Everything it talks to comes from the config unless a test passes its own. It bundles the workflows at
+ * `workflowsPath` unless `options.workflowBundle` holds them prebuilt (tests build one bundle per run).
  */
 export async function createControlWorker(
   config: OpenClawConfig,
@@ -92,7 +93,7 @@ export async function createControlWorker(
     connection,
     namespace: client.options.namespace,
     taskQueue: config.temporal.taskQueue,
-    workflowsPath,
+    ...(options.workflowBundle === undefined && { workflowsPath }),
     activities,
     ...options,
   });

@@ -4,7 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { findTemporalExecutable } from '../../cli/temporal-cli.js';
 import { devServerAnswering } from '../../cli/temporal-dev-server.js';
-import { freePortPair } from './free-port.js';
+import { freePortPair } from '../../test/support/free-port.js';
 
 export interface DevServerProcess {
   address: string;
@@ -18,7 +18,7 @@ export interface DevServerProcess {
 export async function startDevServerProcess(dbFile: string | null): Promise<DevServerProcess> {
   const executable = findTemporalExecutable();
   if (executable.type !== 'existing-path') throw new Error('no temporal CLI found: run `npm run setup`');
-  const port = await freePortPair();
+  const port = await freePortPair(1000);
   const address = `127.0.0.1:${port}`;
   const child = spawn(
     executable.path,

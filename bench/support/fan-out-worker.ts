@@ -9,9 +9,9 @@ import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { loadConfig } from '../../core/config.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { connectWorker } from '../../temporal/connection.js';
+import { NumberedArith } from '../../test/support/numbered-arith.js';
 import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers } from '../../workers/env-worker.js';
-import { NumberedArith } from './numbered-arith.js';
 import { benchPayloadKeysEnv } from './payload-keys.js';
 
 const [role, address, queue, storeDir] = process.argv.slice(2);

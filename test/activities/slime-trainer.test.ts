@@ -15,7 +15,13 @@ import {
   type LossConfig,
   type TrainerSample,
 } from '../../activities/trainer-backend.js';
-import { EPOCH_LABEL, SlimeTrainerBackend } from '../../activities/trainer-backends/slime-trainer.js';
+import {
+  EPOCH_LABEL,
+  SLIME_RAW_CHECKPOINT,
+  SlimeTrainerBackend,
+} from '../../activities/trainer-backends/slime-trainer.js';
+import { makeTinyModel } from '../../engines/reference-engine-process.js';
+import { describeTrainerBackendContract } from '../contracts/trainer-backend-contract.js';
 
 const IMAGE = 'openclaw/engine:dev';
 const ENGINE_SOURCE = resolve('engine/openclaw_engine');
@@ -205,6 +211,39 @@ describe('SlimeTrainerBackend (epoch containers, reference image)', () => {
     await expect(fresh.loadCheckpoint(baseModel)).rejects.toThrow(/not a trainer checkpoint/);
   });
 });
+
+describeTrainerBackendContract(
+  'slime (epoch containers, reference image)',
+  async () => {
+    await docker.getImage(IMAGE).inspect();
+    const root = mkdtempSync(join(tmpdir(), 'slime-contract-'));
+    const sharedDir = join(root, 'shared');
+    const trainer = new SlimeTrainerBackend({
+      image: IMAGE,
+      sharedDir,
+      baseModel: await makeTinyModel(join(root, 'base-model')),
+      gpus: 0,
+      binds: [`${ENGINE_SOURCE}:/opt/engine/openclaw_engine:ro`],
+      onLog: () => undefined,
+    });
+    return {
+      trainer,
+      dir: join(root, 'out'),
+      // A Hugging Face model folder, which every engine kind loads, without slime's own checkpoint.
+      async expectServable(path) {
+        expect(existsSync(join(path, 'config.json'))).toBe(true);
+        expect(existsSync(join(path, 'model.safetensors'))).toBe(true);
+        expect(existsSync(join(path, SLIME_RAW_CHECKPOINT))).toBe(false);
+      },
+      async close() {
+        for (const c of await epochContainers(sharedDir))
+          await docker.getContainer(c.Id).remove({ force: true });
+        rmSync(root, { recursive: true, force: true });
+      },
+    };
+  },
+  240_000,
+);
 
 function pick(metrics: Record<string, unknown>, keys: string[]): Record<string, unknown> {
   return Object.fromEntries(keys.map((k) => [k, metrics[k]]));

@@ -14,6 +14,7 @@ import {
   type TinkerSidecarProcess,
 } from '../../activities/trainer-backends/tinker-sidecar-process.js';
 import { TinkerTrainerBackend } from '../../activities/trainer-backends/tinker-trainer.js';
+import { describeTrainerBackendContract } from '../contracts/trainer-backend-contract.js';
 
 // The real sidecar process, with the FAKE Tinker SDK (engine/tests/fake_tinker.py) in place of the cloud.
 const fakeSdkDir = fileURLToPath(new URL('../../engine/tests', import.meta.url));
@@ -103,4 +104,32 @@ describe('Tinker trainer backend (sidecar with the fake Tinker SDK)', () => {
     expect(sampler.model_path).toMatch(/^tinker:\/\/fake-run\/sampler_weights\//);
     expect(sampler.step_ids).toEqual(['run-1/step-1', 'run-1/step-2']);
   }, 60_000);
+});
+
+describeTrainerBackendContract('tinker (sidecar with the fake Tinker SDK)', async () => {
+  const root = await mkdtemp(join(tmpdir(), 'openclaw-tinker-contract-'));
+  const sidecar = await startTinkerSidecar({
+    baseModel: 'fake/base',
+    loraRank: 8,
+    sdkModule: 'fake_tinker',
+    checkpointRoots: [root],
+    env: { PYTHONPATH: fakeSdkDir, FAKE_TINKER_STORE: join(root, 'fake-cloud') },
+  });
+  return {
+    trainer: new TinkerTrainerBackend(sidecar.url),
+    dir: root,
+    // What a Tinker sampling client is created from: the sampler weights' `tinker://` path.
+    async expectServable(path) {
+      const sampler = JSON.parse(await readFile(join(path, 'tinker-sampler.json'), 'utf8')) as {
+        model_path: string;
+        base_model: string;
+      };
+      expect(sampler.model_path).toMatch(/^tinker:\/\/fake-run\/sampler_weights\//);
+      expect(sampler.base_model).toBe('fake/base');
+    },
+    async close() {
+      await sidecar.stop();
+      await rm(root, { recursive: true, force: true });
+    },
+  };
 });

@@ -19,9 +19,9 @@ import {
 } from '../../cli/operator-commands.js';
 import { sessionWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import { startTrainingRun } from '../../temporal/workflow-starts.js';
-import { workflowsPath } from '../../workers/control-worker.js';
 import type { SessionInput } from '../../workflows/session-signals.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 async function eventually<T>(probe: () => Promise<T | null>, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -49,7 +49,7 @@ describe('operator commands', () => {
       connection: env.nativeConnection,
       namespace: env.namespace ?? 'default',
       taskQueue,
-      workflowsPath,
+      workflowBundle: testWorkflowBundle(),
     });
     running = worker.run();
   });

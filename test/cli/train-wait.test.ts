@@ -24,6 +24,7 @@ import { createControlWorker, trainingInputFromConfig } from '../../workers/cont
 import { sampleScoredSignal } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 import { BAR_CHARACTERS, lastFrame, recordingStreamDouble } from './terminal-stream-double.js';
 
 describe('train start --wait', () => {
@@ -45,7 +46,13 @@ describe('train start --wait', () => {
     const loaded = loadConfig({}, { dataDir: dir, engine: { url: engine.url }, temporal: { taskQueue } });
     if (!loaded.ok) throw new Error(loaded.error);
     store = new FileSampleStore(join(dir, 'store'));
-    worker = await createControlWorker(loaded.config, env.nativeConnection, env.client, { store });
+    worker = await createControlWorker(
+      loaded.config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { workflowBundle: testWorkflowBundle() },
+    );
     running = worker.run();
     const policy = engineCalls(engine.url);
     const sampled = await policy.generate({

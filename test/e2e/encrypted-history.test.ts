@@ -25,7 +25,7 @@ import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { isEncrypted } from '../../security/payload-codec.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { sessionWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker, workflowsPath } from '../../workers/control-worker.js';
+import { createControlWorker } from '../../workers/control-worker.js';
 import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {
@@ -34,6 +34,7 @@ import {
   testEncryptionPlugin,
   uniqueTaskQueue,
 } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -122,9 +123,13 @@ describe('Temporal history holds no private text', () => {
     );
     if (!loaded.ok) throw new Error(loaded.error);
     const config = loaded.config;
-    const worker = await createControlWorker(config, env.nativeConnection, env.client, {
-      store: new FileSampleStore(join(config.dataDir, 'store')),
-    });
+    const worker = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store: new FileSampleStore(join(config.dataDir, 'store')) },
+      { workflowBundle: testWorkflowBundle() },
+    );
     const running = worker.run();
     try {
       gateway = await startGateway(config, { temporal: env.client, logger: false });
@@ -221,10 +226,12 @@ describe('Temporal history holds no private text', () => {
     const plugin = testEncryptionPlugin();
     await expect(
       Worker.runReplayHistory(
-        { workflowsPath, replayName: scoreId, plugins: plugin ? [plugin] : [] },
+        { workflowBundle: testWorkflowBundle(), replayName: scoreId, plugins: plugin ? [plugin] : [] },
         history,
       ),
     ).resolves.toBeUndefined();
-    await expect(Worker.runReplayHistory({ workflowsPath, replayName: scoreId }, history)).rejects.toThrow();
+    await expect(
+      Worker.runReplayHistory({ workflowBundle: testWorkflowBundle(), replayName: scoreId }, history),
+    ).rejects.toThrow();
   }, 120_000);
 });

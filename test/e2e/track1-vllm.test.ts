@@ -39,6 +39,7 @@ import { freePort } from '../gateway/gateway-fixture.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { findRecordedTurn } from '../support/turn-lookup.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 const MODEL = 'default';
 const TOKEN = `engine-token-${process.pid}`;
@@ -102,7 +103,13 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(config.dataDir, 'store'));
-    const worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
+    const worker = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { workflowBundle: testWorkflowBundle() },
+    );
     const running = worker.run();
     stopWorker = async () => {
       worker.shutdown();

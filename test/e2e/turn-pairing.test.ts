@@ -34,6 +34,7 @@ import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { startTranscriptJudge, type TranscriptJudge } from '../support/transcript-judge-server.js';
 import { findRecordedTurn } from '../support/turn-lookup.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 type Message = ChatCompletionMessageParam;
 const user = (content: string): Message => ({ role: 'user', content });
@@ -79,7 +80,13 @@ describe('turn pairing as a user sees it', () => {
     });
     taskQueue = uniqueTaskQueue('pairing');
     store = new FileSampleStore(join(dir, 'store'));
-    worker = await createControlWorker(configWith({}), env.nativeConnection, env.client, { store });
+    worker = await createControlWorker(
+      configWith({}),
+      env.nativeConnection,
+      env.client,
+      { store },
+      { workflowBundle: testWorkflowBundle() },
+    );
     running = worker.run();
   }, 180_000);
 

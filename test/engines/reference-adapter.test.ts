@@ -2,7 +2,7 @@
 
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
 import { startReferenceEngine } from '../../engines/reference-engine-process.js';
-import { describeEngineContract, tinyWeights } from './engine-contract.js';
+import { describeEngineContract, tinyWeights } from '../contracts/engine-contract.js';
 
 describeEngineContract('reference', async () => {
   const { base, other, remove } = await tinyWeights('reference-contract');

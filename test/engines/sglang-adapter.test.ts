@@ -7,7 +7,7 @@ import type { EngineCall } from '../../engines/engine-http.js';
 import { startReferenceEngine } from '../../engines/reference-engine-process.js';
 import { SglangAdapter } from '../../engines/sglang-adapter.js';
 import { checkWithEngineCode, failures } from '../conformance/python-check.js';
-import { describeEngineContract, tinyWeights } from './engine-contract.js';
+import { describeEngineContract, tinyWeights } from '../contracts/engine-contract.js';
 
 const sent: EngineCall[] = [];
 

@@ -7,7 +7,7 @@ import type { EngineCall } from '../../engines/engine-http.js';
 import { VllmAdapter } from '../../engines/vllm-adapter.js';
 import { startVllm } from '../../engines/vllm-process.js';
 import { checkWithEngineCode, failures } from '../conformance/python-check.js';
-import { describeEngineContract, tinyWeights } from './engine-contract.js';
+import { describeEngineContract, tinyWeights } from '../contracts/engine-contract.js';
 
 const sent: EngineCall[] = [];
 const TOKEN = `vllm-token-${process.pid}`;

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import type { EpisodeStep, StepResult, ToolCallAction } from '../../environments/environment.js';
 import { GuiEnvironment } from '../../environments/gui/gui-environment.js';
-import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { describeEnvironmentContract } from '../contracts/environment-contract.js';
+import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 import { pngSize } from './gui-png-size.js';
 import { KNOWN_BAD, KNOWN_GOOD } from './gui-scripts.js';
 
@@ -214,3 +215,19 @@ describe('gui environment in desktop containers', () => {
     }
   }, 120_000);
 });
+
+describeEnvironmentContract(
+  'gui (desktop containers)',
+  async () => {
+    const asCalls = (script: readonly Record<string, unknown>[]) =>
+      script.map((args) => ({ name: 'computer_use', arguments: args }));
+    return {
+      environment,
+      taskId: 'xterm-create-file',
+      solved: { actions: asCalls(KNOWN_GOOD['xterm-create-file']), finalAnswer: null },
+      unsolved: { actions: asCalls(KNOWN_BAD['xterm-create-file']), finalAnswer: null },
+      sandboxes: { provider, rolloutId: (label) => ids.next(label) },
+    };
+  },
+  180_000,
+);

@@ -14,7 +14,8 @@ import { SweEnvironment } from '../../environments/swe/swe-environment.js';
 import { evaluatePatch } from '../../environments/swe/swe-evaluation.js';
 import { SUBMIT_COMMAND } from '../../environments/swe/swe-patch.js';
 import { parseTestOutcomes, testCommandLine } from '../../environments/swe/test-outcomes.js';
-import { docker, ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { describeEnvironmentContract } from '../contracts/environment-contract.js';
+import { docker, ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 
 const ids = rolloutIds('swe');
 const provider = new DockerSandboxProvider();
@@ -285,3 +286,21 @@ describe('swe environment', () => {
     ).toBe('1\n');
   });
 });
+
+describeEnvironmentContract(
+  'swe (sandbox containers, evaluated in a fresh one)',
+  async () => ({
+    environment: new SweEnvironment({ config: TEST_CONFIG }),
+    taskId: 'openclaw__daterange-1',
+    solved: {
+      actions: [
+        { name: 'bash', arguments: { command: FIXES['openclaw__daterange-1'] as string } },
+        { name: 'bash', arguments: { command: SUBMIT_COMMAND } },
+      ],
+      finalAnswer: null,
+    },
+    unsolved: { actions: [{ name: 'bash', arguments: { command: SUBMIT_COMMAND } }], finalAnswer: null },
+    sandboxes: { provider, rolloutId: (label) => ids.next(label) },
+  }),
+  240_000,
+);

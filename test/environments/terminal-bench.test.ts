@@ -18,7 +18,7 @@ import { mapDockerfileBases, mappedBaseImage } from '../../environments/terminal
 import { DEFAULT_BASE_IMAGES } from '../../environments/terminal/terminal-config.js';
 import { TerminalEnvironment } from '../../environments/terminal/terminal-environment.js';
 import type { TerminalTaskData } from '../../environments/terminal/terminal-tasks.js';
-import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 
 const PUBLISHED = fileURLToPath(new URL('../fixtures/terminal-bench/evoeval', import.meta.url));
 const TASKS = ['0', '1', '2'];

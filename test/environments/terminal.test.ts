@@ -13,7 +13,8 @@ import type { Sandbox } from '../../environments/sandbox.js';
 import { TerminalEnvironment } from '../../environments/terminal/terminal-environment.js';
 import { TERMINAL_EPISODE_FILE } from '../../environments/terminal/terminal-episode-state.js';
 import type { TerminalTaskData } from '../../environments/terminal/terminal-tasks.js';
-import { ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { describeEnvironmentContract } from '../contracts/environment-contract.js';
+import { ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 
 const ids = rolloutIds('terminal');
 const provider = new DockerSandboxProvider();
@@ -326,3 +327,28 @@ describe('terminal environment: a task folder of ones own', () => {
     );
   });
 });
+
+describeEnvironmentContract(
+  'terminal (sandbox containers)',
+  async () => {
+    const task = await environment.loadTask('csv-summary');
+    const solution = await readFile(join(task.data.folder, 'solution.sh'), 'utf8');
+    return {
+      environment,
+      taskId: task.id,
+      solved: {
+        actions: [
+          {
+            name: 'shell_write_content_to_file',
+            arguments: { file_path: '/tmp/solution.sh', content: solution },
+          },
+          { name: 'shell_exec', arguments: { command: 'bash /tmp/solution.sh' } },
+        ],
+        finalAnswer: 'Done.',
+      },
+      unsolved: { actions: [{ name: 'shell_exec', arguments: { command: 'true' } }], finalAnswer: 'Done.' },
+      sandboxes: { provider, rolloutId: (label) => ids.next(label) },
+    };
+  },
+  180_000,
+);

@@ -9,7 +9,8 @@ import { EPISODE_STATE_FILE } from '../../environments/toolcall/episode-state.js
 import type { ToolcallConfigInput } from '../../environments/toolcall/toolcall-config.js';
 import { ToolcallEnvironment } from '../../environments/toolcall/toolcall-environment.js';
 import type { ToolcallTaskData } from '../../environments/toolcall/toolcall-tasks.js';
-import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { describeEnvironmentContract } from '../contracts/environment-contract.js';
+import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 
 const ids = rolloutIds('toolcall');
 const provider = new DockerSandboxProvider();
@@ -198,3 +199,21 @@ describe('toolcall environment', () => {
     expect(over).toEqual({ observation: 'Error: the limit of 2 tool calls is reached.', done: true });
   });
 });
+
+describeEnvironmentContract(
+  'toolcall (sandbox containers)',
+  async () => ({
+    environment: new ToolcallEnvironment({ config: TEST_CONFIG, tasks: [SIX_BY_SEVEN] }),
+    taskId: SIX_BY_SEVEN.id,
+    solved: {
+      actions: [{ name: 'code_interpreter', arguments: { code: 'print(6 * 7)' } }],
+      finalAnswer: 'The answer is \\boxed{42}.',
+    },
+    unsolved: {
+      actions: [{ name: 'code_interpreter', arguments: { code: 'print(6 + 7)' } }],
+      finalAnswer: 'The answer is \\boxed{13}.',
+    },
+    sandboxes: { provider, rolloutId: (label) => ids.next(label) },
+  }),
+  120_000,
+);

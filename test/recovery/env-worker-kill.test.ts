@@ -14,14 +14,14 @@ import { type ObservationRecord, rolloutKeys } from '../../activities/rollout-re
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
 import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
+import { type CliProcess, cliTestEnvironment, startCli } from '../support/cli-process.js';
 import {
   docker,
   ensureImage,
   eventually,
   IMAGE_BUILD_TIMEOUT_MS,
   rolloutIds,
-} from '../sandbox/sandbox-fixture.js';
-import { type CliProcess, cliTestEnvironment, startCli } from '../support/cli-process.js';
+} from '../support/sandbox-fixture.js';
 import {
   type ScriptedPolicyServer,
   type ScriptedTurn,

@@ -9,7 +9,6 @@ import { DockerSandboxProvider, sandboxContainerName } from '../../environments/
 import type { Sandbox } from '../../environments/sandbox.js';
 import { LABELS } from '../../environments/sandbox-lease.js';
 import { startSandboxReaper } from '../../environments/sandbox-reaper.js';
-import { DockerWithFailingStarts, type FailedStart } from './docker-failing-starts.js';
 import {
   docker,
   ensureImage,
@@ -17,7 +16,8 @@ import {
   IMAGE_BUILD_TIMEOUT_MS,
   PYTHON_SPEC,
   rolloutIds,
-} from './sandbox-fixture.js';
+} from '../support/sandbox-fixture.js';
+import { DockerWithFailingStarts, type FailedStart } from './docker-failing-starts.js';
 
 const ids = rolloutIds('sandbox');
 // Its own scope: its reaper runs with a clock 35 s ahead, which must not reach containers of other suites

@@ -2,7 +2,7 @@
 // is killed. The lease test kills it with SIGKILL and watches the container go away on its own.
 // Usage: tsx test/sandbox/hold-sandbox.ts <rolloutId> <leaseMs>
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
-import { PYTHON_SPEC } from './sandbox-fixture.js';
+import { PYTHON_SPEC } from '../support/sandbox-fixture.js';
 
 const [rolloutId, leaseMs] = process.argv.slice(2);
 if (rolloutId === undefined || leaseMs === undefined)

@@ -3,7 +3,7 @@
 // killed. The warm-pool test kills it with SIGKILL and watches the containers go away.
 // Usage: tsx test/sandbox/hold-warm-pool.ts <poolName> <rolloutId> <keeperIntervalSeconds>
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
-import { PYTHON_SPEC } from './sandbox-fixture.js';
+import { PYTHON_SPEC } from '../support/sandbox-fixture.js';
 
 const [pool, rolloutId, keeperSeconds, scope] = process.argv.slice(2);
 if (pool === undefined || rolloutId === undefined || keeperSeconds === undefined)

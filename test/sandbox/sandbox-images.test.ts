@@ -13,7 +13,7 @@ import {
   DEFAULT_BASE_IMAGE,
   listSandboxImages,
 } from '../../environments/sandbox-images.js';
-import { docker } from './sandbox-fixture.js';
+import { docker } from '../support/sandbox-fixture.js';
 
 const folderName = `test-image-${process.pid}`;
 const image = `openclaw/${folderName}`;

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SandboxDiskQuotaError, SandboxImageMissingError } from '../../environments/docker-errors.js';
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import type { SandboxSpec } from '../../environments/sandbox.js';
-import { ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from './sandbox-fixture.js';
+import { ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 
 const ids = rolloutIds('user-quota');
 const ROOT_IMAGE: SandboxSpec = {

@@ -20,9 +20,6 @@ import {
 } from '../../environments/warm-pool.js';
 import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
 import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
-import { type ScriptedPolicyServer, startScriptedPolicy } from '../support/scripted-policy-server.js';
-import { connectTestEnvironment } from '../support/temporal.js';
-import { startTrack2, type Track2Harness } from '../track2/track2-harness.js';
 import {
   docker,
   ensureImage,
@@ -30,7 +27,10 @@ import {
   IMAGE_BUILD_TIMEOUT_MS,
   PYTHON_SPEC,
   rolloutIds,
-} from './sandbox-fixture.js';
+} from '../support/sandbox-fixture.js';
+import { type ScriptedPolicyServer, startScriptedPolicy } from '../support/scripted-policy-server.js';
+import { connectTestEnvironment } from '../support/temporal.js';
+import { startTrack2, type Track2Harness } from '../track2/track2-harness.js';
 
 const ids = rolloutIds('warm-pool');
 /** Pool names unique to this file's process, so the cleanup finds exactly its own pool containers. */

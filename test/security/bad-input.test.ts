@@ -35,6 +35,7 @@ import { type CliProcess, cliTestEnvironment, startCli } from '../support/cli-pr
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { recordedTurns } from '../support/turn-lookup.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 const KEY = 'bad-input-key-of-alice';
 const TENANT = 'alice';
@@ -104,7 +105,13 @@ describe('bad input', () => {
     };
     const config = configFromFlags({}, settings);
     store = new FileSampleStore(join(dir, 'data', 'store'));
-    worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
+    worker = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { workflowBundle: testWorkflowBundle() },
+    );
     running = worker.run();
     gateway = startCli('gateway', ['gateway', '--port', String(port)], settings, join(dir, 'gateway.log'));
     await gateway.waitForLine(/^gateway http/, 60_000);

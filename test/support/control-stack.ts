@@ -11,6 +11,7 @@ import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import { createControlWorker } from '../../workers/control-worker.js';
 import { type TrainingRunStatus, trainingStatusQuery } from '../../workflows/training-signals.js';
+import { testWorkflowBundle } from './workflow-bundle.js';
 
 export interface ControlStack {
   store: FileSampleStore;
@@ -26,7 +27,13 @@ export async function startControlStack(
   env: TestWorkflowEnvironment,
 ): Promise<ControlStack> {
   const store = new FileSampleStore(join(config.dataDir, 'store'));
-  const worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
+  const worker = await createControlWorker(
+    config,
+    env.nativeConnection,
+    env.client,
+    { store },
+    { workflowBundle: testWorkflowBundle() },
+  );
   const running = worker.run();
   const stopWorker = async () => {
     worker.shutdown();

@@ -16,8 +16,8 @@ import { ToolcallEnvironment } from '../../environments/toolcall/toolcall-enviro
 import { agenticWorkflowId, envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
 import type { AgenticTrainingInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
 import { rolloutIdFor } from '../../workflows/rollout-batch-workflow.js';
-import { docker, ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS } from '../sandbox/sandbox-fixture.js';
 import { GatedSandboxProvider } from '../support/gated-sandbox-provider.js';
+import { docker, ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS } from '../support/sandbox-fixture.js';
 import {
   type Hold,
   type ScriptedPolicyServer,

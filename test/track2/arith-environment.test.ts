@@ -7,6 +7,7 @@ import { calculate } from '../../environments/arith/calculator.js';
 import { arithProblem } from '../../environments/arith/problems.js';
 import type { EpisodeStep } from '../../environments/environment.js';
 import { createEnvironmentRegistry, registerEnvironment } from '../../environments/registry.js';
+import { describeEnvironmentContract } from '../contracts/environment-contract.js';
 
 describe('calculator', () => {
   it('follows precedence, parentheses, unary minus and decimals', () => {
@@ -82,4 +83,14 @@ describe('arith environment', () => {
     expect(createEnvironmentRegistry({}, ['arith-small']).get('arith-small')?.kind).toBe('arith-small');
     expect(() => createEnvironmentRegistry({}, ['nope'])).toThrow(/unknown environment kind/);
   });
+});
+
+describeEnvironmentContract('arith (container-free)', async () => {
+  const { answer } = arithProblem(0);
+  return {
+    environment: new ArithEnvironment(),
+    taskId: 'arith-0',
+    solved: { actions: [{ name: 'submit', arguments: { answer } }], finalAnswer: null },
+    unsolved: { actions: [{ name: 'submit', arguments: { answer: answer + 1 } }], finalAnswer: null },
+  };
 });

@@ -8,19 +8,19 @@ import { join } from 'node:path';
 import { type NativeConnection, Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agenticStepKey, type StepManifest } from '../../activities/agentic-activities.js';
-import { answerRight, NumberedArith } from '../../bench/support/numbered-arith.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
-import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers, type EnvWorkers } from '../../workers/env-worker.js';
 import {
   type AgenticTrainingInput,
   agenticStatusQuery,
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
+import { answerRight, NumberedArith } from '../support/numbered-arith.js';
 import { startScriptedPolicy } from '../support/scripted-policy-server.js';
 import { connectTestClient, connectTestWorkerConnection } from '../support/temporal.js';
 import { startTemporalCluster, type TemporalCluster } from '../support/temporal-cluster.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 const TASKS = 50;
 const N = 4;
@@ -43,7 +43,7 @@ describe('fan-out on the Temporal server with PostgreSQL, the server killed mid-
     workflowWorker = await Worker.create({
       connection,
       taskQueue: 'server-wf',
-      workflowsPath,
+      workflowBundle: testWorkflowBundle(),
       maxCachedWorkflows: 500,
     });
     env = await createEnvWorkers({

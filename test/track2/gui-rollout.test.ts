@@ -14,7 +14,7 @@ import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import type { ResetResult } from '../../environments/environment.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
 import { KNOWN_BAD, KNOWN_GOOD } from '../environments/gui-scripts.js';
-import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 import {
   type ScriptedPolicyServer,
   type ScriptedTurn,

@@ -9,7 +9,7 @@ import { arithProblem } from '../../environments/arith/problems.js';
 import { agenticWorkflowId } from '../../temporal/workflow-ids.js';
 import type { AgenticTrainingInput, StepSummary } from '../../workflows/agentic-signals.js';
 import { rolloutIdFor } from '../../workflows/rollout-batch-workflow.js';
-import { eventually } from '../sandbox/sandbox-fixture.js';
+import { eventually } from '../support/sandbox-fixture.js';
 import {
   type Hold,
   type ScriptedPolicyServer,

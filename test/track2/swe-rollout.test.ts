@@ -9,7 +9,7 @@ import { evaluationRolloutId } from '../../activities/rollout-sandboxes.js';
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
 import { SUBMIT_COMMAND } from '../../environments/swe/swe-patch.js';
-import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 import {
   type ScriptedPolicyServer,
   type ScriptedTurn,

@@ -10,7 +10,7 @@ import { type RolloutStepRecord, rolloutKeys } from '../../activities/rollout-re
 import { DockerSandboxProvider } from '../../environments/docker-sandbox.js';
 import { createEnvironmentRegistry } from '../../environments/registry.js';
 import { BUNDLED_TASKS_DIR } from '../../environments/terminal/terminal-tasks.js';
-import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 import {
   type ScriptedPolicyServer,
   type ScriptedTurn,

@@ -17,7 +17,7 @@ import { parseToolcallConfig } from '../../environments/toolcall/toolcall-config
 import { ToolcallEnvironment } from '../../environments/toolcall/toolcall-environment.js';
 import { toolcallReward } from '../../environments/toolcall/toolcall-reward.js';
 import type { EnvRolloutResult } from '../../workflows/agentic-signals.js';
-import { docker, ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../sandbox/sandbox-fixture.js';
+import { docker, ensureImage, IMAGE_BUILD_TIMEOUT_MS, rolloutIds } from '../support/sandbox-fixture.js';
 import {
   type ScriptedPolicyServer,
   type ScriptedTurn,

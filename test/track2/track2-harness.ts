@@ -11,10 +11,10 @@ import { createEnvironmentRegistry } from '../../environments/registry.js';
 import type { SandboxProvider } from '../../environments/sandbox.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { envRolloutWorkflowId } from '../../temporal/workflow-ids.js';
-import { workflowsPath } from '../../workers/control-worker.js';
 import { createEnvWorkers, type EnvWorkers } from '../../workers/env-worker.js';
 import type { EnvRolloutInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
 import { uniqueTaskQueue } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 export interface RunningEnvHost {
   workers: EnvWorkers;
@@ -56,7 +56,7 @@ export async function startTrack2(
     connection: env.nativeConnection,
     namespace: env.namespace ?? 'default',
     taskQueue: workflowQueue,
-    workflowsPath,
+    workflowBundle: testWorkflowBundle(),
     activities: options.activities?.(store, dir) ?? {},
     ...options.workflowWorkerOptions,
   });

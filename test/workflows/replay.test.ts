@@ -1,8 +1,8 @@
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { workflowsPath } from '../../workers/control-worker.js';
 import { loadHistories } from '../support/histories.js';
 import { testEncryptionPlugin } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 // Recorded histories of every workflow replay against today's code: a change that would break running
 // workflows (non-determinism) fails here. Refresh them with `RECORD_HISTORIES=1 npx vitest run test/workflows`
@@ -39,14 +39,14 @@ describe('workflow replay', () => {
     for (const expected of expectedNames) {
       expect(names).toContain(expected);
     }
-    // One replay worker (one workflow bundle) for all of them; each history under its file name as its id. It
-    // runs with the production data converter (the encryption plugin's codec and failure converter):
-    // plaintext histories pass through it.
+    // One replay worker (the run's workflow bundle) for all of them; each history under its file name as its
+    // id. It runs with the production data converter (the encryption plugin's codec and failure converter, which
+    // the bundle holds too): plaintext histories pass through it.
     const plugin = testEncryptionPlugin();
     const failures: string[] = [];
     const inputs = histories.map(({ name, history }) => ({ workflowId: name, history }));
     for await (const result of Worker.runReplayHistories(
-      { workflowsPath, replayName: 'histories', ...(plugin && { plugins: [plugin] }) },
+      { workflowBundle: testWorkflowBundle(), replayName: 'histories', ...(plugin && { plugins: [plugin] }) },
       inputs,
     ))
       if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);

@@ -25,6 +25,7 @@ import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js'
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { endSessionDirectly, recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 // A long session: it continues-as-new every two turns, a duplicate delivery of an old turn changes
 // nothing, the idle timer closes it, and every turn is settled exactly once.
@@ -64,7 +65,13 @@ describe('sessionWorkflow over a long session', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
-    worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
+    worker = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { workflowBundle: testWorkflowBundle() },
+    );
     running = worker.run();
   }, 180_000);
 

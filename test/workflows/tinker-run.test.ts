@@ -25,6 +25,7 @@ import { createTrainerWorker } from '../../workers/trainer-worker.js';
 import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 const fakeSdkDir = fileURLToPath(new URL('../../engine/tests', import.meta.url));
 
@@ -62,7 +63,13 @@ describe('a training run on Tinker (sidecar with the fake Tinker SDK)', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
-    const control = await createControlWorker(config, env.nativeConnection, env.client, { store });
+    const control = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { workflowBundle: testWorkflowBundle() },
+    );
     const trainer = await createTrainerWorker(config, env.nativeConnection, { store });
     expect(trainer.trainer.name).toBe('tinker');
     workers = [control, trainer.worker].map((worker) => ({ worker, running: worker.run() }));

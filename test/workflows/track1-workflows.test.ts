@@ -22,6 +22,7 @@ import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js'
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { endSessionDirectly, recordTurnDirectly } from '../support/track1-harness.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 // Sessions → scoring → training → publishing, on the real Temporal server with a real engine process and
 // the fake judge (the one part that cannot be real here).
@@ -62,7 +63,13 @@ describe('Track 1 workflows end to end', () => {
     config = loaded.config;
     store = new FileSampleStore(`${dir}/store`);
     engineClient = engineCalls(engine.url);
-    worker = await createControlWorker(config, env.nativeConnection, env.client, { store }, { taskQueue });
+    worker = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { taskQueue, workflowBundle: testWorkflowBundle() },
+    );
     running = worker.run();
   }, 180_000);
 

@@ -29,6 +29,7 @@ import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../wor
 import { engineCalls } from '../support/engine-calls.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 const IMAGE = 'openclaw/engine:dev';
 const ENGINE_SOURCE = resolve('engine/openclaw_engine');
@@ -77,7 +78,13 @@ describe('a trainer worker selected by the config (slime epochs in containers)',
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
 
-    const control = await createControlWorker(config, env.nativeConnection, env.client, { store });
+    const control = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { workflowBundle: testWorkflowBundle() },
+    );
     const trainer = await createTrainerWorker(config, env.nativeConnection, {
       store,
       // The image's engine package may predate this checkout's `train-epoch`: run this checkout's code in it.

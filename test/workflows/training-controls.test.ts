@@ -32,6 +32,7 @@ import {
 } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 // The training run's controls on a real server, worker and engine: start-input validation, pause/resume,
 // reconfigure (validated), duplicate deliveries, the staleness bound in both of its policies, a batch the
@@ -56,7 +57,13 @@ describe('trainingWorkflow controls', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
-    worker = await createControlWorker(config, env.nativeConnection, env.client, { store });
+    worker = await createControlWorker(
+      config,
+      env.nativeConnection,
+      env.client,
+      { store },
+      { workflowBundle: testWorkflowBundle() },
+    );
     running = worker.run();
     const sampled = await engineCalls(engine.url).generate({
       text: 'The answer is',

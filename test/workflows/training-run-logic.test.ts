@@ -14,7 +14,6 @@ import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/type
 import type { EngineAdapter, PublishRequest } from '../../engines/engine-adapter.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { workflowsPath } from '../../workers/control-worker.js';
 import { CARRIED_MAX } from '../../workflows/training-queue.js';
 import {
   type LineageEntry,
@@ -31,6 +30,7 @@ import {
 import { saveHistory } from '../support/histories.js';
 import { RecordingTrainerDouble } from '../support/recording-trainer-double.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 // The training run's own logic, fast: the real workflow and the real training activities on the real Temporal
 // server and a real sample store, with a recording trainer double (nothing is trained) and a serving double.
@@ -60,7 +60,7 @@ describe('trainingWorkflow logic', () => {
     worker = await Worker.create({
       connection: env.nativeConnection,
       taskQueue,
-      workflowsPath,
+      workflowBundle: testWorkflowBundle(),
       activities: createTrainingActivities({
         store,
         trainer,

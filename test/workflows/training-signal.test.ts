@@ -29,6 +29,7 @@ import { type EngineCalls, engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { endSessionDirectly, recordTurnDirectly } from '../support/track1-harness.js';
 import { startTranscriptJudge, type TranscriptJudge } from '../support/transcript-judge-server.js';
+import { testWorkflowBundle } from '../support/workflow-bundle.js';
 
 const T = 0.6;
 const KWARGS = { enable_thinking: false };
@@ -195,7 +196,7 @@ describe('the training signal on the real engine', () => {
       env.nativeConnection,
       env.client,
       { store },
-      { taskQueue },
+      { taskQueue, workflowBundle: testWorkflowBundle() },
     );
     const running = worker.run();
     try {

@@ -3,7 +3,7 @@
 
 import { ArithEnvironment } from '../../environments/arith/arith-environment.js';
 import { arithProblem } from '../../environments/arith/problems.js';
-import type { ScriptContext, ScriptedTurn } from '../../test/support/scripted-policy-server.js';
+import type { ScriptContext, ScriptedTurn } from './scripted-policy-server.js';
 
 export class NumberedArith extends ArithEnvironment {
   override async loadTask(id: string) {
