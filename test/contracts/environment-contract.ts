@@ -7,7 +7,7 @@
 // terminal.test.ts, swe.test.ts and gui.test.ts.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { evaluationRolloutId } from '../../activities/env-activities.js';
+import { evaluationRolloutId } from '../../activities/rollout-sandboxes.js';
 import type {
   Environment,
   EpisodeContext,

@@ -22,10 +22,17 @@ async function claimed(store: SampleStore, holder: string, leaseMs: number, limi
   return (await store.outbox.claim(holder, leaseMs, limit)).entries;
 }
 
+/** How a store's outbox leases: the whole outbox to one relay (the filesystem store, on one machine), or each session. */
+export type OutboxLeasing = 'whole-outbox' | 'per-session';
+
 /**
  * The sample store contract: `make` gives a fresh, empty store for each test (a new folder, a new database).
  */
-export function describeSampleStoreContract(name: string, make: () => Promise<SampleStore>): void {
+export function describeSampleStoreContract(
+  name: string,
+  leasing: OutboxLeasing,
+  make: () => Promise<SampleStore>,
+): void {
   describe(`sample store contract: ${name}`, () => {
     it('round-trips values under encoded keys, any session id included', async () => {
       const store = await make();
@@ -170,32 +177,56 @@ export function describeSampleStoreContract(name: string, make: () => Promise<Sa
       expect(await claimed(store, 'dead', 200, { sessions: 100, entries: 10 })).toEqual([]);
     });
 
-    it('leases sessions one by one: two relays share the work without sharing a session', async () => {
-      const store = await make();
-      for (const session of ['s1', 's2', 's3', 's4'])
-        for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
-      const [a, b] = await Promise.all([
-        claimed(store, 'relay-a', 10_000, { sessions: 2, entries: 10 }),
-        claimed(store, 'relay-b', 10_000, { sessions: 2, entries: 10 }),
-      ]);
-      const sessionsA = new Set((a ?? []).map((e) => e.sessionId));
-      const sessionsB = new Set((b ?? []).map((e) => e.sessionId));
-      for (const session of sessionsA) expect(sessionsB.has(session)).toBe(false);
-      expect(sessionsA.size + sessionsB.size).toBeGreaterThanOrEqual(2);
-      // Releasing one session lets the other relay take it at once.
-      const [first] = [...sessionsA];
-      if (first) {
-        await store.outbox.release('relay-a', [first]);
-        const again = await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 10 });
-        expect(again.entries.some((e) => e.sessionId === first)).toBe(true);
-        // A claim renews every lease its holder has, and names them: here every session but those `a` still
-        // holds (when both first claims picked the same two sessions, `b` may have got none of them).
-        expect(again.sessions).toContain(first);
-        const held = [...sessionsA].filter((session) => session !== first);
-        expect(new Set(again.sessions)).toEqual(
-          new Set(['s1', 's2', 's3', 's4'].filter((s) => !held.includes(s))),
-        );
-      }
-    });
+    if (leasing === 'whole-outbox')
+      it('leases the whole outbox: one of two relays gets every session until it lets go of all', async () => {
+        const store = await make();
+        for (const session of ['s1', 's2', 's3', 's4'])
+          for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
+        const [a, b] = await Promise.all([
+          claimed(store, 'relay-a', 10_000, { sessions: 2, entries: 10 }),
+          claimed(store, 'relay-b', 10_000, { sessions: 2, entries: 10 }),
+        ]);
+        // One relay won the lease and took the first two sessions; the other got nothing.
+        const [winner, loser] =
+          a.length > 0 ? (['relay-a', 'relay-b'] as const) : (['relay-b', 'relay-a'] as const);
+        expect([a.length, b.length].sort()).toEqual([0, 4]);
+        expect(new Set([...a, ...b].map((e) => e.sessionId))).toEqual(new Set(['s1', 's2']));
+        // Releasing one session means nothing here; releasing the whole lease hands everything over.
+        await store.outbox.release(winner, ['s1']);
+        expect(await claimed(store, loser, 10_000, { sessions: 100, entries: 10 })).toEqual([]);
+        await store.outbox.release(winner);
+        const all = await store.outbox.claim(loser, 10_000, { sessions: 100, entries: 10 });
+        expect(all.sessions).toBe('all');
+        expect(all.entries).toHaveLength(8);
+      });
+
+    if (leasing === 'per-session')
+      it('leases sessions one by one: two relays share the work without sharing a session', async () => {
+        const store = await make();
+        for (const session of ['s1', 's2', 's3', 's4'])
+          for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
+        const [a, b] = await Promise.all([
+          claimed(store, 'relay-a', 10_000, { sessions: 2, entries: 10 }),
+          claimed(store, 'relay-b', 10_000, { sessions: 2, entries: 10 }),
+        ]);
+        const sessionsA = new Set((a ?? []).map((e) => e.sessionId));
+        const sessionsB = new Set((b ?? []).map((e) => e.sessionId));
+        for (const session of sessionsA) expect(sessionsB.has(session)).toBe(false);
+        expect(sessionsA.size + sessionsB.size).toBeGreaterThanOrEqual(2);
+        // Releasing one session lets the other relay take it at once.
+        const [first] = [...sessionsA];
+        if (first) {
+          await store.outbox.release('relay-a', [first]);
+          const again = await store.outbox.claim('relay-b', 10_000, { sessions: 100, entries: 10 });
+          expect(again.entries.some((e) => e.sessionId === first)).toBe(true);
+          // A claim renews every lease its holder has, and names them: here every session but those `a` still
+          // holds (when both first claims picked the same two sessions, `b` may have got none of them).
+          expect(again.sessions).toContain(first);
+          const held = [...sessionsA].filter((session) => session !== first);
+          expect(new Set(again.sessions)).toEqual(
+            new Set(['s1', 's2', 's3', 's4'].filter((s) => !held.includes(s))),
+          );
+        }
+      });
   });
 }

@@ -21,10 +21,11 @@ afterAll(async () => {
 
 describeSampleStoreContract(
   'FileSampleStore',
+  'whole-outbox',
   async () => new FileSampleStore(await mkdtemp(join(dir, 'fs-'))),
 );
 
-describeSampleStoreContract('FileSampleStore with its turn journal', async () => {
+describeSampleStoreContract('FileSampleStore with its turn journal', 'whole-outbox', async () => {
   const store = new FileSampleStore(await mkdtemp(join(dir, 'fs-')), { journal: true });
   stores.push(store);
   return store;

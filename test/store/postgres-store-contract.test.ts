@@ -18,7 +18,7 @@ afterAll(async () => {
   await postgres?.destroy();
 });
 
-describeSampleStoreContract('PostgresSampleStore', async () => {
+describeSampleStoreContract('PostgresSampleStore', 'per-session', async () => {
   // A database that does not exist yet: the store creates it, then its tables.
   const store = new PostgresSampleStore({ url: postgres.databaseUrl(`contract_${++databases}`) });
   stores.push(store);
