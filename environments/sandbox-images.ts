@@ -1,7 +1,9 @@
 // Builds the sandbox images from docker/images/<name>/ (image `openclaw/<name>`), on a base given by the
-// caller or the Debian base made locally by docker/base-image.sh (no registry needed). Each image is labelled
-// with a hash of its inputs (its folder, the extra CA certificates and the base image's id), so a second run
-// skips what is up to date and rebuilds only what changed.
+// caller or the Debian base made locally by docker/base-image.sh (no registry needed). A folder without a
+// Dockerfile of its own is built with the Dockerfile beside it, one level up, which images made alike (the swe
+// fixtures: one repository each) share. Each image is labelled with a hash of its inputs (its folder, its
+// Dockerfile, the extra CA certificates and the base image's id), so a second run skips what is up to date
+// and rebuilds only what changed.
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -69,29 +71,40 @@ async function isDirectory(path: string): Promise<boolean> {
   );
 }
 
-/** One image definition: the image `openclaw/<folder name>` built from a folder holding a Dockerfile. */
+async function isFile(path: string): Promise<boolean> {
+  return stat(path).then(
+    (info) => info.isFile(),
+    () => false,
+  );
+}
+
+/** One image definition: the image `openclaw/<folder name>` built from a folder and a Dockerfile. */
 export interface ImageDefinition {
   image: string;
   folder: string;
+  /** The Dockerfile shared by the folders beside this one, when the folder has none of its own. */
+  sharedDockerfile?: string;
 }
 
-/** The image definitions under `imagesDirs` (one folder with a Dockerfile each), sorted by image name. */
+/**
+ * The image definitions under `imagesDirs`, sorted by image name: each folder with a Dockerfile, and, where an
+ * images folder has a Dockerfile itself, each of its folders without one (built with that shared Dockerfile).
+ */
 export async function listImageDefinitions(imagesDirs?: string | string[]): Promise<ImageDefinition[]> {
   const dirs = imagesDirs === undefined ? await defaultImageDirs() : [imagesDirs].flat();
   const definitions = new Map<string, ImageDefinition>();
   for (const dir of dirs) {
+    const shared = join(dir, 'Dockerfile');
+    const sharedDockerfile = (await isFile(shared)) ? shared : undefined;
     for (const entry of await readdir(dir, { withFileTypes: true })) {
       if (!entry.isDirectory()) continue;
       const folder = join(dir, entry.name);
-      const hasDockerfile = await stat(join(folder, 'Dockerfile')).then(
-        () => true,
-        () => false,
-      );
-      if (!hasDockerfile) continue;
+      const ownDockerfile = await isFile(join(folder, 'Dockerfile'));
+      if (!ownDockerfile && sharedDockerfile === undefined) continue;
       const image = `${IMAGE_PREFIX}${entry.name}`;
       const other = definitions.get(image);
       if (other) throw new Error(`image ${image} is defined twice: ${other.folder} and ${folder}`);
-      definitions.set(image, { image, folder });
+      definitions.set(image, ownDockerfile ? { image, folder } : { image, folder, sharedDockerfile });
     }
   }
   return [...definitions.values()].sort((a, b) => a.image.localeCompare(b.image));
@@ -105,9 +118,10 @@ export async function listSandboxImages(imagesDirs?: string | string[]): Promise
 export async function buildSandboxImages(options: BuildImagesOptions = {}): Promise<BuildImagesReport> {
   const docker = options.docker ?? new Docker();
   const log = options.log ?? (() => {});
-  const definitions = await listImageDefinitions(options.imagesDir);
-  const folders = new Map(definitions.map((definition) => [definition.image, definition.folder]));
-  const wanted = selectImages([...folders.keys()], options.only);
+  const definitions = new Map(
+    (await listImageDefinitions(options.imagesDir)).map((definition) => [definition.image, definition]),
+  );
+  const wanted = selectImages([...definitions.keys()], options.only);
 
   let base = options.base ?? DEFAULT_BASE_IMAGE;
   let baseBuilt = false;
@@ -125,13 +139,15 @@ export async function buildSandboxImages(options: BuildImagesOptions = {}): Prom
   );
   const report: BuildImagesReport = { base, baseBuilt, built: [], skipped: [] };
   for (const image of wanted) {
-    const built = await buildFolderIfChanged(docker, image, folders.get(image) as string, {
+    const { folder, sharedDockerfile } = definitions.get(image) as ImageDefinition;
+    const built = await buildFolderIfChanged(docker, image, folder, {
       base,
       baseId,
       certificates,
       force: options.force,
       log,
       verbose: options.verbose,
+      dockerfile: sharedDockerfile === undefined ? undefined : await readFile(sharedDockerfile, 'utf8'),
     });
     if (built === null) report.skipped.push(image);
     else report.built.push(built);

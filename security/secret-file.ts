@@ -2,24 +2,16 @@
 // first write never replaces one that another process made a moment earlier.
 
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rename, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { linkIfAbsent } from '../store/durable-file.js';
 
 /** Writes `text` to `path` only if nothing is there; false when something already was. */
 export async function writeSecretFile(path: string, text: string): Promise<boolean> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const aside = asidePath(path);
   await writeFile(aside, text, { mode: 0o600, flag: 'wx' });
-  try {
-    // link() fails when the target exists: an atomic create-if-absent, which rename() is not.
-    await link(aside, path);
-    return true;
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw error;
-  } finally {
-    await rm(aside, { force: true });
-  }
+  return linkIfAbsent(aside, path);
 }
 
 /** Replaces `path` with `text` in one step (readers see the old file or the new one). */

@@ -9,7 +9,7 @@
 // turns written together into the outbox folder then cost about two fsyncs of it, not thirty-two.
 
 import { randomUUID } from 'node:crypto';
-import { mkdir, open } from 'node:fs/promises';
+import { link, mkdir, open, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** Flushes a directory's entries (names added, renamed or removed) to the disk. */
@@ -103,6 +103,23 @@ export class DurableDirectories {
   /** After a directory was removed: the next write into it makes it again. */
   forget(dir: string): void {
     this.known.delete(dir);
+  }
+}
+
+/**
+ * Gives the file `temp` the name `path` unless something already has it, then removes `temp` (whatever
+ * happened); true when this call created `path`. link() fails when the target exists: an atomic
+ * create-if-absent, which rename() is not. Syncing the directory afterwards is the caller's.
+ */
+export async function linkIfAbsent(temp: string, path: string): Promise<boolean> {
+  try {
+    await link(temp, path);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  } finally {
+    await rm(temp, { force: true });
   }
 }
 

@@ -10,10 +10,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { type FSWatcher, mkdirSync, watch } from 'node:fs';
-import { link, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { DirectorySyncs, DurableDirectories, writeTemporary } from './durable-file.js';
+import { DirectorySyncs, DurableDirectories, linkIfAbsent, writeTemporary } from './durable-file.js';
 import {
   type Claim,
   type ClaimLimit,
@@ -224,15 +224,7 @@ export class FileOutbox implements Outbox {
     const path = this.leasePath(epoch);
     const temp = `${path}.${randomUUID()}.tmp`;
     await writeFile(temp, JSON.stringify(lease));
-    try {
-      await link(temp, path);
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw error;
-    } finally {
-      await rm(temp, { force: true });
-    }
+    return linkIfAbsent(temp, path);
   }
 
   /** Old epochs are history; the newest ones stay, so a contender that read an older one still loses. */

@@ -1,7 +1,7 @@
 import { type Dirent, existsSync } from 'node:fs';
-import { link, readdir, readFile, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { dirname, join, relative, sep } from 'node:path';
-import { DirectorySyncs, DurableDirectories, writeTemporary } from './durable-file.js';
+import { DirectorySyncs, DurableDirectories, linkIfAbsent, writeTemporary } from './durable-file.js';
 import { FileOutbox, type PreparedEntry } from './file-outbox.js';
 import type { Outbox, OutboxEntry } from './outbox.js';
 import {
@@ -263,7 +263,7 @@ export class FileSampleStore implements SampleStore {
       const [temp, prepared, ...others] = written.map((result) =>
         result.status === 'fulfilled' ? result.value : null,
       ) as [string, PreparedEntry | null, ...string[]];
-      const created = await this.link(temp, path);
+      const created = await linkIfAbsent(temp, path);
       if (!created && !always) return false;
       await this.syncDirectory(dirname(path));
       // The value is durable; only now may anything point at it.
@@ -271,7 +271,7 @@ export class FileSampleStore implements SampleStore {
         prepared ? this.outbox.commit(prepared) : null,
         ...alongside.map(async (write, i) => {
           const other = others[i] as string;
-          if (write.ifAbsent) await this.link(other, write.path);
+          if (write.ifAbsent) await linkIfAbsent(other, write.path);
           else await rename(other, write.path);
           await this.syncDirectory(dirname(write.path));
         }),
@@ -279,19 +279,6 @@ export class FileSampleStore implements SampleStore {
       return created;
     } finally {
       await Promise.all(temps.map((temp) => rm(temp, { force: true })));
-    }
-  }
-
-  /** Gives `temp` the name `path` unless something has it (link() fails then: an atomic create-if-absent). */
-  private async link(temp: string, path: string): Promise<boolean> {
-    try {
-      await link(temp, path);
-      return true;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
-      throw error;
-    } finally {
-      await rm(temp, { force: true });
     }
   }
 

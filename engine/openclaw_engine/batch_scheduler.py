@@ -25,7 +25,7 @@ import logging
 import threading
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import torch
 
@@ -43,9 +43,7 @@ from .packed_attention import PackedBatch, PackedSegment, SequenceKV
 from .prefix_cache import PrefixCache
 from .sampling import make_generator, sample_tokens, top_logprobs
 from .step_gate import StepCancelled
-
-if TYPE_CHECKING:
-    from .model_runner import ModelRunner
+from .step_model import StepModel
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +111,7 @@ class _Step:
 
 class BatchScheduler:
     def __init__(
-        self, runner: ModelRunner, *, max_batch_tokens: int, max_running: int, prefix_cache: PrefixCache
+        self, runner: StepModel, *, max_batch_tokens: int, max_running: int, prefix_cache: PrefixCache
     ) -> None:
         self._runner = runner
         self.max_batch_tokens = max_batch_tokens
@@ -203,7 +201,7 @@ class BatchScheduler:
             with self._runner.gate.step(self._wake):  # waits while paused; a weight swap runs between steps
                 self._sync_epoch()
                 step = self._plan()
-                logits = self._runner._forward(step.input_ids, step.positions, step.batch, step.keep)
+                logits = self._runner.forward_step(step.input_ids, step.positions, step.batch, step.keep)
                 version = self._runner.weight_version
         except StepCancelled:
             return

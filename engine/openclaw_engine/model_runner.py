@@ -218,7 +218,7 @@ class ModelRunner(TokenizerMethods):
             if self._cancels.get(req.rid) is cancel:
                 del self._cancels[req.rid]
 
-    def _forward(
+    def forward_step(
         self, input_ids: list[int], positions: list[int], batch: PackedBatch, keep: list[int]
     ) -> torch.Tensor:
         """One packed forward pass; the float32 logits of the rows in `keep` (indices into the packed row)."""

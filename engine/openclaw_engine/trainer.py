@@ -8,14 +8,11 @@ travels with each checkpoint so a resumed trainer still refuses to train a step 
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import math
-import os
 import shutil
 import threading
 import time
-import uuid
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +24,8 @@ from safetensors.torch import load_file
 from torch import Tensor
 from transformers import AutoModelForCausalLM, PreTrainedModel
 
-from .durable_files import fsync_tree
+from .checkpoint_state import STATE_DIR, state_file, step_fingerprint, write_state
+from .durable_files import publish_dir, staged_dir
 from .errors import EngineError
 from .losses import compute_loss, entropy_from_logits, sum_of_sample_mean, teacher_or_old, tempered
 from .training_schemas import (
@@ -41,7 +39,6 @@ from .training_schemas import (
 DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 GRAD_CLIP = 1.0
 CHECKPOINT_FORMAT = 1
-STATE_DIR = "trainer_state"
 ADAPTER_DIR = "adapter"
 # Files of a model folder that a checkpoint writes itself; everything else at the top level of the source
 # folder (tokenizer files, chat template, ...) is copied so the checkpoint is a servable model on its own.
@@ -60,10 +57,6 @@ class StepRecord:
 
     metrics: dict[str, Any]
     fingerprint: str
-
-
-def _fingerprint(request: TrainStepRequest) -> str:
-    return hashlib.sha256(request.model_dump_json(exclude={"step_id"}).encode()).hexdigest()
 
 
 class Trainer:
@@ -109,7 +102,7 @@ class Trainer:
         req = parse_train_step(request)
         check_for_method(req)
         self._check_vocab(req)
-        fingerprint = _fingerprint(req)
+        fingerprint = step_fingerprint(req)
         with self._lock:
             done = self._steps.get(req.step_id)
             if done is not None:
@@ -166,28 +159,15 @@ class Trainer:
         if final == Path(self.model_dir):
             raise EngineError("refusing to overwrite the trainer's source model folder", param="path")
         with self._lock:
-            tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex}"
             try:
-                final.parent.mkdir(parents=True, exist_ok=True)
-                tmp.mkdir()
-                self._write_checkpoint(tmp)
-                fsync_tree(tmp)
-                if final.exists():
-                    # Never a half checkpoint at `path`: the old one moves aside whole, the new one in whole.
-                    old = final.parent / f".{final.name}.old-{uuid.uuid4().hex}"
-                    os.rename(final, old)
-                    os.rename(tmp, final)
-                    shutil.rmtree(old, ignore_errors=True)
-                else:
-                    os.rename(tmp, final)
+                # Never a half checkpoint at `path`: the old one moves aside whole, the new one in whole.
+                with staged_dir(final) as tmp:
+                    self._write_checkpoint(tmp)
+                    publish_dir(tmp, final)
             except OSError as exc:
-                shutil.rmtree(tmp, ignore_errors=True)
                 raise EngineError(
                     f"cannot write checkpoint {path}: {exc}", param="path", status=500, type_="server_error"
                 ) from exc
-            except BaseException:
-                shutil.rmtree(tmp, ignore_errors=True)
-                raise
             return {
                 "path": str(final),
                 "step_count": self.step_count,
@@ -198,12 +178,12 @@ class Trainer:
     def load_checkpoint(self, path: str) -> dict[str, Any]:
         """Resume weights (or adapter), optimizer state, step counter, step ids seen and RNG from `path`."""
         root = Path(path)
-        state_file = root / STATE_DIR / "state.json"
+        state_path = state_file(root)
         if not root.is_dir():
             raise EngineError(f"no checkpoint folder at {path}", param="path", status=404)
-        if not state_file.is_file():
+        if not state_path.is_file():
             raise EngineError(f"{path} is not a trainer checkpoint (no {STATE_DIR}/state.json)", param="path")
-        state = json.loads(state_file.read_text())
+        state = json.loads(state_path.read_text())
         if state.get("format") != CHECKPOINT_FORMAT:
             raise EngineError(f"unsupported checkpoint format {state.get('format')!r}", param="path")
         if state.get("lora") != self._lora_info():
@@ -474,7 +454,7 @@ class Trainer:
                 for sid, rec in self._steps.items()
             },
         }
-        (state_dir / "state.json").write_text(json.dumps(state, indent=1))
+        write_state(out, state)
 
     def _base_policy(self) -> PreTrainedModel | PeftModel:
         """The source model (with a freshly initialised adapter for LoRA), on the device, in eval mode."""

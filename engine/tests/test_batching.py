@@ -67,13 +67,13 @@ def close(a: list[float], b: list[float]) -> bool:
 def record_steps(runner: ModelRunner, monkeypatch: pytest.MonkeyPatch) -> list[list[int]]:
     """Each forward pass's segment sizes (tokens per request), in order."""
     steps: list[list[int]] = []
-    original = runner._forward
+    original = runner.forward_step
 
     def recording(input_ids: list[int], positions: list[int], batch: Any, keep: list[int]) -> Any:
         steps.append([seg.count for seg in batch.segments])
         return original(input_ids, positions, batch, keep)
 
-    monkeypatch.setattr(runner, "_forward", recording)
+    monkeypatch.setattr(runner, "forward_step", recording)
     return steps
 
 

@@ -30,7 +30,7 @@ def _request(n: int, seed: int = 0) -> GenerationRequest:
 
 def test_generation_failure_is_a_500_and_releases_the_lock(runner: ModelRunner, monkeypatch: Any) -> None:
     client = TestClient(create_app(runner, max_body_bytes=1 << 20), raise_server_exceptions=False)
-    original = runner._forward
+    original = runner.forward_step
     calls = {"n": 0}
 
     def flaky(*args: Any, **kwargs: Any) -> Any:
@@ -39,7 +39,7 @@ def test_generation_failure_is_a_500_and_releases_the_lock(runner: ModelRunner, 
             raise RuntimeError("simulated device failure")
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(runner, "_forward", flaky)
+    monkeypatch.setattr(runner, "forward_step", flaky)
     body = {"input_ids": PROMPT, "sampling_params": {"max_new_tokens": 4}}
     failed = client.post("/generate", json=body)
     assert failed.status_code == 500
@@ -54,7 +54,7 @@ def test_generation_failure_is_a_500_and_releases_the_lock(runner: ModelRunner, 
     assert chat.status_code == 200
     assert '"type": "server_error"' in chat.text and chat.text.rstrip().endswith("data: [DONE]")
 
-    monkeypatch.setattr(runner, "_forward", original)
+    monkeypatch.setattr(runner, "forward_step", original)
     ok = client.post("/generate", json=body)
     assert ok.status_code == 200 and len(ok.json()["output_ids"]) == 4
     assert runner.gate.active_requests == 0

@@ -72,6 +72,28 @@ describe('buildSandboxImages', () => {
     expect(lines).toContain(`skipped ${image} (up to date)`);
   });
 
+  it('builds a folder without a Dockerfile with the one its images folder shares', async () => {
+    const sharedDir = await mkdtemp(join(tmpdir(), 'openclaw-images-shared-'));
+    const sharedImage = `openclaw/${folderName}-shared`;
+    try {
+      await writeFile(
+        join(sharedDir, 'Dockerfile'),
+        `ARG BASE_IMAGE\nFROM \${BASE_IMAGE}\nCOPY marker.txt /marker\n`,
+      );
+      await mkdir(join(sharedDir, `${folderName}-shared`));
+      await writeFile(join(sharedDir, `${folderName}-shared`, 'marker.txt'), 'from its own folder\n');
+      const report = await buildSandboxImages({ imagesDir: sharedDir, base: DEFAULT_BASE_IMAGE });
+      expect(report.built.map((built) => built.image)).toEqual([sharedImage]);
+      expect(await markerOf(sharedImage)).toBe('from its own folder');
+    } finally {
+      await docker
+        .getImage(sharedImage)
+        .remove({ force: true })
+        .catch(() => undefined);
+      await rm(sharedDir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses an unknown image name', async () => {
     await expect(buildSandboxImages({ imagesDir, only: ['nope'] })).rejects.toThrow(/no image nope/);
   });
@@ -96,7 +118,13 @@ describe('buildSandboxImages', () => {
 describe('openclaw-rl images build', () => {
   it('lists the project images and skips them when they are up to date', async () => {
     expect(await listSandboxImages()).toEqual(
-      expect.arrayContaining(['openclaw/sandbox-python', 'openclaw/sandbox-shell']),
+      expect.arrayContaining([
+        'openclaw/sandbox-python',
+        'openclaw/sandbox-shell',
+        'openclaw/swe-daterange',
+        'openclaw/swe-iniconf',
+        'openclaw/swe-semver',
+      ]),
     );
     const printed: string[] = [];
     const spy = vi.spyOn(console, 'log').mockImplementation((line: string) => printed.push(line));

@@ -22,20 +22,18 @@ Metrics are read from slime's log lines (`'train/<name>': <number>`); whatever s
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import re
 import shlex
-import shutil
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
-from ..durable_files import fsync_tree
+from ..checkpoint_state import state_file, step_fingerprint, write_state
+from ..durable_files import publish_dir, staged_dir
 from ..errors import EngineError
 from .batch_loader import BATCH_FILE_ENV, check_temperature, read_batch_file
 from .export_hf import (
@@ -48,7 +46,6 @@ from .export_hf import (
     export_hf,
 )
 
-STATE_DIR = "trainer_state"
 SLIME_DIR = "slime"  # slime's own checkpoint inside a published one: what the next epoch's --load reads
 EXPORT_FAILED = 65  # slime trained, but its checkpoint could not be made a Hugging Face folder
 EPOCH_REFUSED = 66  # the batch file is invalid for this trainer: retrying cannot help (docs/slime.md)
@@ -88,10 +85,10 @@ def read_steps(checkpoint: str | None) -> tuple[dict[str, Any], int]:
     """The step records and step count of a contract checkpoint (empty for none or a plain slime folder)."""
     if not checkpoint:
         return {}, 0
-    state_file = Path(checkpoint) / STATE_DIR / "state.json"
-    if not state_file.is_file():
+    path = state_file(Path(checkpoint))
+    if not path.is_file():
         return {}, 0
-    state = json.loads(state_file.read_text())
+    state = json.loads(path.read_text())
     return dict(state.get("steps", {})), int(state.get("step_count", 0))
 
 
@@ -159,11 +156,8 @@ def run_epoch(
         )
 
     final = Path(save)
-    tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex}"
-    final.parent.mkdir(parents=True, exist_ok=True)
     lines: list[str] = []
-    try:
-        tmp.mkdir()
+    with staged_dir(final) as tmp:
         proc = subprocess.Popen(
             [*train_command, *_replace_flag(run_args, "--save", str(tmp / SLIME_DIR))],
             stdout=subprocess.PIPE,
@@ -179,7 +173,6 @@ def run_epoch(
                 lines.append(line)
         code = proc.wait()
         if code != 0:
-            shutil.rmtree(tmp, ignore_errors=True)
             return code
         _event("trained")
         try:
@@ -193,7 +186,6 @@ def run_epoch(
             )
         except ExportError as exc:
             print(f"checkpoint export failed: {exc}", file=sys.stderr, flush=True)
-            shutil.rmtree(tmp, ignore_errors=True)
             return EXPORT_FAILED
         _event("exported", format=found.format)
         metrics: dict[str, Any] = {
@@ -203,26 +195,14 @@ def run_epoch(
             "tokens": sum(sum(s.loss_mask) for s in request.samples),
             **parse_metrics(lines),
         }
-        fingerprint = hashlib.sha256(request.model_dump_json(exclude={"step_id"}).encode()).hexdigest()
         state = {
             "format": 1,
             "source": "slime",
             "step_count": step_count + 1,
-            "steps": {**steps, step_id: {"metrics": metrics, "fingerprint": fingerprint}},
+            "steps": {**steps, step_id: {"metrics": metrics, "fingerprint": step_fingerprint(request)}},
         }
-        (tmp / STATE_DIR).mkdir(parents=True, exist_ok=True)
-        (tmp / STATE_DIR / "state.json").write_text(json.dumps(state, indent=1))
-        fsync_tree(tmp)
-        if final.exists():
-            old = final.parent / f".{final.name}.old-{uuid.uuid4().hex}"
-            os.rename(final, old)
-            os.rename(tmp, final)
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            os.rename(tmp, final)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+        write_state(tmp, state)
+        publish_dir(tmp, final)
     _event("saved", path=str(final), metrics=metrics)
     return 0
 
