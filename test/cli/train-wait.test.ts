@@ -20,11 +20,11 @@ import {
 } from '../../engines/reference-engine-process.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
+import { trainingInputFromConfig } from '../../workers/control-worker.js';
 import { sampleScoredSignal } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { testWorkflowBundle } from '../support/workflow-bundle.js';
+import { createTestControlWorker } from '../support/workflow-bundle.js';
 import { BAR_CHARACTERS, lastFrame, recordingStreamDouble } from './terminal-stream-double.js';
 
 describe('train start --wait', () => {
@@ -46,13 +46,7 @@ describe('train start --wait', () => {
     const loaded = loadConfig({}, { dataDir: dir, engine: { url: engine.url }, temporal: { taskQueue } });
     if (!loaded.ok) throw new Error(loaded.error);
     store = new FileSampleStore(join(dir, 'store'));
-    worker = await createControlWorker(
-      loaded.config,
-      env.nativeConnection,
-      env.client,
-      { store },
-      { workflowBundle: testWorkflowBundle() },
-    );
+    worker = await createTestControlWorker(loaded.config, env, { store });
     running = worker.run();
     const policy = engineCalls(engine.url);
     const sampled = await policy.generate({

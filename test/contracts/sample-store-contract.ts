@@ -22,6 +22,16 @@ async function claimed(store: SampleStore, holder: string, leaseMs: number, limi
   return (await store.outbox.claim(holder, leaseMs, limit)).entries;
 }
 
+/** Two turns in each of four sessions, then two relays claim at once, two sessions each at most. */
+async function twoRelaysClaimFourSessions(store: SampleStore) {
+  for (const session of ['s1', 's2', 's3', 's4'])
+    for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
+  return Promise.all([
+    claimed(store, 'relay-a', 10_000, { sessions: 2, entries: 10 }),
+    claimed(store, 'relay-b', 10_000, { sessions: 2, entries: 10 }),
+  ]);
+}
+
 /** How a store's outbox leases: the whole outbox to one relay (the filesystem store, on one machine), or each session. */
 export type OutboxLeasing = 'whole-outbox' | 'per-session';
 
@@ -180,12 +190,7 @@ export function describeSampleStoreContract(
     if (leasing === 'whole-outbox')
       it('leases the whole outbox: one of two relays gets every session until it lets go of all', async () => {
         const store = await make();
-        for (const session of ['s1', 's2', 's3', 's4'])
-          for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
-        const [a, b] = await Promise.all([
-          claimed(store, 'relay-a', 10_000, { sessions: 2, entries: 10 }),
-          claimed(store, 'relay-b', 10_000, { sessions: 2, entries: 10 }),
-        ]);
+        const [a, b] = await twoRelaysClaimFourSessions(store);
         // One relay won the lease and took the first two sessions; the other got nothing.
         const [winner, loser] =
           a.length > 0 ? (['relay-a', 'relay-b'] as const) : (['relay-b', 'relay-a'] as const);
@@ -203,12 +208,7 @@ export function describeSampleStoreContract(
     if (leasing === 'per-session')
       it('leases sessions one by one: two relays share the work without sharing a session', async () => {
         const store = await make();
-        for (const session of ['s1', 's2', 's3', 's4'])
-          for (let turn = 1; turn <= 2; turn++) await store.outbox.enqueue(testTurnEntry(session, turn));
-        const [a, b] = await Promise.all([
-          claimed(store, 'relay-a', 10_000, { sessions: 2, entries: 10 }),
-          claimed(store, 'relay-b', 10_000, { sessions: 2, entries: 10 }),
-        ]);
+        const [a, b] = await twoRelaysClaimFourSessions(store);
         const sessionsA = new Set((a ?? []).map((e) => e.sessionId));
         const sessionsB = new Set((b ?? []).map((e) => e.sessionId));
         for (const session of sessionsA) expect(sessionsB.has(session)).toBe(false);

@@ -25,7 +25,6 @@ import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { isEncrypted } from '../../security/payload-codec.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { sessionWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {
@@ -34,7 +33,7 @@ import {
   testEncryptionPlugin,
   uniqueTaskQueue,
 } from '../support/temporal.js';
-import { testWorkflowBundle } from '../support/workflow-bundle.js';
+import { createTestControlWorker, testWorkflowBundle } from '../support/workflow-bundle.js';
 
 type History = temporal.api.history.v1.IHistory;
 
@@ -123,13 +122,9 @@ describe('Temporal history holds no private text', () => {
     );
     if (!loaded.ok) throw new Error(loaded.error);
     const config = loaded.config;
-    const worker = await createControlWorker(
-      config,
-      env.nativeConnection,
-      env.client,
-      { store: new FileSampleStore(join(config.dataDir, 'store')) },
-      { workflowBundle: testWorkflowBundle() },
-    );
+    const worker = await createTestControlWorker(config, env, {
+      store: new FileSampleStore(join(config.dataDir, 'store')),
+    });
     const running = worker.run();
     try {
       gateway = await startGateway(config, { temporal: env.client, logger: false });

@@ -33,13 +33,12 @@ import { startVllm, type VllmProcess } from '../../engines/vllm-process.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { freePort } from '../gateway/gateway-fixture.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { findRecordedTurn } from '../support/turn-lookup.js';
-import { testWorkflowBundle } from '../support/workflow-bundle.js';
+import { createTestControlWorker } from '../support/workflow-bundle.js';
 
 const MODEL = 'default';
 const TOKEN = `engine-token-${process.pid}`;
@@ -103,13 +102,7 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(config.dataDir, 'store'));
-    const worker = await createControlWorker(
-      config,
-      env.nativeConnection,
-      env.client,
-      { store },
-      { workflowBundle: testWorkflowBundle() },
-    );
+    const worker = await createTestControlWorker(config, env, { store });
     const running = worker.run();
     stopWorker = async () => {
       worker.shutdown();

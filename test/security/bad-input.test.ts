@@ -29,13 +29,12 @@ import { SweEnvironment } from '../../environments/swe/swe-environment.js';
 import { TerminalEnvironment } from '../../environments/terminal/terminal-environment.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { sessionWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import { freePort, sessionSignals, terminateSessions } from '../gateway/gateway-fixture.js';
 import { type CliProcess, cliTestEnvironment, startCli } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { recordedTurns } from '../support/turn-lookup.js';
-import { testWorkflowBundle } from '../support/workflow-bundle.js';
+import { createTestControlWorker } from '../support/workflow-bundle.js';
 
 const KEY = 'bad-input-key-of-alice';
 const TENANT = 'alice';
@@ -105,13 +104,7 @@ describe('bad input', () => {
     };
     const config = configFromFlags({}, settings);
     store = new FileSampleStore(join(dir, 'data', 'store'));
-    worker = await createControlWorker(
-      config,
-      env.nativeConnection,
-      env.client,
-      { store },
-      { workflowBundle: testWorkflowBundle() },
-    );
+    worker = await createTestControlWorker(config, env, { store });
     running = worker.run();
     gateway = startCli('gateway', ['gateway', '--port', String(port)], settings, join(dir, 'gateway.log'));
     await gateway.waitForLine(/^gateway http/, 60_000);

@@ -9,9 +9,8 @@ import type { OpenClawConfig } from '../../core/config.js';
 import { type RunningGateway, startGateway } from '../../gateway/main.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import { type TrainingRunStatus, trainingStatusQuery } from '../../workflows/training-signals.js';
-import { testWorkflowBundle } from './workflow-bundle.js';
+import { createTestControlWorker } from './workflow-bundle.js';
 
 export interface ControlStack {
   store: FileSampleStore;
@@ -27,13 +26,7 @@ export async function startControlStack(
   env: TestWorkflowEnvironment,
 ): Promise<ControlStack> {
   const store = new FileSampleStore(join(config.dataDir, 'store'));
-  const worker = await createControlWorker(
-    config,
-    env.nativeConnection,
-    env.client,
-    { store },
-    { workflowBundle: testWorkflowBundle() },
-  );
+  const worker = await createTestControlWorker(config, env, { store });
   const running = worker.run();
   const stopWorker = async () => {
     worker.shutdown();

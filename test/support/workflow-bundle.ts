@@ -2,10 +2,22 @@
 // and every worker a test created used to do it again. Test workers pass `workflowBundle: testWorkflowBundle()`.
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { bundleWorkflowCode, DefaultLogger, type WorkerOptions } from '@temporalio/worker';
+import type { Client } from '@temporalio/client';
+import {
+  bundleWorkflowCode,
+  DefaultLogger,
+  type NativeConnection,
+  type Worker,
+  type WorkerOptions,
+} from '@temporalio/worker';
 import { inject } from 'vitest';
+import type { OpenClawConfig } from '../../core/config.js';
 import type { PayloadEncryptionPlugin } from '../../security/payload-encryption.js';
-import { workflowsPath } from '../../workers/control-worker.js';
+import {
+  type ControlWorkerDependencies,
+  createControlWorker,
+  workflowsPath,
+} from '../../workers/control-worker.js';
 
 /**
  * Bundles the control worker's workflows with what a production worker's bundle holds: the modules its
@@ -32,4 +44,17 @@ export async function buildWorkflowBundle(
 /** The run's prebuilt bundle of the control worker's workflows, for `WorkerOptions.workflowBundle`. */
 export function testWorkflowBundle(): { codePath: string } {
   return { codePath: inject('workflowBundlePath') };
+}
+
+/** A control worker on the test run's Temporal connection, with the run's prebuilt workflow bundle. */
+export function createTestControlWorker(
+  config: OpenClawConfig,
+  temporal: { nativeConnection: NativeConnection; client: Client },
+  deps: ControlWorkerDependencies = {},
+  options: Partial<WorkerOptions> = {},
+): Promise<Worker> {
+  return createControlWorker(config, temporal.nativeConnection, temporal.client, deps, {
+    workflowBundle: testWorkflowBundle(),
+    ...options,
+  });
 }

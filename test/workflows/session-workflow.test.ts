@@ -17,7 +17,6 @@ import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import type { OutboxEntry } from '../../store/outbox.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { scoreTurnWorkflowId, sessionWorkflowId, trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker } from '../../workers/control-worker.js';
 import { sessionStatusQuery, turnRecordedSignal } from '../../workflows/session-signals.js';
 import { trainingStatusQuery } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
@@ -25,7 +24,7 @@ import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js'
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 import { endSessionDirectly, recordTurnDirectly, sessionInputFor } from '../support/track1-harness.js';
-import { testWorkflowBundle } from '../support/workflow-bundle.js';
+import { createTestControlWorker } from '../support/workflow-bundle.js';
 
 // A long session: it continues-as-new every two turns, a duplicate delivery of an old turn changes
 // nothing, the idle timer closes it, and every turn is settled exactly once.
@@ -65,13 +64,7 @@ describe('sessionWorkflow over a long session', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
-    worker = await createControlWorker(
-      config,
-      env.nativeConnection,
-      env.client,
-      { store },
-      { workflowBundle: testWorkflowBundle() },
-    );
+    worker = await createTestControlWorker(config, env, { store });
     running = worker.run();
   }, 180_000);
 

@@ -20,12 +20,12 @@ import { sampleKey } from '../../core/turn-record.js';
 import type { SampleRef, TrainingSample } from '../../core/types.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
+import { trainingInputFromConfig } from '../../workers/control-worker.js';
 import { createTrainerWorker } from '../../workers/trainer-worker.js';
 import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { testWorkflowBundle } from '../support/workflow-bundle.js';
+import { createTestControlWorker } from '../support/workflow-bundle.js';
 
 const fakeSdkDir = fileURLToPath(new URL('../../engine/tests', import.meta.url));
 
@@ -63,13 +63,7 @@ describe('a training run on Tinker (sidecar with the fake Tinker SDK)', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
-    const control = await createControlWorker(
-      config,
-      env.nativeConnection,
-      env.client,
-      { store },
-      { workflowBundle: testWorkflowBundle() },
-    );
+    const control = await createTestControlWorker(config, env, { store });
     const trainer = await createTrainerWorker(config, env.nativeConnection, { store });
     expect(trainer.trainer.name).toBe('tinker');
     workers = [control, trainer.worker].map((worker) => ({ worker, running: worker.run() }));

@@ -23,13 +23,13 @@ import {
 } from '../../engines/reference-engine-process.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
+import { trainingInputFromConfig } from '../../workers/control-worker.js';
 import { createTrainerWorker } from '../../workers/trainer-worker.js';
 import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { saveHistory } from '../support/histories.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { testWorkflowBundle } from '../support/workflow-bundle.js';
+import { createTestControlWorker } from '../support/workflow-bundle.js';
 
 const IMAGE = 'openclaw/engine:dev';
 const ENGINE_SOURCE = resolve('engine/openclaw_engine');
@@ -78,13 +78,7 @@ describe('a trainer worker selected by the config (slime epochs in containers)',
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
 
-    const control = await createControlWorker(
-      config,
-      env.nativeConnection,
-      env.client,
-      { store },
-      { workflowBundle: testWorkflowBundle() },
-    );
+    const control = await createTestControlWorker(config, env, { store });
     const trainer = await createTrainerWorker(config, env.nativeConnection, {
       store,
       // The image's engine package may predate this checkout's `train-epoch`: run this checkout's code in it.

@@ -20,7 +20,7 @@ import {
 } from '../../engines/reference-engine-process.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
-import { createControlWorker, trainingInputFromConfig } from '../../workers/control-worker.js';
+import { trainingInputFromConfig } from '../../workers/control-worker.js';
 import {
   lineageQuery,
   pauseUpdate,
@@ -32,7 +32,7 @@ import {
 } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { testWorkflowBundle } from '../support/workflow-bundle.js';
+import { createTestControlWorker } from '../support/workflow-bundle.js';
 
 // The training run's controls on a real server, worker and engine: start-input validation, pause/resume,
 // reconfigure (validated), duplicate deliveries, the staleness bound in both of its policies, a batch the
@@ -57,13 +57,7 @@ describe('trainingWorkflow controls', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
-    worker = await createControlWorker(
-      config,
-      env.nativeConnection,
-      env.client,
-      { store },
-      { workflowBundle: testWorkflowBundle() },
-    );
+    worker = await createTestControlWorker(config, env, { store });
     running = worker.run();
     const sampled = await engineCalls(engine.url).generate({
       text: 'The answer is',
