@@ -4,8 +4,10 @@ import { nextStateAfter, nextStateOf } from '../core/chat-messages.js';
 import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-prompts.js';
 import type { JudgeScore } from '../core/judge-votes.js';
 import { logprobTemperature } from '../core/logprob-temperature.js';
+import { type RunRecord, servingIncarnationAt } from '../core/run-record.js';
 import { assembleSample as assemble, type HintOutcome } from '../core/sample-assembly.js';
 import { appendHintToMessages } from '../core/teacher-context.js';
+import { runRecordKey } from '../core/training-keys.js';
 import { exclusionKey, sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../core/turn-record.js';
 import type {
   Method,
@@ -79,6 +81,15 @@ export function createScoringActivities(deps: ScoringDependencies) {
     // The gateway writes the record before it signals, so a missing one is a lost store, not a race.
     if (!record) throw ApplicationFailure.nonRetryable(`no turn record for ${sampleId}`, 'MissingTurnRecord');
     return record;
+  }
+
+  /** The sample with the incarnation that served its turn (the version number alone does not name it). */
+  async function withServingIncarnation(runId: string, sample: SampleRef): Promise<SampleRef> {
+    const record = await store.get<RunRecord>(runRecordKey(runId));
+    if (record === undefined) return sample;
+    const turn = await loadTurn(sample.sampleId);
+    const served = servingIncarnationAt(record, turn.recordedAt);
+    return served === undefined ? sample : { ...sample, servedByIncarnation: served };
   }
 
   /**
@@ -199,10 +210,16 @@ export function createScoringActivities(deps: ScoringDependencies) {
       return exclusion;
     },
 
-    /** Hands the result to the run's training workflow, starting the run if it does not exist yet. */
+    /**
+     * Hands the result to the run's training workflow, starting the run if it does not exist yet. A sample is
+     * sent with the incarnation whose weights served its turn, where the run record says (docs/scoring.md).
+     */
     async deliverToTraining(input: { runId: string; method: Method; result: SampleDelivery }): Promise<void> {
       const start = deps.trainingDefaults(input.runId, input.method);
-      await signalWithStartTraining(deps.client, deps.controlTaskQueue, start, input.result);
+      const result = input.result.ok
+        ? { ok: true as const, sample: await withServingIncarnation(input.runId, input.result.sample) }
+        : input.result;
+      await signalWithStartTraining(deps.client, deps.controlTaskQueue, start, result);
     },
   };
 }

@@ -3,6 +3,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { LossMethod } from '../core/loss-settings.js';
+import { beginIncarnationRecord, type RunRecord } from '../core/run-record.js';
 import { lineageKey, runRecordKey } from '../core/training-keys.js';
 import { exclusionKey, sampleKey } from '../core/turn-record.js';
 import type {
@@ -70,12 +71,7 @@ export interface PublishInput {
 /** Track 1 methods map onto the trainer's loss: binary RL is GRPO with the judge's reward. */
 const LOSS_METHOD: Record<Method, LossMethod> = { rl: 'grpo', opd: 'opd', combine: 'combine' };
 
-/** The record of which incarnation of a run id is current (`runs/<runId>`, read by the engine launcher). */
-export interface RunRecord {
-  runId: string;
-  incarnation: string;
-  startedAt: string;
-}
+export type { RunRecord };
 
 /** Where a published version's folder lives. */
 export function checkpointPath(
@@ -123,7 +119,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
     topK: number,
   ): Promise<TrainerSample> {
     const sample = await store.get<TrainingSample>(sampleKey(sampleId));
-    if (!sample) throw trainerRefusal(`sample ${sampleId} is not in the store`);
+    if (!sample) throw trainerRefusal(`sample ${sampleId} is not in the store`, [sampleId]);
     let rows =
       sample.teacherTopkLogProbs && sample.teacherTopkIndices
         ? { logProbs: sample.teacherTopkLogProbs, tokenIds: sample.teacherTopkIndices }
@@ -133,6 +129,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
     if (topK > 0 && rows === null)
       throw trainerRefusal(
         `sample ${sampleId} has no teacher top-K log-probs for top-K distillation: the scoring worker computes them only with teacher.topK > 0 (OPENCLAW_TEACHER_TOP_K)`,
+        [sampleId],
       );
     return {
       tokens: sample.tokens,
@@ -174,6 +171,13 @@ export function createTrainingActivities(deps: TrainingDependencies) {
     }
   }
 
+  /** From now on the engine serves this incarnation's weights (recorded once, at its first version). */
+  async function markServing(runId: string, incarnation: string): Promise<void> {
+    const record = await store.get<RunRecord>(runRecordKey(runId));
+    if (record?.incarnation !== incarnation || record.servingFrom !== undefined) return;
+    await store.put(runRecordKey(runId), { ...record, servingFrom: new Date().toISOString() });
+  }
+
   /** Removes this incarnation's checkpoint folders older than the newest `keep` (the published one stays). */
   async function pruneCheckpoints(input: PublishInput, keep: number): Promise<void> {
     const dir = join(deps.checkpointDir, input.runId, ...(input.incarnation ? [input.incarnation] : []));
@@ -202,9 +206,9 @@ export function createTrainingActivities(deps: TrainingDependencies) {
         }
         const topK = input.method === 'opd' ? (input.distillTopK ?? 0) : 0;
         const stale = new Set(input.staleSampleIds ?? []);
+        const sampleIds = await sampleIdsOf(store, input);
         const samples: TrainerSample[] = [];
-        for (const sampleId of await sampleIdsOf(store, input))
-          samples.push(await trainerSample(sampleId, stale, topK));
+        for (const sampleId of sampleIds) samples.push(await trainerSample(sampleId, stale, topK));
         let metrics: Awaited<ReturnType<TrainerBackend['trainStep']>>;
         try {
           metrics = await trainer.trainStep(
@@ -218,7 +222,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
             input.optimizer,
           );
         } catch (error) {
-          throw asTrainerRefusal(error);
+          throw asTrainerRefusal(error, sampleIds);
         }
         const numeric: Record<string, number> = {};
         for (const [key, value] of Object.entries(metrics))
@@ -246,6 +250,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
         }
         // Checkpoints are written atomically, so one that exists is whole: (re)load it into serving.
         await deps.serving.publishWeights({ path, version: String(input.version) });
+        if (input.incarnation !== undefined) await markServing(input.runId, input.incarnation);
         if (input.keepCheckpoints) await pruneCheckpoints(input, input.keepCheckpoints);
         return path;
       });
@@ -255,23 +260,38 @@ export function createTrainingActivities(deps: TrainingDependencies) {
       await store.put(lineageKey(input.runId, input.entry.version, input.entry.incarnation), input.entry);
     },
 
-    /** Records which incarnation of the run id is current, so an engine restart serves only its weights. */
+    /**
+     * Records which incarnation of the run id is current, so an engine restart serves only its weights; the
+     * one before is kept under `earlier`, so scoring can still tell which incarnation served a turn.
+     */
     async beginIncarnation(input: { runId: string; incarnation: string }): Promise<void> {
       const current = await store.get<RunRecord>(runRecordKey(input.runId));
       if (current?.incarnation === input.incarnation) return;
-      const record: RunRecord = { ...input, startedAt: new Date().toISOString() };
-      await store.put(runRecordKey(input.runId), record);
+      const startedAt = new Date().toISOString();
+      await store.put(
+        runRecordKey(input.runId),
+        beginIncarnationRecord(current, input.runId, input.incarnation, startedAt),
+      );
     },
 
+    /** `foreignSampleIds`: those of `sampleIds` served by weights this incarnation never published. */
     async recordStaleExclusions(input: {
       sampleIds: string[];
       policyVersion: number;
       maxPolicyLag: number;
+      foreignSampleIds?: string[];
     }): Promise<void> {
+      const foreign = new Set(input.foreignSampleIds ?? []);
+      const behind = input.sampleIds.filter((id) => !foreign.has(id));
       await moveToExclusions(
-        input.sampleIds,
+        behind,
         'stale-policy',
         `more than ${input.maxPolicyLag} versions behind policy v${input.policyVersion}`,
+      );
+      await moveToExclusions(
+        [...foreign],
+        'stale-policy',
+        `served by another incarnation of the run, or by a version above its policy v${input.policyVersion}: off-policy`,
       );
     },
 

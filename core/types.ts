@@ -126,7 +126,13 @@ export interface SampleRef {
   sampleId: string;
   method: Method;
   kind: SampleKind;
+  /** Weight version that served the turn: a number, counted again from 0 by each incarnation of a run id. */
   policyVersion: number;
+  /**
+   * The run incarnation whose weights served the turn, where the run record tells (absent: the base model, or
+   * unknown). A training run treats a sample of another incarnation as off-policy (docs/scoring.md).
+   */
+  servedByIncarnation?: string;
   reward: number;
   responseLength: number;
 }

@@ -18,7 +18,7 @@ import {
 } from '@temporalio/workflow';
 import type { z } from 'zod';
 import type { TrainingActivities, TrainStepInput } from '../activities/training-activities.js';
-import { TRAINER_REFUSED } from '../activities/training-errors.js';
+import { type RefusedSamples, TRAINER_REFUSED } from '../activities/training-errors.js';
 import { samplesByTenant } from '../core/tenant.js';
 import {
   describeZodError,
@@ -28,6 +28,7 @@ import {
 } from '../core/training-settings.js';
 import type { Method, SampleRef, TrainingStatus } from '../core/types.js';
 import { trainerCalls, trainingStoreWrites } from './activity-options.js';
+import { RefusalIsolation } from './refusal-isolation.js';
 import { trainAndPublish } from './train-and-publish.js';
 import { TrainingQueue } from './training-queue.js';
 import {
@@ -65,10 +66,29 @@ export interface PublishedStep {
 
 const bookkeeping = proxyActivities<TrainingActivities>(trainingStoreWrites);
 
-/** The refusal's message when `error` is a step the trainer refused (or a sample it could not find). */
-function refusalOf(error: unknown): string | null {
+/** What changed after this workflow's first version; each is on where `patched()` says so. */
+export interface TrainingBehaviour {
+  /** The run has incarnations (false only in runs started before they existed). */
+  incarnations: boolean;
+  /** Samples of another incarnation, or of a version above the run's own, are off-policy. */
+  offPolicyIncarnations?: boolean;
+  /** A refused batch is split, so only the samples that cause the refusal become exclusions. */
+  isolateRefusals?: boolean;
+}
+
+interface Refusal {
+  message: string;
+  /** The samples the trainer named as the cause, if it did. */
+  sampleIds: string[];
+}
+
+/** The refusal when `error` is a step the trainer refused (or a sample it could not find). */
+function refusalOf(error: unknown): Refusal | null {
   if (!(error instanceof ActivityFailure) || !(error.cause instanceof ApplicationFailure)) return null;
-  return error.cause.type === TRAINER_REFUSED ? error.cause.message : null;
+  if (error.cause.type !== TRAINER_REFUSED) return null;
+  const named = (error.cause.details?.[0] as Partial<RefusedSamples> | undefined)?.refusedSampleIds;
+  const sampleIds = Array.isArray(named) ? named.filter((id) => typeof id === 'string') : [];
+  return { message: error.cause.message, sampleIds };
 }
 
 export class TrainingRun {
@@ -81,14 +101,17 @@ export class TrainingRun {
   readonly incarnation: string | undefined;
   private readonly recent: Set<string>;
   private readonly beginsIncarnation: boolean;
+  private readonly behaviour: TrainingBehaviour;
+  private readonly isolation: RefusalIsolation;
   private stepsThisRun = 0;
 
-  /** `incarnations`: whether this run has incarnations (false only in runs started before they existed). */
   constructor(
     input: ParsedTrainingInput,
     carriedIn: TrainingCarry | undefined,
-    { incarnations }: { incarnations: boolean },
+    behaviour: TrainingBehaviour,
   ) {
+    const { incarnations } = behaviour;
+    this.behaviour = behaviour;
     this.runId = input.runId;
     this.method = input.method;
     this.settings = input.settings;
@@ -108,6 +131,7 @@ export class TrainingRun {
     };
     this.state = { ...carried, lineage: [...carried.lineage] };
     this.queue = new TrainingQueue(carried);
+    this.isolation = new RefusalIsolation(carried.isolation);
     this.recent = new Set(this.state.recentIds);
     this.beginsIncarnation = incarnations && this.state.incarnation === undefined;
     if (this.beginsIncarnation) this.state.incarnation = workflowInfo().firstExecutionRunId;
@@ -169,8 +193,13 @@ export class TrainingRun {
       await bookkeeping.beginIncarnation({ runId: this.runId, incarnation: this.incarnation });
   }
 
+  /** The next step's batch size: the configured one, or a part of a refused batch being split. */
+  batchSize(): number {
+    return this.isolation.batchSize(this.settings.batchSize);
+  }
+
   batchReady(): boolean {
-    return !this.state.paused && this.queue.ready(this.settings.batchSize);
+    return !this.state.paused && this.queue.ready(this.batchSize());
   }
 
   /**
@@ -179,31 +208,36 @@ export class TrainingRun {
    */
   async waitForBatch(): Promise<boolean> {
     const { queue } = this;
-    while (queue.needsRefill(this.settings.batchSize)) await queue.refill(bookkeeping);
-    await condition(
-      () => this.batchReady() || this.historyFull() || queue.needsRefill(this.settings.batchSize),
-    );
+    while (queue.needsRefill(this.batchSize())) await queue.refill(bookkeeping);
+    await condition(() => this.batchReady() || this.historyFull() || queue.needsRefill(this.batchSize()));
     if (this.batchReady()) return true;
     if (this.historyFull()) await this.continueAsNew({ spillBacklog: true });
     return false;
   }
 
-  /** Under the `drop` policy, excludes the waiting samples too far behind the policy; true if there were any. */
+  /**
+   * Under the `drop` policy, excludes the waiting samples too far behind the policy, or off it (another
+   * incarnation's); true if there were any.
+   */
   async dropStaleSamples(): Promise<boolean> {
     if (this.settings.stalenessPolicy !== 'drop') return false;
-    const stale = this.queue.removeWhere((ref) => this.isStale(ref));
+    const stale = this.queue.removeWhere((ref) => this.isOffPolicy(ref));
     if (stale.length === 0) return false;
+    const sampleIds = stale.map((ref) => ref.sampleId);
+    const foreign = stale.filter((ref) => this.isForeign(ref)).map((ref) => ref.sampleId);
     await bookkeeping.recordStaleExclusions({
-      sampleIds: stale.map((ref) => ref.sampleId),
+      sampleIds,
       policyVersion: this.state.policyVersion,
       maxPolicyLag: this.settings.maxPolicyLag,
+      ...(foreign.length > 0 && { foreignSampleIds: foreign }),
     });
+    this.isolation.forget(sampleIds);
     for (const _ of stale) this.exclude('stale-policy');
     return true;
   }
 
   planStep(): PlannedStep {
-    const batch = this.queue.peek(this.settings.batchSize);
+    const batch = this.queue.peek(this.batchSize());
     const version = this.state.policyVersion + 1;
     const stepId =
       this.incarnation === undefined
@@ -245,14 +279,16 @@ export class TrainingRun {
   }
 
   /**
-   * Trains the step and publishes it. A batch the trainer refuses would be refused again: its samples become
-   * exclusions, the version is not used, and the result is null.
+   * Trains the step and publishes it. A batch the trainer refuses would be refused again: the samples that
+   * cause it become exclusions (all of the batch's, in runs from before refusals were split), the version is
+   * not used, and the result is null.
    */
   async trainStep(step: PlannedStep): Promise<PublishedStep | null> {
-    // Samples from policies too far behind use their rollout log-probs for the importance ratio.
+    // Samples from policies too far behind, or off this incarnation's policy, use their rollout log-probs
+    // for the importance ratio.
     const staleness = {
       useRolloutLogprobs: false,
-      staleSampleIds: step.batch.filter((ref) => this.isStale(ref)).map((ref) => ref.sampleId),
+      staleSampleIds: step.batch.filter((ref) => this.isOffPolicy(ref)).map((ref) => ref.sampleId),
     };
     const publish = { incarnation: this.incarnation, keepCheckpoints: this.settings.keepCheckpoints };
     try {
@@ -265,13 +301,33 @@ export class TrainingRun {
     } catch (error) {
       const refusal = refusalOf(error);
       if (refusal === null) throw error;
+      if (this.behaviour.isolateRefusals) {
+        await this.isolateRefusal(step, refusal);
+        return null;
+      }
       const { sampleIds, stepId, batch } = step;
-      await bookkeeping.recordRefusedBatch({ sampleIds, stepId, detail: refusal });
+      await bookkeeping.recordRefusedBatch({ sampleIds, stepId, detail: refusal.message });
       this.queue.take(batch.length);
       this.exclude('trainer-refused', batch.length);
-      this.state.lastRefusal = { stepId, samples: batch.length, detail: refusal };
+      this.state.lastRefusal = { stepId, samples: batch.length, detail: refusal.message };
       return null;
     }
+  }
+
+  /**
+   * A refused batch: the samples the refusal names, or a refused single sample, become exclusions; a larger
+   * batch that names none is split, and the next steps train its parts (workflows/refusal-isolation.ts).
+   */
+  private async isolateRefusal(step: PlannedStep, refusal: Refusal): Promise<void> {
+    const outcome = this.isolation.refused(step.sampleIds, refusal.sampleIds);
+    if (!('exclude' in outcome)) return;
+    const { stepId } = step;
+    const sampleIds = outcome.exclude;
+    await bookkeeping.recordRefusedBatch({ sampleIds, stepId, detail: refusal.message });
+    const refused = new Set(sampleIds);
+    this.queue.removeWhere((ref) => refused.has(ref.sampleId));
+    this.exclude('trainer-refused', sampleIds.length);
+    this.state.lastRefusal = { stepId, samples: sampleIds.length, detail: refusal.message };
   }
 
   /** Records which samples made the new version, then takes the batch off the queue. */
@@ -290,6 +346,7 @@ export class TrainingRun {
     await bookkeeping.recordLineage({ runId: this.runId, entry });
 
     this.queue.take(batch.length);
+    this.isolation.trained(sampleIds);
     state.policyVersion = version;
     state.stepsCompleted++;
     state.samplesTrained += batch.length;
@@ -326,12 +383,30 @@ export class TrainingRun {
       runId: this.runId,
       method: this.method,
       settings: this.settings,
-      carried: { ...this.state, ...this.queue.carry(), recentIds },
+      carried: { ...this.state, ...this.queue.carry(), recentIds, isolation: this.isolation.carry() },
     });
   }
 
   isStale(ref: SampleRef): boolean {
     return this.state.policyVersion - ref.policyVersion > this.settings.maxPolicyLag;
+  }
+
+  /**
+   * Whether the sample's π_old is not the run's own policy at its version: too far behind (`isStale`), or
+   * served by weights this incarnation never published (`isForeign`). Its rollout log-probs are then π_old.
+   */
+  isOffPolicy(ref: SampleRef): boolean {
+    return this.isStale(ref) || this.isForeign(ref);
+  }
+
+  /**
+   * Served by another incarnation of the run id (a version number is counted again from 0 by each), or by a
+   * version above the run's own (negative lag: weights it never published). Runs from before this rule: never.
+   */
+  isForeign(ref: SampleRef): boolean {
+    if (!this.behaviour.offPolicyIncarnations) return false;
+    if (ref.policyVersion > this.state.policyVersion) return true;
+    return ref.servedByIncarnation !== undefined && ref.servedByIncarnation !== this.incarnation;
   }
 
   /** A run that only receives exclusions, or a paused one, continues as new while it waits. */

@@ -8,6 +8,7 @@ import type {
   trainingSettingsSchema,
 } from '../core/training-settings.js';
 import type { Method, SampleExclusion, SampleRef, TrainingStatus } from '../core/types.js';
+import type { IsolationCarry } from './refusal-isolation.js';
 
 export type SampleDelivery = { ok: true; sample: SampleRef } | { ok: false; exclusion: SampleExclusion };
 
@@ -85,6 +86,8 @@ export interface TrainingCarry {
   consumedBacklog?: string[];
   backlogSamples?: number;
   lastRefusal?: TrainerRefusal | null;
+  /** A refused batch being split to find the samples that cause the refusal (absent or null: none). */
+  isolation?: IsolationCarry | null;
 }
 
 /** The start input: one JSON object, pasteable into the Temporal UI's Start Workflow form. */

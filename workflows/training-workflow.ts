@@ -3,7 +3,7 @@
 // which samples made which version, and continues-as-new every few steps, and while it waits once its history
 // grows (a run that only receives exclusions, or a paused one). Samples are references; the token arrays stay
 // in the sample store, and waiting references beyond a bound are spilled there too, so the carried state stays
-// small. A batch the trainer refuses becomes exclusions and the run goes on.
+// small. The samples that make the trainer refuse a batch become exclusions, the rest train, and the run goes on.
 
 import { ApplicationFailure, patched } from '@temporalio/workflow';
 import { describeZodError, trainingInputSchema } from '../core/training-settings.js';
@@ -16,6 +16,10 @@ import type { TrainingInput } from './training-signals.js';
  * continue-as-new while waiting, the spilled backlog and refusals as exclusions.
  */
 const SIGNAL_V2 = 'training-signal-v2';
+/** Samples of another incarnation (or of a version above the run's) are off-policy. */
+const OFF_POLICY_INCARNATIONS = 'training-off-policy-incarnations';
+/** A refused batch is split so only the samples that cause the refusal become exclusions. */
+const ISOLATE_REFUSALS = 'training-isolate-refusals';
 
 export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
   const parsed = trainingInputSchema.safeParse(rawInput);
@@ -26,7 +30,11 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
     );
   }
   const incarnations = patched(SIGNAL_V2);
-  const run = new TrainingRun(parsed.data, rawInput.carried, { incarnations });
+  const run = new TrainingRun(parsed.data, rawInput.carried, {
+    incarnations,
+    offPolicyIncarnations: incarnations && patched(OFF_POLICY_INCARNATIONS),
+    isolateRefusals: incarnations && patched(ISOLATE_REFUSALS),
+  });
   run.registerHandlers();
   if (!incarnations) return trainBeforeIncarnations(run);
   // After the handlers: a pause or a sample sent with the start must find them in the first activation.

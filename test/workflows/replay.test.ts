@@ -25,6 +25,8 @@ describe('workflow replay', () => {
       'training-workflow-trainer-queue',
       'training-workflow-incarnation',
       'training-workflow-refused-batch',
+      // A refused batch split until only its poisoned sample is excluded (patched: the one above replays).
+      'training-workflow-isolated-refusal',
       'training-workflow-spills-backlog',
       'training-workflow-loads-backlog',
       'env-rollout-workflow',

@@ -4,12 +4,13 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createScoringActivities } from '../../activities/scoring-activities.js';
 import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
 import { createTrainingActivities, type RunRecord } from '../../activities/training-activities.js';
 import { latestPublished } from '../../cli/engine-launch.js';
 import { loadConfig } from '../../core/config.js';
 import { lineageKey, runRecordKey } from '../../core/training-keys.js';
-import { exclusionKey, sampleKey } from '../../core/turn-record.js';
+import { exclusionKey, sampleKey, turnRecordKey } from '../../core/turn-record.js';
 import type { SampleExclusion, SampleRef, TrainingSample } from '../../core/types.js';
 import type { EngineAdapter, PublishRequest } from '../../engines/engine-adapter.js';
 import { FileSampleStore } from '../../store/sample-store.js';
@@ -198,36 +199,55 @@ describe('trainingWorkflow logic', () => {
     expect(step?.body.samples.map((s) => s.use_rollout_logprobs)).toEqual([undefined, undefined, true]);
   });
 
-  it("makes a refused batch's samples exclusions with the reason, and trains the next batch", async () => {
+  it('excludes only the poisoned sample of a refused batch of 16 and trains the other 15', async () => {
+    // One sample with a non-finite gradient used to make the trainer refuse its whole batch, and every sample
+    // of it became an exclusion: 15 good samples lost for one bad one.
     const runId = newRunId('refused');
-    const handle = await start(runId, { batchSize: 2 });
-    // A reward this large overflows the gradient: the reference trainer refuses it (422, non-finite norm).
-    const poisoned = [await sample(`${runId}-a:1`, 0), await sample(`${runId}-p:1`, 0, 1e30)];
-    await signalAll(runId, poisoned.map(delivered));
-    const refused = await waitFor(runId, (s) => s.samplesExcluded === 2);
-    expect(refused.exclusionsByReason).toEqual({ 'trainer-refused': 2 });
-    expect(refused.lastRefusal).toMatchObject({
-      stepId: `${runId}:${handle.firstExecutionRunId}:v1`,
-      samples: 2,
+    const handle = await start(runId, { batchSize: 16 });
+    const refs: SampleRef[] = [];
+    // A reward this large overflows the gradient: the reference trainer refuses it (422, non-finite norm)
+    // without naming a sample, so the run splits the batch to find it.
+    for (let i = 0; i < 16; i++) refs.push(await sample(`${runId}-s${i}:1`, 0, i === 5 ? 1e30 : 1));
+    const poisoned = refs[5]?.sampleId ?? '';
+    await signalAll(runId, refs.map(delivered));
+    const done = await waitFor(runId, (s) => s.samplesTrained + s.samplesExcluded === 16);
+    expect(done).toMatchObject({ samplesTrained: 15, samplesExcluded: 1, pendingSamples: 0 });
+    expect(done.exclusionsByReason).toEqual({ 'trainer-refused': 1 });
+    expect(done.lastRefusal).toMatchObject({
+      samples: 1,
       detail: expect.stringMatching(/non-finite gradient/),
     });
-    expect(refused.policyVersion).toBe(0);
-    for (const ref of poisoned) {
-      const exclusion = await store.get<SampleExclusion & { sample?: TrainingSample }>(
-        exclusionKey(ref.sampleId),
-      );
-      expect(exclusion).toMatchObject({ reason: 'trainer-refused', sample: { sampleId: ref.sampleId } });
-      expect(await store.get(sampleKey(ref.sampleId))).toBeUndefined();
+    const exclusion = await store.get<SampleExclusion & { sample?: TrainingSample }>(exclusionKey(poisoned));
+    expect(exclusion).toMatchObject({ reason: 'trainer-refused', sample: { sampleId: poisoned } });
+    expect(await store.get(sampleKey(poisoned))).toBeUndefined();
+    // Each part that trained is a normal step: versions in order, each sample in exactly one of them.
+    const lineage = await handle.query(lineageQuery);
+    expect(lineage.map((e) => e.version)).toEqual(lineage.map((_, i) => i + 1));
+    expect(done.policyVersion).toBe(lineage.length);
+    const trainedIds = lineage.flatMap((e) => e.sampleIds);
+    expect(trainedIds.sort()).toEqual(
+      refs
+        .map((r) => r.sampleId)
+        .filter((id) => id !== poisoned)
+        .sort(),
+    );
+    // The trainer's last call under each published step id (the refused ones under it were not applied) is
+    // that version's part, without the poisoned sample.
+    for (const entry of lineage) {
+      const last = trainer.steps.filter((s) => s.stepId === entry.stepId).at(-1);
+      expect(last?.samples.length).toBe(entry.sampleIds.length);
+      expect(last?.samples.some((s) => s.reward > 1e20)).toBe(false);
     }
-    // The run goes on: the next batch trains as version 1 (the refused step used no version).
-    await signalAll(runId, [await sample(`${runId}-c:1`, 0), await sample(`${runId}-d:1`, 0)].map(delivered));
-    const trained = await waitFor(runId, (s) => s.stepsCompleted === 1);
-    expect(trained).toMatchObject({ policyVersion: 1, samplesTrained: 2, samplesExcluded: 2 });
-    const description = await handle.describe();
-    expect(description.status.name).toBe('RUNNING');
-    // `RECORD_HISTORIES=1` records this shape for the replay test (a refused step, then a trained one).
+    // The run goes on with full batches.
+    const next: SampleRef[] = [];
+    for (let i = 0; i < 16; i++) next.push(await sample(`${runId}-n${i}:1`, done.policyVersion));
+    await signalAll(runId, next.map(delivered));
+    const after = await waitFor(runId, (s) => s.samplesTrained === 31);
+    expect(after.stepsCompleted).toBe(lineage.length + 1);
+    expect((await handle.describe()).status.name).toBe('RUNNING');
+    // `RECORD_HISTORIES=1` records this shape for the replay test (a refused batch split, its parts trained).
     if (process.env.RECORD_HISTORIES)
-      await saveHistory(env, trainingWorkflowId(runId), 'training-workflow-refused-batch');
+      await saveHistory(env, trainingWorkflowId(runId), 'training-workflow-isolated-refusal');
   });
 
   it('takes 3,000 exclusions while waiting with a bounded history and loses none', async () => {
@@ -324,6 +344,62 @@ describe('trainingWorkflow logic', () => {
     const loaded = loadConfig({}, { runId, dataDir: dir });
     if (!loaded.ok) throw new Error(loaded.error);
     expect((await latestPublished(loaded.config))?.checkpoint).toBe(status.lastCheckpoint);
+  });
+
+  it("treats a restarted run's samples served by the incarnation before it as off-policy", async () => {
+    // A run id started again counts versions from 0 again while the engine still serves the old run's v2: its
+    // samples used to be trained as fresh (negative or no lag, π_old = the new weights, ratio 1).
+    const runId = newRunId('restarted');
+    const scoring = createScoringActivities({
+      store,
+      judge: undefined as never,
+      teacher: undefined as never,
+      teacherTopK: 0,
+      client: env.client,
+      controlTaskQueue: taskQueue,
+      trainingDefaults: (id, method) => ({ runId: id, method, settings: { batchSize: 2 } }),
+    });
+    /** A scored turn recorded at `recordedAt`, delivered the way scoring delivers it. */
+    const deliver = async (name: string, policyVersion: number, recordedAt: string) => {
+      const ref = await sample(`${runId}-${name}:1`, policyVersion);
+      await store.put(turnRecordKey(ref.sampleId) ?? '', { sampleId: ref.sampleId, recordedAt });
+      await scoring.deliverToTraining({ runId, method: 'rl', result: delivered(ref) });
+      return ref;
+    };
+    const first = await start(runId, { batchSize: 1 });
+    await deliver('a', 0, new Date().toISOString());
+    await deliver('b', 1, new Date().toISOString());
+    await waitFor(runId, (s) => s.policyVersion === 2);
+    await first.terminate('the operator stops it');
+    const servedByFirst = new Date().toISOString();
+
+    // The next delivery starts the run again; the engine still serves the first incarnation's v2.
+    await deliver('x', 2, servedByFirst);
+    await deliver('y', 0, '2000-01-01T00:00:00.000Z');
+    const one = await waitFor(
+      runId,
+      (s) => s.stepsCompleted === 1 && s.incarnation !== first.firstExecutionRunId,
+    );
+    const second = one.incarnation ?? '';
+    const record = await store.get<RunRecord>(runRecordKey(runId));
+    expect(record).toMatchObject({
+      incarnation: second,
+      earlier: [{ incarnation: first.firstExecutionRunId }],
+    });
+    // Served by the second incarnation's v1 now; a late turn at v1 recorded before then was the first one's.
+    await deliver('w', 1, servedByFirst);
+    await deliver('u', 1, new Date().toISOString());
+    await waitFor(runId, (s) => s.stepsCompleted === 2);
+
+    const received = (version: number) =>
+      trainer.steps.filter((s) => s.stepId === `${runId}:${second}:v${version}`).at(-1);
+    const offPolicy = (version: number) =>
+      received(version)?.samples.map((s) => s.useRolloutLogprobs === true);
+    // x: another incarnation's v2 (above the run's v0); y: the base, before any version was published.
+    expect(offPolicy(1)).toEqual([true, false]);
+    // w: v1 of the first incarnation (same number, other weights); u: the second incarnation's own v1.
+    expect(offPolicy(2)).toEqual([true, false]);
+    expect(received(2)?.body.samples.map((s) => s.use_rollout_logprobs)).toEqual([true, undefined]);
   });
 
   it('keeps the newest keepCheckpoints versions and every lineage record', async () => {
