@@ -28,12 +28,20 @@ export function refusedSamplesNamed(text: string, sampleIds: readonly string[]):
 
 /**
  * A trainer's HTTP answer that says the request itself is wrong (4xx other than 408 and 429, e.g. 400 invalid,
- * 409 a step id reused with another batch, 422 non-finite gradient) becomes a refusal, naming the samples of
- * `sampleIds` the answer points at; anything else (5xx, a connection error, a timeout) is returned as it is,
- * to be retried.
+ * 409 a step id reused with another batch, 422 non-finite gradient) becomes a refusal; anything else (5xx, a
+ * connection error, a timeout) is returned as it is, to be retried. With the step's `sampleIds` (in the order
+ * the trainer received them), a refusal, this one or a backend's own, names the samples it points at.
  */
 export function asTrainerRefusal(error: unknown, sampleIds: readonly string[] = []): unknown {
   if (error instanceof EngineHttpError && error.permanent)
     return trainerRefusal(error.message, refusedSamplesNamed(`${error.message} ${error.body}`, sampleIds));
+  const unnamed =
+    error instanceof ApplicationFailure &&
+    error.type === TRAINER_REFUSED &&
+    (error.details ?? []).length === 0;
+  if (unnamed && sampleIds.length > 0) {
+    const named = refusedSamplesNamed(error.message, sampleIds);
+    if (named.length > 0) return trainerRefusal(error.message, named);
+  }
   return error;
 }

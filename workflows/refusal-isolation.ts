@@ -1,5 +1,5 @@
 // Finding the samples that make the trainer refuse a batch, so that only they become exclusions. A refusal
-// that names its samples excludes them and the rest of the batch trains in the next step. One that does not
+// that names its samples excludes them and the step is retried with the rest of the batch. One that does not
 // (a non-finite gradient, a batch slime cannot take) is bisected: the run trains the first half of the
 // suspects as a step of its own; a refused part is halved again, a refused single sample is the culprit;
 // each part that trains is a normal step (its own version and lineage). The suspects stay at the front of
@@ -15,7 +15,7 @@ export interface IsolationCarry {
 
 /** What a refusal of `batch` means for the samples. */
 export type RefusalOutcome =
-  /** These samples are the cause: exclude them; the others wait for the next step. */
+  /** These samples are the cause: exclude them; the step is retried with the rest of the batch. */
   | { exclude: string[] }
   /** Nothing is excluded yet: the next step trains a smaller part. */
   | { split: true };
@@ -39,8 +39,9 @@ export class RefusalIsolation {
     const inBatch = named.filter((id) => batch.includes(id));
     if (inBatch.length > 0 || batch.length === 1) {
       const exclude = inBatch.length > 0 ? inBatch : [...batch];
-      this.forget(exclude);
-      // The rest of a part that was refused is still suspect: try it whole next.
+      if (this.suspects.length === 0) this.suspects = batch.filter((id) => !exclude.includes(id));
+      else this.forget(exclude);
+      // The rest of the refused batch (or part) is tried whole next.
       this.probe = this.suspects.length;
       return { exclude };
     }

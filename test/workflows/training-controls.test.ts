@@ -213,7 +213,7 @@ describe('trainingWorkflow controls', () => {
     expect(status.lastMetrics?.train_rollout_logprob_abs_diff).toBeGreaterThan(0);
   }, 90_000);
 
-  it('makes a poisoned batch (non-finite gradient) exclusions and trains the next batch', async () => {
+  it('splits a batch the engine refuses for a non-finite gradient: the poisoned sample excluded, the other trained', async () => {
     const runId = `poison-${taskQueue}`.slice(0, 60);
     const handle = await startRun(runId, { batchSize: 2 });
     const good = await storedSample(`${runId}-a:1`, 0);
@@ -221,16 +221,47 @@ describe('trainingWorkflow controls', () => {
     const poisoned = await storedSample(`${runId}-p:1`, 0, 1e30);
     await handle.signal(sampleScoredSignal, { ok: true, sample: good });
     await handle.signal(sampleScoredSignal, { ok: true, sample: poisoned });
-    const refused = await waitFor(runId, (s) => s.samplesExcluded === 2);
-    expect(refused.exclusionsByReason).toEqual({ 'trainer-refused': 2 });
+    const refused = await waitFor(runId, (s) => s.samplesExcluded === 1 && s.samplesTrained === 1);
+    expect(refused.exclusionsByReason).toEqual({ 'trainer-refused': 1 });
     expect(refused.lastRefusal?.detail).toMatch(/HTTP 422.*non-finite gradient norm/);
     const exclusion = await store.get<SampleExclusion>(exclusionKey(poisoned.sampleId));
     expect(exclusion).toMatchObject({ reason: 'trainer-refused' });
     expect(exclusion?.detail).toContain(refused.lastRefusal?.stepId ?? '?');
-    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-b:1`, 0) });
-    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-c:1`, 0) });
-    const trained = await waitFor(runId, (s) => s.stepsCompleted === 1);
-    expect(trained).toMatchObject({ policyVersion: 1, samplesTrained: 2, samplesExcluded: 2 });
+    expect((await handle.query(lineageQuery)).map((e) => e.sampleIds)).toEqual([[good.sampleId]]);
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-b:1`, 1) });
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await storedSample(`${runId}-c:1`, 1) });
+    const trained = await waitFor(runId, (s) => s.stepsCompleted === 2);
+    expect(trained).toMatchObject({ policyVersion: 2, samplesTrained: 3, samplesExcluded: 1 });
+  }, 90_000);
+
+  it('trains 15 of 16 samples in one step when the engine names the one it refuses', async () => {
+    // One sample the trainer cannot take (a token id outside the vocabulary) used to exclude all 16 of its
+    // batch; the engine names it (`samples[9].tokens`), so only it is excluded and the other 15 train.
+    const runId = `named-${taskQueue}`.slice(0, 60);
+    const handle = await startRun(runId, { batchSize: 16 });
+    const refs: SampleRef[] = [];
+    for (let i = 0; i < 16; i++) refs.push(await storedSample(`${runId}-s${i}:1`, 0));
+    const bad = refs[9]?.sampleId ?? '';
+    const stored = await store.get<TrainingSample>(sampleKey(bad));
+    if (!stored) throw new Error('sample not stored');
+    await store.put(sampleKey(bad), {
+      ...stored,
+      tokens: [...tokens.prompt, 10_000_000, ...tokens.response.slice(1)],
+    });
+    for (const ref of refs) await handle.signal(sampleScoredSignal, { ok: true, sample: ref });
+    const done = await waitFor(runId, (s) => s.samplesTrained + s.samplesExcluded === 16);
+    expect(done).toMatchObject({
+      samplesTrained: 15,
+      samplesExcluded: 1,
+      stepsCompleted: 1,
+      policyVersion: 1,
+    });
+    expect(done.exclusionsByReason).toEqual({ 'trainer-refused': 1 });
+    expect(done.lastRefusal?.detail).toMatch(/samples\[9\]\.tokens: token id 10000000 is outside/);
+    expect((await store.get<SampleExclusion>(exclusionKey(bad)))?.reason).toBe('trainer-refused');
+    const [entry] = await handle.query(lineageQuery);
+    expect(entry?.sampleIds).toEqual(refs.map((r) => r.sampleId).filter((id) => id !== bad));
+    expect(entry?.metrics.samples).toBe(15);
   }, 90_000);
 
   it('trains a run id started again from the base, in folders of its own, keeping its newest keepCheckpoints', async () => {
