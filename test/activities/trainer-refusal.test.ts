@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { describe, expect, it } from 'vitest';
 import { batchTemperature } from '../../activities/trainer-backends/slime-trainer.js';
-import { asTrainerRefusal } from '../../activities/trainer-refusal.js';
+import { asTrainerRefusal, refusedSamplesNamed } from '../../activities/trainer-refusal.js';
 import { TRAINER_REFUSED } from '../../activities/training-errors.js';
 import { formatTrainingStatus } from '../../cli/train-status.js';
 import { trainingSettingsSchema } from '../../core/training-settings.js';
@@ -33,6 +33,32 @@ describe('trainer refusals', () => {
       const error = new EngineHttpError(kind, 'try again', status);
       expect(asTrainerRefusal(error)).toBe(error);
     }
+  });
+
+  it('names the samples a refusal points at by position, from the engine or a backend', () => {
+    const ids = ['a:1', 'b:1', 'c:1'];
+    const body = JSON.stringify({ error: { message: 'x', param: 'samples[2].tokens' } });
+    const http = new EngineHttpError(
+      'client_error',
+      'HTTP 400: samples[2].tokens: token id 9 is outside',
+      400,
+      body,
+    );
+    expect(asTrainerRefusal(http, ids)).toMatchObject({ details: [{ refusedSampleIds: ['c:1'] }] });
+    // A schema error's location (`"samples", 1`), and a backend's own refusal.
+    const schema = new EngineHttpError(
+      'client_error',
+      'HTTP 422',
+      422,
+      '{"loc":["body","samples",1,"reward"]}',
+    );
+    expect(asTrainerRefusal(schema, ids)).toMatchObject({ details: [{ refusedSampleIds: ['b:1'] }] });
+    const own = ApplicationFailure.nonRetryable('samples[0] has no teacher', TRAINER_REFUSED);
+    expect(asTrainerRefusal(own, ids)).toMatchObject({ details: [{ refusedSampleIds: ['a:1'] }] });
+    // A refusal of the whole batch names none; a position beyond the batch is ignored.
+    const norm = new EngineHttpError('client_error', 'HTTP 422: non-finite gradient norm (nan)', 422);
+    expect(asTrainerRefusal(norm, ids)).toMatchObject({ details: [] });
+    expect(refusedSamplesNamed('samples[7].tokens', ids)).toEqual([]);
   });
 
   it('slime trains one temperature per step and refuses a batch that mixes them', () => {
