@@ -402,6 +402,20 @@ describe('trainingWorkflow logic', () => {
     expect(received(2)?.body.samples.map((s) => s.use_rollout_logprobs)).toEqual([true, undefined]);
   });
 
+  it('drops a sample served at a version above the run’s own under the drop policy, as off-policy', async () => {
+    const runId = newRunId('ahead');
+    await start(runId, { batchSize: 1, stalenessPolicy: 'drop' });
+    // v3 while the run is at v0: weights it never published (another incarnation's), not a fresh sample.
+    const ahead = await sample(`${runId}-ahead:1`, 3);
+    await signalAll(runId, [delivered(ahead)]);
+    const dropped = await waitFor(runId, (s) => s.samplesExcluded === 1);
+    expect(dropped.exclusionsByReason).toEqual({ 'stale-policy': 1 });
+    const exclusion = await store.get<SampleExclusion>(exclusionKey(ahead.sampleId));
+    expect(exclusion?.detail).toMatch(/served by another incarnation of the run, or by a version above/);
+    await signalAll(runId, [delivered(await sample(`${runId}-own:1`, 0))]);
+    expect(await waitFor(runId, (s) => s.stepsCompleted === 1)).toMatchObject({ samplesTrained: 1 });
+  });
+
   it('keeps the newest keepCheckpoints versions and every lineage record', async () => {
     const runId = newRunId('retention');
     const handle = await start(runId, { batchSize: 1, keepCheckpoints: 2 });
