@@ -86,9 +86,11 @@ export function createScoringActivities(deps: ScoringDependencies) {
   /** The sample with the incarnation that served its turn (the version number alone does not name it). */
   async function withServingIncarnation(runId: string, sample: SampleRef): Promise<SampleRef> {
     const record = await store.get<RunRecord>(runRecordKey(runId));
-    if (record === undefined) return sample;
-    const turn = await loadTurn(sample.sampleId);
-    const served = servingIncarnationAt(record, turn.recordedAt);
+    const key = turnRecordKey(sample.sampleId);
+    if (record === undefined || key === null) return sample;
+    // Not stamped without its turn's record (then only the version tells a foreign sample).
+    const turn = await store.get<Pick<TurnRecord, 'recordedAt'>>(key);
+    const served = turn && servingIncarnationAt(record, turn.recordedAt);
     return served === undefined ? sample : { ...sample, servedByIncarnation: served };
   }
 
