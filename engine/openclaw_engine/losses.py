@@ -187,7 +187,7 @@ def topk_entropy(student_topk_log_probs: Tensor) -> Tensor:
 def topk_distillation_terms(
     student_topk_log_probs: Tensor, teacher_topk_log_probs: Tensor
 ) -> tuple[Tensor, Tensor]:
-    """Per position, the two terms of the top-K loss: (reverse KL, entropy H(p)); [..., K] -> ([...], [...])."""
+    """Per position, the two terms of the top-K loss: (reverse KL, entropy H(p)); [..., K] -> [...] each."""
     return (
         topk_reverse_kl(student_topk_log_probs, teacher_topk_log_probs),
         topk_entropy(student_topk_log_probs),
@@ -216,8 +216,8 @@ def compute_loss(
     Every term is `sum_of_sample_mean(·) / batch_size`; pass the *global* batch size when accumulating
     gradients over micro-batches so the sum of the micro-batch losses equals the full-batch loss (as slime).
     `entropy` [B, T] is required only when entropy_coef != 0 (otherwise it is just logged when given);
-    `ref_log_probs` only when kl_coef != 0. For topk_distill the entropy term is `topk_entropy` of the student's
-    top-K log-probs (spec 6.6), and `entropy` is not used.
+    `ref_log_probs` only when kl_coef != 0. For topk_distill the entropy term is `topk_entropy` of the
+    student's top-K log-probs (spec 6.6), and `entropy` is not used.
     Metrics (all divided by batch_size, so they add up over micro-batches): loss, pg_loss, pg_clipfrac,
     ppo_kl, kl_loss, entropy.
     """

@@ -128,7 +128,7 @@ def stale_rows(args: Any, batch: dict[str, Any]) -> list[bool]:
 
 
 def old_log_probs(args: Any, batch: dict[str, Any]) -> list[Any]:
-    """Per row, π_old of the importance ratio: a stale row's rollout log-probs, else slime's recomputed ones."""
+    """Per row, π_old of the ratio: a stale row's rollout log-probs, else slime's recomputed ones."""
     return [
         rollout if stale else recomputed
         for stale, recomputed, rollout in zip(
