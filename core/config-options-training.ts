@@ -173,7 +173,7 @@ export const TRAINING_OPTIONS = [
     env: 'OPENCLAW_KL_TYPE',
     kind: 'enum',
     description:
-      'KL estimator: `low_var_kl` (k3 clamped to [-10, 10]), `k1`, `k2`, or `k3`, which is another name for `low_var_kl` (below).',
+      'KL estimator: `low_var_kl` (k3 clamped to [-10, 10]), `k1`, `k2`, or `k3` (unclamped; below).',
   },
   {
     key: 'loss.entropyCoef',

@@ -188,6 +188,10 @@ const configObject = z.strictObject({
     .prefault({}),
 });
 
+/** Tinker's losses have no KL term: a KL coefficient would be ignored, so it is refused instead. */
+export const TINKER_NO_KL =
+  'the Tinker trainer trains no KL term: set loss.klCoef 0, or use the reference or slime trainer';
+
 /** Top-K distillation is a loss of opd runs (spec 6.6): computing the arrays for another method is a mistake. */
 function checkTopK(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
   if (config.teacher.topK > 0 && config.method !== 'opd')
@@ -225,6 +229,12 @@ function checkStore(config: z.output<typeof configObject>, ctx: z.RefinementCtx)
 
 /** What a slime trainer cannot start without, checked with the config rather than at the first step. */
 function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (config.trainer.backend === 'tinker' && config.loss.klCoef > 0)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['loss', 'klCoef'],
+      message: TINKER_NO_KL,
+    });
   if (config.trainer.backend !== 'slime') return;
   if (!config.trainer.image)
     ctx.addIssue({

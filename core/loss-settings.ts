@@ -5,7 +5,7 @@
 // (activities/trainer-backends/train-step-request.ts, slime-arguments.ts). zod is pure: workflows may import this.
 import { z } from 'zod';
 
-/** KL estimators a run may name; `k3` is sent as `low_var_kl` (see `klEstimatorOnWire`). */
+/** KL estimators a run may name; each is sent to the trainer as named (see `klEstimatorOnWire`). */
 export const KL_TYPES = ['low_var_kl', 'k1', 'k2', 'k3'] as const;
 export type KlType = (typeof KL_TYPES)[number];
 
@@ -43,17 +43,16 @@ export type OptimizerSettings = z.output<typeof optimizerSettingsSchema>;
 export type TrainerLoss = z.output<typeof trainerLossSchema>;
 
 /** The KL estimator names the trainers (the engine's `/train_step`, slime's `--kl-loss-type`) receive. */
-export type WireKlType = 'low_var_kl' | 'k1' | 'k2';
+export type WireKlType = KlType;
 
 /**
- * The estimator a trainer is told to use for a run's `klType`. Both trainers compute, per token with
- * r = ref − lp: k1 = −r, k2 = r²/2, k3 = exp(r) − r − 1 (unbiased, never negative), and `low_var_kl` = k3
+ * The estimator a trainer is told to use for a run's `klType`: the same name. Both trainers compute, per token
+ * with r = ref − lp: k1 = −r, k2 = r²/2, k3 = exp(r) − r − 1 (unbiased, never negative), and `low_var_kl` = k3
  * clamped to [−10, 10] (engine/openclaw_engine/losses.py `kl_penalty`, which the slime plugin's loss also
- * calls, and slime's own `compute_approx_kl`). A run's `k3` is sent as `low_var_kl`, the clamped k3 the
- * original Track 1 scripts name, so that one very unlikely token cannot dominate a batch's KL: `k3` has always
- * trained that estimator, and sending it unclamped would change existing runs' losses. The unclamped k3, which
- * both trainers would accept, is therefore not reachable from any setting (docs/configuration.md says so).
+ * calls, and slime's own `compute_approx_kl`, whose `--kl-loss-type` takes all four). Until this mapping was
+ * the identity a run's `k3` was sent as `low_var_kl`; a run that wants that clamped estimator names
+ * `low_var_kl` (the default) — docs/configuration.md says so.
  */
 export function klEstimatorOnWire(klType: KlType): WireKlType {
-  return klType === 'k3' ? 'low_var_kl' : klType;
+  return klType;
 }

@@ -78,6 +78,8 @@ export interface EngineProcessOptions {
   modelRoots?: string[];
   /** Added to this process's environment (the engine's token: security/engine-token.ts `engineAccessEnv`). */
   env?: Record<string, string>;
+  /** The request body limit (`--max-body-mb`; the engine's default 64). */
+  maxBodyMb?: number;
 }
 
 export type EngineProcess = ReadyProcess;
@@ -90,6 +92,7 @@ export function startReferenceEngine(options: EngineProcessOptions): Promise<Eng
   if (options.loraRank) args.push('--lora-rank', String(options.loraRank));
   if (options.device) args.push('--device', options.device);
   if (options.weightVersion) args.push('--weight-version', options.weightVersion);
+  if (options.maxBodyMb !== undefined) args.push('--max-body-mb', String(options.maxBodyMb));
   for (const root of options.checkpointRoots ?? [dirname(resolve(options.model))])
     args.push('--checkpoint-root', resolve(root));
   for (const root of options.modelRoots ?? []) args.push('--model-root', resolve(root));

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { EngineHttp } from '../../engines/engine-http.js';
 import type {
   LossConfig,
@@ -7,7 +8,13 @@ import type {
   TrainStepMetrics,
 } from '../trainer-backend.js';
 import { asTrainerRefusal } from '../trainer-refusal.js';
+import { type TrainStepPartBody, trainStepParts } from './train-step-parts.js';
 import { trainStepRequest } from './train-step-request.js';
+
+/** What `/train_step_part` answers until the step's last part has arrived. */
+const pendingPartsSchema = z.object({ pending: z.literal(true), missing: z.array(z.number().int().min(0)) });
+/** `/trainer_info`'s request body limit; a trainer that does not announce one gets every step whole. */
+const bodyLimitSchema = z.object({ max_body_bytes: z.number().int().positive().optional() });
 
 /**
  * The reference engine started with `--trainer`: training over JSON/HTTP on the engine's own port
@@ -31,10 +38,37 @@ export class ReferenceTrainerBackend implements TrainerBackend {
   ): Promise<TrainStepMetrics> {
     const body = trainStepRequest(stepId, samples, loss, optimizer);
     try {
-      return (await this.client.json('POST', '/train_step', body)) as TrainStepMetrics;
+      const limit = await this.requestBodyLimit();
+      const parts = limit === undefined ? [] : trainStepParts(body, limit);
+      if (parts.length === 0)
+        return (await this.client.json('POST', '/train_step', body)) as TrainStepMetrics;
+      return await this.trainInParts(stepId, parts);
     } catch (error) {
       throw asTrainerRefusal(error);
     }
+  }
+
+  private async requestBodyLimit(): Promise<number | undefined> {
+    return bodyLimitSchema.parse(await this.client.json('GET', '/trainer_info')).max_body_bytes;
+  }
+
+  /**
+   * Sends every part; the engine trains the step when the last one arrives. Parts it no longer holds (it
+   * restarted between two parts) are sent again once; still missing, the step fails and is retried whole.
+   */
+  private async trainInParts(stepId: string, parts: TrainStepPartBody[]): Promise<TrainStepMetrics> {
+    let answer: unknown;
+    for (const part of parts) answer = await this.client.json('POST', '/train_step_part', part);
+    for (let round = 0; round < 2; round++) {
+      const pending = pendingPartsSchema.safeParse(answer);
+      if (!pending.success) return answer as TrainStepMetrics;
+      if (round === 1) break;
+      for (const index of pending.data.missing) {
+        const part = parts[index];
+        if (part) answer = await this.client.json('POST', '/train_step_part', part);
+      }
+    }
+    throw new Error(`the trainer did not assemble the ${parts.length} parts of step ${stepId}`);
   }
 
   async saveCheckpoint(path: string): Promise<void> {

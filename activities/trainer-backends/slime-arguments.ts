@@ -10,6 +10,8 @@ import type { LossConfig, OptimizerConfig } from '../trainer-backend.js';
 
 /** The project's slime plugin (engine/openclaw_engine/slime_plugin), importable inside the slime image. */
 export const SLIME_PLUGIN = {
+  grpoLoss: 'openclaw_engine.slime_plugin.loss.grpo_loss_function',
+  opdLoss: 'openclaw_engine.slime_plugin.loss.opd_loss_function',
   combineLoss: 'openclaw_engine.slime_plugin.loss.combine_loss_function',
   topkDistillationLoss: 'openclaw_engine.slime_plugin.loss.topk_distillation_loss_function',
   batchRollout: 'openclaw_engine.slime_plugin.batch_loader.generate_rollout_from_batch_file',
@@ -45,6 +47,12 @@ export interface SlimeSettings {
    * (π_θ, π_old, the reference), as the engine did for the rollout log-probs. Default 1.
    */
   rolloutTemperature?: number;
+  /**
+   * The batch mixes stale samples (π_old = their rollout log-probs) with fresh ones (π_old recomputed), which
+   * slime's one `--use-rollout-logprobs` switch cannot express: grpo and opd then train with the plugin's
+   * losses, which take each sample's π_old as the batch file flags it (combine's loss always does).
+   */
+  perSampleOldPolicy?: boolean;
   /** LoRA on slime's FSDP backend (spec 8.1); without it the Megatron backend trains all weights. */
   lora?: SlimeLoraSettings;
   actorGpus?: number;
@@ -59,14 +67,30 @@ export const SPEC_LORA: SlimeLoraSettings = {
   targetModules: ['q_proj', 'k_proj', 'v_proj', 'o_proj', 'gate_proj', 'up_proj', 'down_proj'],
 };
 
+/** The plugin's loss in place of slime's built-in one (same formula, π_old per sample). */
+function perSampleLoss(settings: SlimeSettings, path: string): string[] {
+  return settings.perSampleOldPolicy
+    ? ['--loss-type', 'custom_loss', '--custom-loss-function-path', path]
+    : [];
+}
+
 function methodArguments(settings: SlimeSettings): string[] {
   switch (settings.method) {
     // spec 5: rewards used raw (every sample is its own group, so normalising would zero them).
     case 'grpo':
-      return ['--advantage-estimator', 'grpo', '--disable-rewards-normalization'];
-    // spec 6.5: A_t = teacher_lp − old_lp, computed by slime's own estimator.
+      return [
+        '--advantage-estimator',
+        'grpo',
+        '--disable-rewards-normalization',
+        ...perSampleLoss(settings, SLIME_PLUGIN.grpoLoss),
+      ];
+    // spec 6.5: A_t = teacher_lp − old_lp, computed by slime's own estimator (or per sample by the plugin).
     case 'opd':
-      return ['--advantage-estimator', 'on_policy_distillation'];
+      return [
+        '--advantage-estimator',
+        'on_policy_distillation',
+        ...perSampleLoss(settings, SLIME_PLUGIN.opdLoss),
+      ];
     // spec 7: slime broadcasts the reward (grpo, unnormalised); the custom loss adds the teacher term.
     case 'combine':
       return [
@@ -129,7 +153,7 @@ export function slimeArguments(settings: SlimeSettings): string[] {
     '--kl-loss-coef',
     String(loss.klCoef),
     '--kl-loss-type',
-    klEstimatorOnWire(loss.klType), // a run's k3 is slime's low_var_kl, as on the engine's wire
+    klEstimatorOnWire(loss.klType), // slime's --kl-loss-type takes k1, k2, k3 and low_var_kl
 
     '--entropy-coef',
     String(loss.entropyCoef),

@@ -21,6 +21,8 @@ export interface EpochFiles {
   temperature: number;
   /** Width of the teacher's top-K rows, for top-K distillation. */
   distillTopk?: number;
+  /** Some samples, not all, take their rollout log-probs as π_old (`SlimeSettings.perSampleOldPolicy`). */
+  perSampleOldPolicy?: boolean;
 }
 
 export interface EpochCommand {
@@ -67,6 +69,7 @@ export function slimeEpochCommand(
     const full: SlimeSettings = {
       rolloutBatchSize: epoch.sampleCount,
       ...(epoch.distillTopk !== undefined && { distillTopk: epoch.distillTopk }),
+      ...(epoch.perSampleOldPolicy && { perSampleOldPolicy: true }),
       ...settings,
       rolloutTemperature: epoch.temperature,
       hfCheckpoint: epoch.baseModel,

@@ -130,11 +130,7 @@ export class SlimeTrainerBackend implements TrainerBackend {
     }
 
     const temperature = batchTemperature(samples);
-    // slime's --use-rollout-logprobs is one switch per step: a stale sample sets it for its whole batch.
-    const stepLoss = {
-      ...loss,
-      useRolloutLogprobs: loss.useRolloutLogprobs || samples.some((s) => s.useRolloutLogprobs === true),
-    };
+    const oldPolicy = oldPolicySource(samples, loss);
     const batchFile = join(this.sharedDir, 'batches', `${key}.json`);
     await mkdir(dirname(batchFile), { recursive: true });
     await mkdir(dirname(checkpointOut), { recursive: true });
@@ -148,10 +144,11 @@ export class SlimeTrainerBackend implements TrainerBackend {
       sampleCount: samples.length,
       checkpointIn: current,
       checkpointOut,
-      loss: stepLoss,
+      loss: { ...loss, useRolloutLogprobs: oldPolicy === 'rollout' },
       optimizer,
       temperature,
       distillTopk: samples[0]?.teacherTopkIndices?.[0]?.length,
+      ...(oldPolicy === 'per-sample' && { perSampleOldPolicy: true }),
     });
     const metrics = await this.recordedMetrics(checkpointOut, stepId);
     if (!metrics)
@@ -355,6 +352,21 @@ export class SlimeTrainerBackend implements TrainerBackend {
       if (entry.startsWith('.') && entry.includes('.tmp-'))
         await rm(join(dir, entry), { recursive: true, force: true });
   }
+}
+
+/**
+ * Where the step's π_old comes from. A sample's own `useRolloutLogprobs` (set for a stale sample) wins over the
+ * step's, as in the reference trainer (`LossRequest.rollout_old`). All samples alike: slime's one
+ * `--use-rollout-logprobs` switch says it. A mix: `per-sample`, and the plugin's losses read each sample's flag
+ * from the batch file, so only the stale samples use their rollout log-probs.
+ */
+export function oldPolicySource(
+  samples: readonly TrainerSample[],
+  loss: Pick<LossConfig, 'useRolloutLogprobs'>,
+): 'recomputed' | 'rollout' | 'per-sample' {
+  const rollout = samples.map((s) => s.useRolloutLogprobs ?? loss.useRolloutLogprobs);
+  if (rollout.length > 0 && rollout.every(Boolean)) return 'rollout';
+  return rollout.some(Boolean) ? 'per-sample' : 'recomputed';
 }
 
 /**

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { TINKER_NO_KL } from '../../core/config-schema.js';
 import type { LossConfig, OptimizerConfig, TrainerSample, TrainStepMetrics } from '../trainer-backend.js';
 import { trainerRefusal } from '../trainer-refusal.js';
 import { ReferenceTrainerBackend } from './reference-trainer.js';
@@ -28,6 +29,8 @@ export class TinkerTrainerBackend extends ReferenceTrainerBackend {
       throw trainerRefusal(
         'Tinker has no top-K distillation loss: train opd with distillTopK 0, or use slime',
       );
+    // A reconfigure may set a KL coefficient after the configuration was checked: refuse, never drop it.
+    if (loss.klCoef > 0) throw trainerRefusal(TINKER_NO_KL);
     return super.trainStep(stepId, samples, loss, optimizer);
   }
 

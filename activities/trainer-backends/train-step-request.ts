@@ -31,7 +31,7 @@ export function trainStepRequest(
 
 /**
  * The loss settings as `/train_step` names them: snake_case, and the KL estimator the engine is told to use
- * (`klEstimatorOnWire`: a run's `k3` is sent as `low_var_kl`).
+ * (`klEstimatorOnWire`: each estimator as the run names it).
  */
 export function lossOnWire(loss: LossConfig) {
   return {

@@ -119,7 +119,7 @@ def _serve(args: argparse.Namespace) -> None:
         trainer = Trainer(
             args.model, device=args.device, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha
         )
-        routers.append(make_training_router(trainer, access.roots))
+        routers.append(make_training_router(trainer, access.roots, int(args.max_body_mb * 1024 * 1024)))
     app = create_app(
         runner,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),

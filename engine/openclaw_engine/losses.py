@@ -158,15 +158,40 @@ def topk_tail(topk_log_probs: Tensor) -> Tensor:
     return torch.log(-torch.expm1(lse))
 
 
+def _with_tail(topk_log_probs: Tensor) -> Tensor:
+    """[..., K] log-probs -> [..., K+1]: the K bins plus the tail bin (`topk_tail`)."""
+    return torch.cat([_f32(topk_log_probs), topk_tail(topk_log_probs)[..., None]], dim=-1)
+
+
 def topk_reverse_kl(student_topk_log_probs: Tensor, teacher_topk_log_probs: Tensor) -> Tensor:
     """Reverse KL D(student ‖ teacher) over the K teacher-chosen tokens plus one tail bin (spec 6.6).
 
     Inputs [..., K] (student log-probs gathered at the teacher's top-K indices, and the teacher's own
     log-probs); output [...]: Σ_{k=1}^{K+1} exp(p_k)·(p_k − q_k), with p, q extended by `topk_tail`.
     """
-    p = torch.cat([_f32(student_topk_log_probs), topk_tail(student_topk_log_probs)[..., None]], dim=-1)
-    q = torch.cat([_f32(teacher_topk_log_probs), topk_tail(teacher_topk_log_probs)[..., None]], dim=-1)
+    p = _with_tail(student_topk_log_probs)
+    q = _with_tail(teacher_topk_log_probs)
     return (p.exp() * (p - q)).sum(dim=-1)
+
+
+def topk_entropy(student_topk_log_probs: Tensor) -> Tensor:
+    """H(p) of top-K distillation (spec 6.6): −Σ_{k=1}^{K+1} exp(p_k)·p_k over the same K+1 bins as the KL.
+
+    Not the entropy over the whole vocabulary: the top-K loss sees only the K teacher-chosen tokens and the
+    tail, and both trainers (the reference and the slime plugin) use this term. [..., K] -> [...].
+    """
+    p = _with_tail(student_topk_log_probs)
+    return -(p.exp() * p).sum(dim=-1)
+
+
+def topk_distillation_terms(
+    student_topk_log_probs: Tensor, teacher_topk_log_probs: Tensor
+) -> tuple[Tensor, Tensor]:
+    """Per position, the two terms of the top-K loss: (reverse KL, entropy H(p)); [..., K] -> [...] each."""
+    return (
+        topk_reverse_kl(student_topk_log_probs, teacher_topk_log_probs),
+        topk_entropy(student_topk_log_probs),
+    )
 
 
 def compute_loss(
@@ -191,7 +216,8 @@ def compute_loss(
     Every term is `sum_of_sample_mean(·) / batch_size`; pass the *global* batch size when accumulating
     gradients over micro-batches so the sum of the micro-batch losses equals the full-batch loss (as slime).
     `entropy` [B, T] is required only when entropy_coef != 0 (otherwise it is just logged when given);
-    `ref_log_probs` only when kl_coef != 0.
+    `ref_log_probs` only when kl_coef != 0. For topk_distill the entropy term is `topk_entropy` of the
+    student's top-K log-probs (spec 6.6), and `entropy` is not used.
     Metrics (all divided by batch_size, so they add up over micro-batches): loss, pg_loss, pg_clipfrac,
     ppo_kl, kl_loss, entropy.
     """
@@ -207,7 +233,9 @@ def compute_loss(
     if method == "topk_distill":
         if student_topk_log_probs is None or teacher_topk_log_probs is None:
             raise ValueError("topk_distill needs student_topk_log_probs and teacher_topk_log_probs")
-        pg_loss = reduce(topk_reverse_kl(student_topk_log_probs, teacher_topk_log_probs))
+        kl_tok, entropy_tok = topk_distillation_terms(student_topk_log_probs, teacher_topk_log_probs)
+        pg_loss = reduce(kl_tok)
+        entropy = entropy_tok
         clipfrac = zero
     else:
         if method == "grpo":

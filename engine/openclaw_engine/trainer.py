@@ -279,7 +279,9 @@ class Trainer:
             teacher = batch.get("teacher")
             if loss_cfg.method == "combine":
                 teacher = teacher_or_old(teacher, old, batch["rollout"])
-            if hp.entropy_coef != 0.0:
+            if loss_cfg.method == "topk_distill":
+                entropy = None  # compute_loss takes H over the top-K bins (losses.topk_entropy)
+            elif hp.entropy_coef != 0.0:
                 entropy = entropy_from_logits(logits)[None]
             else:
                 with torch.no_grad():

@@ -13,20 +13,31 @@ from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from .access import PathRoots
+from .step_parts import StepParts
 from .trainer import Trainer
-from .training_schemas import CheckpointRequest, TrainStepRequest
+from .training_schemas import CheckpointRequest, TrainStepPartRequest, TrainStepRequest
 
 
-def make_training_router(trainer: Trainer, roots: PathRoots) -> APIRouter:
+def make_training_router(trainer: Trainer, roots: PathRoots, max_body_bytes: int | None = None) -> APIRouter:
     """Routes bound to one Trainer; the app must call `errors.install_error_handlers` for JSON 4xx bodies.
 
     Checkpoints are written only inside a checkpoint root and read only from a checkpoint or model root.
+    `max_body_bytes`: the server's request body limit, announced by `/trainer_info` so that a client splits a
+    larger step into `/train_step_part` requests.
     """
     router = APIRouter(tags=["training"])
+    parts = StepParts()
 
     @router.post("/train_step")
     async def train_step(request: TrainStepRequest) -> dict[str, Any]:
         return await run_in_threadpool(trainer.train_step, request)
+
+    @router.post("/train_step_part")
+    async def train_step_part(request: TrainStepPartRequest) -> dict[str, Any]:
+        ready = parts.add(request)
+        if isinstance(ready, dict):
+            return ready
+        return await run_in_threadpool(trainer.train_step, ready)
 
     @router.post("/save_checkpoint")
     async def save_checkpoint(request: CheckpointRequest) -> dict[str, Any]:
@@ -44,6 +55,7 @@ def make_training_router(trainer: Trainer, roots: PathRoots) -> APIRouter:
 
     @router.get("/trainer_info")
     async def trainer_info() -> dict[str, Any]:
-        return trainer.info()
+        info = trainer.info()
+        return info if max_body_bytes is None else {**info, "max_body_bytes": max_body_bytes}
 
     return router

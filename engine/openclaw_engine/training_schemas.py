@@ -147,6 +147,31 @@ class TrainStepRequest(_Strict):
     optimizer: OptimizerRequest = Field(default_factory=OptimizerRequest)
 
 
+class StepPart(_Strict):
+    """Which part of a step a `/train_step_part` request carries: `index` of `count` (0-based)."""
+
+    index: int = Field(ge=0)
+    count: int = Field(ge=1, le=100_000)
+
+    @field_validator("count")
+    @classmethod
+    def _covers_index(cls, value: int, info: ValidationInfo) -> int:
+        index = info.data.get("index")
+        if isinstance(index, int) and index >= value:
+            raise ValueError(f"part index {index} must be below count {value}")
+        return value
+
+
+class TrainStepPartRequest(TrainStepRequest):
+    """Some samples of one step, for a step whose whole body exceeds the server's request body limit.
+
+    Every part names the same step id, loss, optimizer and count; the samples of the parts, in index order,
+    are the step's batch, trained as one optimizer step once the last part has arrived.
+    """
+
+    part: StepPart
+
+
 class CheckpointRequest(_Strict):
     path: str = Field(min_length=1)
 

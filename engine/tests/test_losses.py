@@ -307,6 +307,11 @@ def test_compute_loss_defaults_are_the_spec_defaults() -> None:
     assert metrics["entropy"].item() > 0
 
 
+def ref_topk_entropy(student: list[float]) -> float:
+    p = student + [ref_tail(student)]
+    return -sum(math.exp(pk) * pk for pk in p)
+
+
 def test_compute_loss_topk_distill_is_reverse_kl_without_ratio() -> None:
     student = [
         [[math.log(0.4), math.log(0.3)], [math.log(0.2), math.log(0.1)], [math.log(0.9), math.log(0.05)]],
@@ -329,7 +334,10 @@ def test_compute_loss_topk_distill_is_reverse_kl_without_ratio() -> None:
     )
     kl_tok = [[ref_topk_rkl(student[i][j], teacher[i][j]) for j in range(3)] for i in range(2)]
     distill = ref_sum_of_sample_mean(kl_tok, MASK) / 2
-    ent = ref_sum_of_sample_mean(ENTROPY, MASK) / 2
+    # H(p) over the K+1 bins (spec 6.6), not the full-vocabulary entropy passed in.
+    ent_tok = [[ref_topk_entropy(student[i][j]) for j in range(3)] for i in range(2)]
+    ent = ref_sum_of_sample_mean(ent_tok, MASK) / 2
+    close(metrics["entropy"], ent, tol=1e-7)
     close(metrics["pg_loss"], distill, tol=1e-7)
     close(loss, distill - 0.02 * ent, tol=1e-7)
     assert metrics["pg_clipfrac"].item() == 0.0

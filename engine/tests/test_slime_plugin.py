@@ -16,7 +16,12 @@ from transformers import AutoModelForCausalLM
 from openclaw_engine.errors import EngineError
 from openclaw_engine.losses import LossHyperParams, compute_loss
 from openclaw_engine.slime_plugin import batch_loader, epoch
-from openclaw_engine.slime_plugin.loss import combine_loss_function, topk_distillation_loss_function
+from openclaw_engine.slime_plugin.loss import (
+    combine_loss_function,
+    grpo_loss_function,
+    opd_loss_function,
+    topk_distillation_loss_function,
+)
 
 V = 11
 PROMPTS = [[1, 2, 3], [4, 5]]
@@ -191,6 +196,96 @@ def test_topk_distillation_loss_matches_the_shared_topk_loss() -> None:
     assert metrics["pg_clipfrac"].item() == 0.0
     loss.backward()
     assert logits.grad is not None and logits.grad.abs().sum() > 0
+
+
+def stale_batch_file(tmp_path: Path, batch, stale: list[bool], method: str) -> Path:
+    """The epoch's batch file for `packed_batch`'s samples, flagging the stale ones as the workflow does."""
+    samples = [
+        {
+            "tokens": tokens.tolist(),
+            "response_length": r,
+            "loss_mask": [int(x) for x in mask.tolist()],
+            "rollout_log_probs": rollout.tolist(),
+            "teacher_log_probs": teacher.tolist(),
+            "reward": reward,
+            **({"use_rollout_logprobs": True} if flag else {}),
+        }
+        for tokens, r, mask, rollout, teacher, reward, flag in zip(
+            batch["unconcat_tokens"],
+            batch["response_lengths"],
+            batch["loss_masks"],
+            batch["rollout_log_probs"],
+            batch["teacher_log_probs"],
+            [1.0, -1.0],
+            stale,
+            strict=True,
+        )
+    ]
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps({"step_id": "s", "samples": samples, "loss": {"method": method}}))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("method", "loss_function"),
+    [("grpo", grpo_loss_function), ("opd", opd_loss_function), ("combine", combine_loss_function)],
+)
+def test_only_the_stale_sample_of_a_batch_uses_its_rollout_log_probs(
+    method: str, loss_function, tmp_path: Path, monkeypatch
+) -> None:
+    """A batch with one stale sample of two: slime used to take rollout log-probs as π_old for both samples;
+    only the stale one may, as in the reference trainer (LossRequest.rollout_old)."""
+    logits, batch = packed_batch(seed=3)
+    path = stale_batch_file(tmp_path, batch, [False, True], method)
+    monkeypatch.setenv(batch_loader.BATCH_FILE_ENV, str(path))
+    loss, metrics = loss_function(slime_args(), batch, logits, slime_reducer(MASKS))
+    per_sample_old = [batch["log_probs"][0], batch["rollout_log_probs"][1]]
+    expected, expected_metrics = compute_loss(
+        method,
+        log_probs=padded(reference_log_probs(logits, batch)),
+        old_log_probs=padded(per_sample_old),
+        mask=padded(batch["loss_masks"]),
+        rewards=torch.tensor([1.0, -1.0]),
+        teacher_log_probs=padded(batch["teacher_log_probs"]),
+        batch_size=1,
+    )
+    torch.testing.assert_close(loss, expected)
+    torch.testing.assert_close(metrics["ppo_kl"], expected_metrics["ppo_kl"])
+    everything_stale, _ = loss_function(
+        slime_args(use_rollout_logprobs=True), batch, logits, slime_reducer(MASKS)
+    )
+    assert not torch.allclose(loss, everything_stale)
+
+
+def test_the_top_k_entropy_term_is_the_reference_trainers() -> None:
+    """An opd run with top-K distillation and an entropy bonus: the slime plugin took H over the K+1 bins, the
+    reference trainer over the whole vocabulary, so the two trainers trained different losses."""
+    logits, batch = packed_batch(seed=4, with_topk=3)
+    args = slime_args(entropy_coef=0.05)
+    loss, metrics = topk_distillation_loss_function(args, batch, logits, slime_reducer(MASKS))
+    chunks = _chunks(logits, batch)
+    student = padded(
+        [
+            torch.log_softmax(c, -1).gather(-1, idx)
+            for c, idx in zip(chunks, batch["teacher_topk_indices"], strict=True)
+        ]
+    )
+    # What the reference Trainer passes: the same tensors, plus the full-vocabulary entropy of its logits.
+    full_vocab_entropy = padded([-(torch.softmax(c, -1) * torch.log_softmax(c, -1)).sum(-1) for c in chunks])
+    expected, expected_metrics = compute_loss(
+        "topk_distill",
+        log_probs=padded(reference_log_probs(logits, batch)),
+        old_log_probs=padded(batch["log_probs"]),
+        mask=padded(batch["loss_masks"]),
+        entropy=full_vocab_entropy,
+        student_topk_log_probs=student,
+        teacher_topk_log_probs=padded(batch["teacher_topk_log_probs"]),
+        config=LossHyperParams(entropy_coef=0.05),
+        batch_size=1,
+    )
+    torch.testing.assert_close(metrics["entropy_loss"], expected_metrics["entropy"], rtol=0, atol=1e-6)
+    torch.testing.assert_close(loss, expected, rtol=0, atol=1e-6)
+    assert metrics["entropy_loss"].item() > 0
 
 
 # ---- batch loader ---------------------------------------------------------------------------------

@@ -1,7 +1,11 @@
 // slime's command line against the values the spec records (shared/reference/openclaw-rl-spec.md).
 
 import { describe, expect, it } from 'vitest';
-import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
+import {
+  defaultLossConfig,
+  defaultOptimizerConfig,
+  type TrainerSample,
+} from '../../activities/trainer-backend.js';
 import {
   SLIME_BATCH_FILE_ENV,
   SLIME_PLUGIN,
@@ -11,6 +15,8 @@ import {
   slimeEnvironment,
 } from '../../activities/trainer-backends/slime-arguments.js';
 import { slimeEpochCommand } from '../../activities/trainer-backends/slime-epoch-command.js';
+import { oldPolicySource } from '../../activities/trainer-backends/slime-trainer.js';
+import { trainStepRequest } from '../../activities/trainer-backends/train-step-request.js';
 
 const base: SlimeSettings = {
   hfCheckpoint: '/models/Qwen3-4B',
@@ -198,5 +204,54 @@ describe('slimeArguments', () => {
     // slime divides the logits by the temperature the batch was drawn at for every log-prob it computes.
     expect(flag(command.cmd, '--rollout-temperature')).toBe('0.6');
     expect(command.env[SLIME_BATCH_FILE_ENV]).toBe('/ckpt/batches/run_7.json');
+  });
+
+  it('a batch with one stale sample of three: only that sample takes its rollout log-probs as π_old', () => {
+    // slime's --use-rollout-logprobs used to be set for the whole batch as soon as one sample was stale.
+    const sample = (tokens: number[], stale?: boolean): TrainerSample => ({
+      tokens,
+      responseLength: 1,
+      lossMask: [1],
+      rolloutLogProbs: [-1],
+      reward: 1,
+      ...(stale !== undefined && { useRolloutLogprobs: stale }),
+    });
+    const samples = [sample([1, 2]), sample([3, 4], true), sample([5, 6])];
+    const noRollout = { useRolloutLogprobs: false };
+    expect(oldPolicySource(samples, noRollout)).toBe('per-sample');
+    expect(oldPolicySource([sample([1, 2], true)], noRollout)).toBe('rollout');
+    expect(oldPolicySource([sample([1, 2])], noRollout)).toBe('recomputed');
+    expect(oldPolicySource([sample([1, 2], false)], { useRolloutLogprobs: true })).toBe('recomputed');
+
+    for (const method of ['grpo', 'opd', 'combine'] as const) {
+      const loss = { ...defaultLossConfig, method };
+      const body = trainStepRequest('run:8', samples, loss, defaultOptimizerConfig);
+      expect(body.samples.map((s) => s.use_rollout_logprobs)).toEqual([undefined, true, undefined]);
+      expect(body.loss.use_rollout_logprobs).toBe(false);
+      const command = slimeEpochCommand()({
+        stepId: 'run:8',
+        baseModel: '/models/base',
+        batchFile: '/ckpt/batches/run_8.json',
+        sampleCount: 3,
+        checkpointIn: null,
+        checkpointOut: '/ckpt/checkpoints/run_8',
+        loss: { ...loss, useRolloutLogprobs: false },
+        optimizer: defaultOptimizerConfig,
+        temperature: 1,
+        perSampleOldPolicy: true,
+      });
+      expect(flag(command.cmd, '--use-rollout-logprobs')).toBeUndefined();
+      expect(flag(command.cmd, '--loss-type')).toBe('custom_loss');
+      const plugin = {
+        grpo: SLIME_PLUGIN.grpoLoss,
+        opd: SLIME_PLUGIN.opdLoss,
+        combine: SLIME_PLUGIN.combineLoss,
+      };
+      expect(flag(command.cmd, '--custom-loss-function-path')).toBe(plugin[method]);
+      // The plugin's loss reads each sample's flag from the batch file it is told of.
+      expect(command.env[SLIME_BATCH_FILE_ENV]).toBe('/ckpt/batches/run_8.json');
+    }
+    const spec = slimeArguments(base);
+    expect(flag(spec, '--loss-type')).toBeUndefined();
   });
 });

@@ -104,6 +104,16 @@ describe('Tinker trainer backend (sidecar with the fake Tinker SDK)', () => {
     expect(sampler.model_path).toMatch(/^tinker:\/\/fake-run\/sampler_weights\//);
     expect(sampler.step_ids).toEqual(['run-1/step-1', 'run-1/step-2']);
   }, 60_000);
+
+  it('refuses a step with a KL coefficient (a reconfigure may set one) instead of training without it', async () => {
+    const backend = new TinkerTrainerBackend(sidecar?.url ?? '');
+    const loss = { ...defaultLossConfig, method: 'opd' as const, klCoef: 0.1, klType: 'k3' as const };
+    await expect(backend.trainStep('kl', [sample], loss, defaultOptimizerConfig)).rejects.toMatchObject({
+      type: 'TrainerRefused',
+      nonRetryable: true,
+    });
+    expect(await backend.hasApplied('kl')).toBe(false);
+  });
 });
 
 describeTrainerBackendContract('tinker (sidecar with the fake Tinker SDK)', async () => {

@@ -6,7 +6,12 @@ import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trai
 import { slimeArguments } from '../../activities/trainer-backends/slime-arguments.js';
 import { trainStepRequest } from '../../activities/trainer-backends/train-step-request.js';
 import { loadConfig } from '../../core/config.js';
-import { klEstimatorOnWire, lossSettingsSchema, optimizerSettingsSchema } from '../../core/loss-settings.js';
+import {
+  KL_TYPES,
+  klEstimatorOnWire,
+  lossSettingsSchema,
+  optimizerSettingsSchema,
+} from '../../core/loss-settings.js';
 import { trainingSettingsSchema } from '../../core/training-settings.js';
 
 describe('loss and optimizer settings', () => {
@@ -24,22 +29,30 @@ describe('loss and optimizer settings', () => {
     expect(useRolloutLogprobs).toBe(false);
   });
 
-  it('a run may name k3, which every trainer is told as low_var_kl (the clamped k3)', () => {
-    expect(klEstimatorOnWire('k3')).toBe('low_var_kl');
-    expect(klEstimatorOnWire('low_var_kl')).toBe('low_var_kl');
-    expect(klEstimatorOnWire('k1')).toBe('k1');
-    expect(klEstimatorOnWire('k2')).toBe('k2');
-    const loss = { ...defaultLossConfig, method: 'grpo' as const, klType: 'k3' as const };
-    expect(trainStepRequest('s', [], loss, defaultOptimizerConfig).loss.kl_type).toBe('low_var_kl');
-    const args = slimeArguments({
-      hfCheckpoint: '/m',
-      load: null,
-      save: '/s',
-      method: 'grpo',
-      loss,
-      optimizer: defaultOptimizerConfig,
-    });
-    expect(args[args.indexOf('--kl-loss-type') + 1]).toBe('low_var_kl');
+  it('a run that names k3 trains the unclamped k3 (it used to be sent as low_var_kl, the clamped one)', () => {
+    for (const klType of KL_TYPES) {
+      expect(klEstimatorOnWire(klType)).toBe(klType);
+      const loss = { ...defaultLossConfig, method: 'grpo' as const, klType };
+      expect(trainStepRequest('s', [], loss, defaultOptimizerConfig).loss.kl_type).toBe(klType);
+      const args = slimeArguments({
+        hfCheckpoint: '/m',
+        load: null,
+        save: '/s',
+        method: 'grpo',
+        loss,
+        optimizer: defaultOptimizerConfig,
+      });
+      expect(args[args.indexOf('--kl-loss-type') + 1]).toBe(klType);
+    }
+    expect(lossSettingsSchema.parse({ klType: 'low_var_kl' }).klType).toBe('low_var_kl');
+    expect(lossSettingsSchema.parse({}).klType).toBe('low_var_kl');
+  });
+
+  it('a Tinker configuration with a KL coefficient is refused: Tinker trains no KL term', () => {
+    const result = loadConfig({ OPENCLAW_TRAINER: 'tinker', OPENCLAW_KL_COEF: '0.1' });
+    expect(result.ok).toBe(false);
+    if (!result.ok) expect(result.error).toContain('Tinker trainer trains no KL term');
+    expect(loadConfig({ OPENCLAW_TRAINER: 'tinker', OPENCLAW_KL_TYPE: 'k3' }).ok).toBe(true);
   });
 
   it('the learning rate is `lr` on the engine wire, the other fields snake_case', () => {

@@ -4,6 +4,8 @@ That is how slime's actor calls `--custom-loss-function-path` when `--loss-type 
 `loss_function` then scales the loss by micro-batches / global batch size, as for its built-in losses):
 - `args`: slime's argparse namespace (`rollout_temperature`, `eps_clip`, `eps_clip_high`, `use_kl_loss`,
   `kl_loss_coef`, `kl_loss_type`, `entropy_coef`, `use_rollout_logprobs`).
+- the epoch's batch file (`$OPENCLAW_BATCH_FILE`, as for the batch loader): which samples are stale, so that
+  π_old is chosen per sample as the reference trainer does (`old_log_probs`).
 - `batch`: per-sample lists: `unconcat_tokens` ([T_i] prompt+response), `total_lengths`, `response_lengths`,
   `loss_masks` ([R_i]), `advantages` ([R_i], the reward broadcast by the grpo estimator), `log_probs`
   ([R_i] π_old recomputed by the actor), `rollout_log_probs`, `ref_log_probs` (with KL), and the teacher
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import torch
@@ -34,9 +37,9 @@ from ..losses import (
     opd_advantages,
     ppo_clipped_loss,
     teacher_or_old,
-    topk_reverse_kl,
-    topk_tail,
+    topk_distillation_terms,
 )
+from .batch_loader import BATCH_FILE_ENV, read_batch_file
 
 Reducer = Callable[[Tensor], Tensor]
 
@@ -98,27 +101,62 @@ def _combine_weights() -> tuple[float, float]:
     )
 
 
-def combine_loss_function(
-    args: Any, batch: dict[str, Any], logits: Tensor, sum_of_sample_mean: Reducer
+@lru_cache(maxsize=4)
+def _stale_token_sequences(batch_file: str) -> frozenset[tuple[int, ...]]:
+    request = read_batch_file(batch_file)
+    return frozenset(tuple(s.tokens) for s in request.samples if request.loss.rollout_old(s))
+
+
+def stale_rows(args: Any, batch: dict[str, Any]) -> list[bool]:
+    """Per row: whether its π_old is its rollout log-probs (a sample too many policy versions old).
+
+    `--use-rollout-logprobs` makes every row stale. Otherwise a row is stale when the batch file flags the
+    sample with its tokens (`use_rollout_logprobs`, as the reference trainer's `LossRequest.rollout_old`);
+    slime's micro-batches carry no sample ids, and two samples with the same tokens are the same trajectory.
+    """
+    rows = len(batch["response_lengths"])
+    if getattr(args, "use_rollout_logprobs", False):
+        return [True] * rows
+    path = os.environ.get(BATCH_FILE_ENV)
+    if not path:
+        return [False] * rows
+    stale = _stale_token_sequences(path)
+    return [
+        tuple(int(t) for t in torch.as_tensor(tokens).reshape(-1).tolist()) in stale
+        for tokens in batch["unconcat_tokens"]
+    ]
+
+
+def old_log_probs(args: Any, batch: dict[str, Any]) -> list[Any]:
+    """Per row, π_old of the ratio: a stale row's rollout log-probs, else slime's recomputed ones."""
+    return [
+        rollout if stale else recomputed
+        for stale, recomputed, rollout in zip(
+            stale_rows(args, batch), batch["log_probs"], batch["rollout_log_probs"], strict=True
+        )
+    ]
+
+
+AdvantagesOf = Callable[[list[Any], Tensor], Tensor]
+
+
+def _clipped_policy_loss(
+    args: Any,
+    batch: dict[str, Any],
+    logits: Tensor,
+    sum_of_sample_mean: Reducer,
+    advantages_of: AdvantagesOf,
 ) -> tuple[Tensor, dict[str, Tensor]]:
-    """Binary RL + OPD (spec 7): A = w_opd·(teacher_lp − old_lp) + w_rl·A_grpo, PPO clipped surrogate."""
+    """PPO clipped surrogate − entropy_coef·H + kl_coef·KL, with π_old per row and the method's advantage.
+
+    `advantages_of(olds, old)` gets π_old per row and concatenated ([1, Σ R_i]) and returns the advantage.
+    """
     device = logits.device
     log_probs, entropy, _ = _policy_log_probs(args, batch, logits)
-    use_rollout = bool(getattr(args, "use_rollout_logprobs", False))
-    olds = batch["rollout_log_probs"] if use_rollout else batch["log_probs"]
+    olds = old_log_probs(args, batch)
     old = _cat(olds, device)
-    # Per sample: an RL-only row (teacher = its rollout log-probs) takes π_old, so its teacher term is 0.
-    teacher = _cat(
-        [
-            teacher_or_old(torch.as_tensor(t).float(), torch.as_tensor(o).float(), torch.as_tensor(r).float())
-            for t, o, r in zip(batch["teacher_log_probs"], olds, batch["rollout_log_probs"], strict=True)
-        ],
-        device,
-    )
-    a_grpo = _cat(batch["advantages"], device)
     mask = _cat(batch["loss_masks"], device)
-    w_opd, w_rl = _combine_weights()
-    advantages = w_opd * opd_advantages(teacher, old) + w_rl * a_grpo
+    advantages = advantages_of(olds, old)
 
     def reduce(x: Tensor) -> Tensor:
         return sum_of_sample_mean(x.reshape(-1))
@@ -150,6 +188,50 @@ def combine_loss_function(
     return loss, metrics
 
 
+def grpo_loss_function(
+    args: Any, batch: dict[str, Any], logits: Tensor, sum_of_sample_mean: Reducer
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """GRPO (spec 5) with π_old per row: A = the reward slime's grpo estimator broadcast."""
+    return _clipped_policy_loss(
+        args, batch, logits, sum_of_sample_mean, lambda _olds, old: _cat(batch["advantages"], old.device)
+    )
+
+
+def opd_loss_function(
+    args: Any, batch: dict[str, Any], logits: Tensor, sum_of_sample_mean: Reducer
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """OPD (spec 6.5) with π_old per row: A = teacher_lp − old_lp, old being each row's own π_old."""
+    return _clipped_policy_loss(
+        args,
+        batch,
+        logits,
+        sum_of_sample_mean,
+        lambda _olds, old: opd_advantages(_cat(batch["teacher_log_probs"], old.device), old),
+    )
+
+
+def combine_loss_function(
+    args: Any, batch: dict[str, Any], logits: Tensor, sum_of_sample_mean: Reducer
+) -> tuple[Tensor, dict[str, Tensor]]:
+    """Binary RL + OPD (spec 7): A = w_opd·(teacher_lp − old_lp) + w_rl·A_grpo, PPO clipped surrogate."""
+    w_opd, w_rl = _combine_weights()
+
+    def advantages_of(olds: list[Any], old: Tensor) -> Tensor:
+        # Per sample: an RL-only row (teacher = its rollout log-probs) takes π_old, so its teacher term is 0.
+        teacher = _cat(
+            [
+                teacher_or_old(
+                    torch.as_tensor(t).float(), torch.as_tensor(o).float(), torch.as_tensor(r).float()
+                )
+                for t, o, r in zip(batch["teacher_log_probs"], olds, batch["rollout_log_probs"], strict=True)
+            ],
+            old.device,
+        )
+        return w_opd * opd_advantages(teacher, old) + w_rl * _cat(batch["advantages"], old.device)
+
+    return _clipped_policy_loss(args, batch, logits, sum_of_sample_mean, advantages_of)
+
+
 def topk_distillation_loss_function(
     args: Any, batch: dict[str, Any], logits: Tensor, sum_of_sample_mean: Reducer
 ) -> tuple[Tensor, dict[str, Tensor]]:
@@ -167,10 +249,10 @@ def topk_distillation_loss_function(
     def reduce(x: Tensor) -> Tensor:
         return sum_of_sample_mean(x.reshape(-1))
 
-    distill = reduce(topk_reverse_kl(student, teacher))
-    # H over the same K+1 bins as the KL (the spec's H(p)).
-    p = torch.cat([student, topk_tail(student)[..., None]], dim=-1)
-    entropy_loss = reduce(-(p.exp() * p).sum(dim=-1))
+    # The reference trainer's terms exactly (losses.topk_distillation_terms): H over the same K+1 bins.
+    kl_tok, entropy_tok = topk_distillation_terms(student, teacher)
+    distill = reduce(kl_tok)
+    entropy_loss = reduce(entropy_tok)
     entropy_coef = float(getattr(args, "entropy_coef", 0.0) or 0.0)
     loss = distill - entropy_coef * entropy_loss if entropy_coef != 0.0 else distill
     metrics = {
