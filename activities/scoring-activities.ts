@@ -167,6 +167,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
           responseLogProbs: turn.responseLogProbs,
           policyVersion: turn.policyVersion,
           temperature: logprobTemperature(turn.sampling?.temperature),
+          constraints: turn.sampling?.constraints ?? [],
         },
         {
           evalScore: input.evalScore,

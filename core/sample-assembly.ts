@@ -25,6 +25,11 @@ export interface CapturedTurn {
   policyVersion: number;
   /** Temperature of those log-probs (core/logprob-temperature.ts); absent: 1. */
   temperature?: number;
+  /**
+   * The request fields that shaped the sampled distribution beyond what training replays (the turn record's
+   * `sampling.constraints`); any makes the turn a `constrained-sampling` exclusion.
+   */
+  constraints?: readonly string[];
 }
 
 /** Whether the hint judge produced a hint; `HintSelection` from judge-votes fits. */
@@ -50,6 +55,7 @@ export type SampleAssembly = { ok: true; sample: TrainingSample } | { ok: false;
  * - combine: hint and vote → opd+rl; hint only → opd (reward 0); vote only → rl with no teacher, whose teacher
  *   term every trainer makes exactly 0 (the original used the rollout log-probs as the teacher, which is 0 only
  *   when π_old is exactly the sampling distribution); neither → excluded.
+ * Whatever the method, a reply drawn under a constraint training does not replay is excluded first.
  */
 export function assembleSample(method: Method, turn: CapturedTurn, scoring: TurnScoring): SampleAssembly {
   const { sampleId } = turn;
@@ -61,6 +67,12 @@ export function assembleSample(method: Method, turn: CapturedTurn, scoring: Turn
   if (turn.responseIds.length === 0) return exclude('empty-response', 'the response has no tokens');
   const invalid = invalidTurn(turn);
   if (invalid !== null) return exclude('invalid-input', invalid);
+  // Its log-probs are not of the distribution the trainer recomputes as π_old: never trained as on-policy.
+  if (turn.constraints && turn.constraints.length > 0)
+    return exclude(
+      'constrained-sampling',
+      `the reply was drawn under ${turn.constraints.join(', ')}, which training does not replay`,
+    );
 
   const vote = scoring.evalScore;
   const hasVote = vote === 1 || vote === -1;

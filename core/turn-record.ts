@@ -22,6 +22,13 @@ export interface SamplingRecord {
   minP: number | null;
   maxTokens: number | null;
   seed: number | null;
+  /**
+   * The request fields that shaped the distribution in a way training does not replay (penalties, `logit_bias`,
+   * `min_tokens`, a non-text `response_format`, a `tool_choice` of "required" or a named function, a grammar),
+   * in request spelling; empty when the reply was drawn from log_softmax(logits / T) alone, absent in records
+   * written before they were kept. Scoring excludes a turn that names any (docs/scoring.md).
+   */
+  constraints?: string[];
 }
 
 export interface TurnRecord {

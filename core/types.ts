@@ -95,7 +95,8 @@ export interface TrainingSample {
 }
 
 /**
- * Why a turn produced no sample. The first group comes from sample assembly; `no-next-state`, `superseded`,
+ * Why a turn produced no sample. The first group comes from sample assembly (`constrained-sampling`: the reply
+ * was drawn under a penalty, bias, grammar or forced tool call training does not replay); `no-next-state`, `superseded`,
  * `judge-failed` and `stale-policy` are for the workflows that settle turns without assembling them
  * (`superseded`: another response to the same request was the one the conversation continued);
  * `trainer-refused` for the samples of a batch the trainer refused (a deterministic refusal: invalid,
@@ -104,6 +105,7 @@ export interface TrainingSample {
 export type SampleExclusionReason =
   | 'empty-response'
   | 'invalid-input'
+  | 'constrained-sampling'
   | 'not-judged'
   | 'neutral-score'
   | 'no-hint'

@@ -44,6 +44,11 @@ const toolChoice = z.union([
 ]);
 
 const penalty = z.number().min(-2).max(2).nullable().optional();
+// A token id (as a JSON object key) → a bias OpenAI bounds to [-100, 100].
+const logitBias = z.record(
+  z.string().regex(/^\d+$/, 'logit_bias keys must be token ids'),
+  z.number().min(-100).max(100),
+);
 const tokenLimit = z.number().int().min(1).nullable().optional();
 const flag = z.boolean().nullable().optional();
 
@@ -65,6 +70,14 @@ export const chatRequestSchema = z
     n: z.literal(1, 'n must be 1: the gateway serves one choice per request').nullable().optional(),
     presence_penalty: penalty,
     frequency_penalty: penalty,
+    // SGLang's and vLLM's extensions: 1 is neutral; min_tokens keeps the end tokens from being drawn.
+    repetition_penalty: z.number().gt(0).max(2).nullable().optional(),
+    min_tokens: z.number().int().min(0).nullable().optional(),
+    logit_bias: logitBias.nullable().optional(),
+    response_format: z
+      .looseObject({ type: z.string().min(1) })
+      .nullable()
+      .optional(),
     logprobs: flag,
     top_logprobs: z.number().int().min(0).max(20).nullable().optional(),
     seed: z.number().int().min(0).nullable().optional(),

@@ -4,7 +4,9 @@
 // off / 0. A turn whose record said "no temperature" would then be trained at the wrong one. So the gateway
 // resolves each field itself (the client's value, else the configured default, else the model's
 // generation_config.json when the gateway can read the model folder, else neutral), sends all four, and records
-// exactly what it sent.
+// exactly what it sent. The penalties, which the same engines also take from generation_config.json, are sent at
+// the client's values or else neutral; a non-neutral one is named in the record's constraints
+// (sampling-constraints.ts).
 
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -12,6 +14,7 @@ import { z } from 'zod';
 import type { OpenClawConfig } from '../core/config.js';
 import type { SamplingRecord } from '../core/turn-record.js';
 import type { ChatRequest } from './chat-request-schema.js';
+import { samplingConstraints } from './sampling-constraints.js';
 
 export interface SamplingDefaults {
   temperature: number;
@@ -81,9 +84,26 @@ export async function readGenerationConfig(modelDir: string): Promise<Partial<Sa
   };
 }
 
+/** The penalties' neutral values, sent when a client leaves a penalty out (see `explicitSampling`). */
+export const NEUTRAL_PENALTIES = {
+  presence_penalty: 0,
+  frequency_penalty: 0,
+  repetition_penalty: 1,
+} as const;
+
+export interface EngineSamplingFields {
+  temperature: number;
+  top_p: number;
+  top_k: number;
+  min_p: number;
+  presence_penalty: number;
+  frequency_penalty: number;
+  repetition_penalty: number;
+}
+
 export interface ExplicitSampling {
   /** Merged into the body sent to the engine. */
-  engineFields: { temperature: number; top_p: number; top_k: number; min_p: number };
+  engineFields: EngineSamplingFields;
   /** What the turn record keeps. */
   record: SamplingRecord;
 }
@@ -95,7 +115,17 @@ export function explicitSampling(request: ChatRequest, defaults: SamplingDefault
   const topK = Math.max(request.top_k ?? defaults.topK, 0) || -1;
   const minP = request.min_p ?? defaults.minP;
   return {
-    engineFields: { temperature, top_p: topP, top_k: topK, min_p: minP },
+    engineFields: {
+      temperature,
+      top_p: topP,
+      top_k: topK,
+      min_p: minP,
+      // Neutral unless the client set one (then the turn is marked): a penalty the model's generation_config.json
+      // sets would otherwise be applied by SGLang and vLLM behind the record's back.
+      presence_penalty: request.presence_penalty ?? NEUTRAL_PENALTIES.presence_penalty,
+      frequency_penalty: request.frequency_penalty ?? NEUTRAL_PENALTIES.frequency_penalty,
+      repetition_penalty: request.repetition_penalty ?? NEUTRAL_PENALTIES.repetition_penalty,
+    },
     record: {
       temperature,
       topP,
@@ -103,6 +133,7 @@ export function explicitSampling(request: ChatRequest, defaults: SamplingDefault
       minP: minP > 0 ? minP : null,
       maxTokens: request.max_completion_tokens ?? request.max_tokens ?? null,
       seed: request.seed ?? null,
+      constraints: samplingConstraints(request),
     },
   };
 }

@@ -4,7 +4,9 @@ SGLang and vLLM constrain a named tool choice with a grammar built from the tool
 arguments inside it. The reference engine has no grammar sampler, so it constrains the whole reply: the
 Qwen3 tool-call markup with the smallest arguments the schema accepts (required properties only, each at its
 simplest valid value), then the end-of-turn token. The tokens are teacher-forced through the model, so their
-reported log-probs are still the model's own (a prefill of the same sequence gives the same numbers).
+reported log-probs are still the model's own (a prefill of the same sequence gives the same numbers). Fed,
+not sampled: such a reply must not be trained as the policy's choice, so the gateway marks every turn whose
+request names a function (or `required`) and scoring excludes it (docs/scoring.md, "Sampling constraints").
 
 An agent sends the same `tool_choice` on every model call of a run (OpenClaw's per-model `extra_body`); a
 forced call after the tool already answered would loop forever. So the call is forced once per user turn: when

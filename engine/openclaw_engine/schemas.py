@@ -231,15 +231,25 @@ class ChatCompletionIn(_Lenient):
     # Accepted only at their no-op values, so a client relying on them gets a clear 400.
     frequency_penalty: float | None = None
     presence_penalty: float | None = None
+    repetition_penalty: float | None = None
+    min_tokens: int | None = None
     logit_bias: dict[str, float] | None = None
     response_format: dict[str, Any] | None = None
+    # SGLang's grammar extensions: this engine has no grammar sampler.
+    json_schema: str | None = None
+    regex: str | None = None
+    ebnf: str | None = None
 
     @model_validator(mode="after")
     def _consistent(self) -> ChatCompletionIn:
         _unsupported("n", self.n, 1)
         _unsupported("frequency_penalty", self.frequency_penalty, 0.0)
         _unsupported("presence_penalty", self.presence_penalty, 0.0)
-        if self.logit_bias:
+        _unsupported("repetition_penalty", self.repetition_penalty, 1.0)
+        _unsupported("min_tokens", self.min_tokens, 0)
+        for name in ("json_schema", "regex", "ebnf"):
+            _unsupported(name, getattr(self, name), None)
+        if any(bias != 0 for bias in (self.logit_bias or {}).values()):
             raise FieldProblem("logit_bias", "logit_bias is not supported by this engine")
         if self.response_format is not None and self.response_format.get("type", "text") != "text":
             raise FieldProblem(

@@ -54,6 +54,10 @@ CASES: list[tuple[str, dict, str]] = [
     ("/v1/chat/completions", {**OK_CHAT, "max_tokens": -1}, "max_tokens"),
     ("/v1/chat/completions", {**OK_CHAT, "max_completion_tokens": -5}, "max_completion_tokens"),
     ("/v1/chat/completions", {**OK_CHAT, "n": 2}, "n"),
+    # Penalties and min_tokens change what is drawn; the engine does not apply them, so it refuses them.
+    ("/v1/chat/completions", {**OK_CHAT, "presence_penalty": 0.5}, "presence_penalty"),
+    ("/v1/chat/completions", {**OK_CHAT, "repetition_penalty": 1.1}, "repetition_penalty"),
+    ("/v1/chat/completions", {**OK_CHAT, "min_tokens": 3}, "min_tokens"),
     ("/v1/chat/completions", {**OK_CHAT, "temperature": "warm"}, "temperature"),
     ("/v1/chat/completions", {**OK_CHAT, "top_logprobs": 3}, "top_logprobs"),
     ("/v1/chat/completions", {**OK_CHAT, "logprobs": True, "top_logprobs": 50}, "top_logprobs"),

@@ -177,7 +177,15 @@ describe('engineRequestBody and explicit sampling', () => {
     });
     if (!parsed.ok) throw parsed.error;
     const sampling = explicitSampling(parsed.request, NEUTRAL_SAMPLING);
-    const explicit = { temperature: 1, top_p: 1, top_k: -1, min_p: 0 };
+    const explicit = {
+      temperature: 1,
+      top_p: 1,
+      top_k: -1,
+      min_p: 0,
+      presence_penalty: 0,
+      frequency_penalty: 0,
+      repetition_penalty: 1,
+    };
     const sglang = new SglangAdapter('http://127.0.0.1:1');
     // SGLang refuses return_prompt_token_ids / return_token_ids on streams: its sglext flags instead.
     expect(engineRequestBody(sglang, parsed.request, true, sampling)).toEqual({
@@ -217,8 +225,24 @@ describe('engineRequestBody and explicit sampling', () => {
     if (!parsed.ok) throw parsed.error;
     expect(explicitSampling(parsed.request, defaults)).toEqual({
       // top_k 0 is "off" to vLLM; SGLang only accepts -1 for that.
-      engineFields: { temperature: 0.6, top_p: 0.5, top_k: -1, min_p: 0 },
-      record: { temperature: 0.6, topP: 0.5, topK: null, minP: null, maxTokens: 12, seed: 3 },
+      engineFields: {
+        temperature: 0.6,
+        top_p: 0.5,
+        top_k: -1,
+        min_p: 0,
+        presence_penalty: 0,
+        frequency_penalty: 0,
+        repetition_penalty: 1,
+      },
+      record: {
+        temperature: 0.6,
+        topP: 0.5,
+        topK: null,
+        minP: null,
+        maxTokens: 12,
+        seed: 3,
+        constraints: [],
+      },
     });
     const greedy = parseChatRequest({ messages: [{ role: 'user', content: 'x' }], temperature: 0 });
     if (!greedy.ok) throw greedy.error;
