@@ -151,9 +151,21 @@ export function createScoringActivities(deps: ScoringDependencies) {
     /** Builds the turn's one sample (or its exclusion) and stores it under its deterministic id. */
     async assembleSample(input: AssembleSampleInput): Promise<SampleDelivery> {
       const turn = await loadTurn(input.sampleId);
-      const teacher = input.teacherStored
+      const temperature = logprobTemperature(turn.sampling?.temperature);
+      let teacher = input.teacherStored
         ? await store.get<StoredTeacher>(teacherKey(input.sampleId))
         : undefined;
+      let hint = input.hint;
+      // A teacher record at another temperature (one scored at 1 before teachers were asked for the sample's)
+      // would bias the advantage like a teacher scored at the wrong one: the turn goes on without it.
+      const teacherTemperature = teacher?.temperature ?? 1;
+      if (teacher && teacherTemperature !== temperature) {
+        hint = {
+          accepted: false,
+          reason: `the teacher log-probs are at temperature ${teacherTemperature}, the sample at ${temperature}`,
+        };
+        teacher = undefined;
+      }
       const assembled = assemble(
         input.method,
         {
@@ -164,11 +176,11 @@ export function createScoringActivities(deps: ScoringDependencies) {
           responseIds: turn.responseIds,
           responseLogProbs: turn.responseLogProbs,
           policyVersion: turn.policyVersion,
-          temperature: logprobTemperature(turn.sampling?.temperature),
+          temperature,
         },
         {
           evalScore: input.evalScore,
-          hint: input.hint,
+          hint,
           teacherLogProbs: teacher?.logProbs ?? null,
           teacherTopK: teacher?.topK ?? null,
         },

@@ -11,16 +11,18 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createScoringActivities } from '../../activities/scoring-activities.js';
 import type { ChatMessage } from '../../core/chat-messages.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { TEACHER_TEMPERATURE_REFUSED } from '../../core/teacher-temperature.js';
-import { exclusionKey } from '../../core/turn-record.js';
+import { exclusionKey, teacherKey } from '../../core/turn-record.js';
 import type { SampleExclusion } from '../../core/types.js';
 import {
   type EngineProcess,
   makeTinyModel,
   startReferenceEngine,
 } from '../../engines/reference-engine-process.js';
+import { SglangAdapter } from '../../engines/sglang-adapter.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { scoreTurnWorkflowId } from '../../temporal/workflow-ids.js';
 import { createControlWorker } from '../../workers/control-worker.js';
@@ -141,5 +143,30 @@ describe('a turn drawn at T ≠ 1 reaching a teacher that scores at 1 only', () 
     const failure = failed?.activityTaskFailedEventAttributes?.failure?.applicationFailureInfo;
     expect(failure).toMatchObject({ type: TEACHER_TEMPERATURE_REFUSED, nonRetryable: true });
     expect(teacher.count('/generate')).toBe(0);
+
+    // A teacher record scored at 1 before teachers were asked for the sample's temperature (a turn scored
+    // across an upgrade) is not trained against π_old at 0.6 either: the turn goes on without it.
+    await store.put(teacherKey(reply.ref.sampleId), { logProbs: [-1, -1], topK: null, temperature: 1 });
+    const scoring = createScoringActivities({
+      store,
+      judge: { complete: async () => 'unused' },
+      teacher: new SglangAdapter(teacher.url),
+      teacherTopK: 0,
+      client: env.client,
+      controlTaskQueue: 'unused',
+      trainingDefaults: () => ({ runId: 'unused', method: 'opd' }),
+    });
+    const assembled = await scoring.assembleSample({
+      method: 'opd',
+      sampleId: reply.ref.sampleId,
+      evalScore: null,
+      hint: { accepted: true },
+      teacherStored: true,
+      judgeRecord: { evalVotes: null, hintVotes: [1], hint: 'a hint' },
+    });
+    expect(assembled).toMatchObject({ ok: false, exclusion: { reason: 'no-hint' } });
+    expect(assembled.ok ? '' : assembled.exclusion.detail).toContain(
+      'the teacher log-probs are at temperature 1, the sample at 0.6',
+    );
   }, 120_000);
 });
