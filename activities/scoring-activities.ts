@@ -7,6 +7,7 @@ import { logprobTemperature } from '../core/logprob-temperature.js';
 import { type RunRecord, servingIncarnationAt } from '../core/run-record.js';
 import { assembleSample as assemble, type HintOutcome } from '../core/sample-assembly.js';
 import { appendHintToMessages } from '../core/teacher-context.js';
+import { TEACHER_TEMPERATURE_REFUSED, teacherTemperatureRefusal } from '../core/teacher-temperature.js';
 import { runRecordKey } from '../core/training-keys.js';
 import { exclusionKey, sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../core/turn-record.js';
 import type {
@@ -17,7 +18,7 @@ import type {
   TeacherTopK,
   TrainingSample,
 } from '../core/types.js';
-import type { EngineAdapter } from '../engines/engine-adapter.js';
+import { type EngineAdapter, EngineFeatureError } from '../engines/engine-adapter.js';
 import type { SampleStore } from '../store/sample-store.js';
 import { signalWithStartTraining } from '../temporal/workflow-starts.js';
 import type { SampleDelivery, TrainingInput } from '../workflows/training-signals.js';
@@ -66,7 +67,7 @@ interface StoredTeacher {
   topK: TeacherTopK | null;
   /** The hinted prompt as the teacher's chat template rendered it (for audit). */
   promptIds?: number[];
-  /** The temperature the prefill was asked for: the one the response was drawn at. */
+  /** The temperature of the teacher log-probs: the one the response was drawn at. */
   temperature?: number;
 }
 
@@ -98,12 +99,17 @@ export function createScoringActivities(deps: ScoringDependencies) {
    * Teacher log-probs of the exact response tokens under the hinted prompt (spec 6.3-6.4): the hinted prompt
    * is tokenised by the teacher's own chat template with the turn's own `chat_template_kwargs` (so it is
    * rendered after the same prefix as the student's), the response ids are the ones the policy sampled, the
-   * prefill is asked for the temperature the response was drawn at where the teacher can score at it (else at
-   * 1, recorded as such: docs/scoring.md), and the teacher's adapter aligns its engine's prefill log-probs to
-   * the response tokens.
+   * prefill is asked for the temperature the response was drawn at, and the teacher's adapter aligns its
+   * engine's prefill log-probs to the response tokens. A teacher that cannot score at that temperature is a
+   * non-retryable failure (docs/scoring.md): scored at another one, the OPD advantage would be biased.
    */
   async function teacherLogprobs(input: { sampleId: string; hint: string }): Promise<void> {
     const turn = await loadTurn(input.sampleId);
+    const temperature = logprobTemperature(turn.sampling?.temperature);
+    if (!deps.teacher.features.prefillTemperature) {
+      const refusal = teacherTemperatureRefusal({ kind: deps.teacher.kind, method: null, temperature });
+      if (refusal !== null) throw ApplicationFailure.nonRetryable(refusal, TEACHER_TEMPERATURE_REFUSED);
+    }
     const hinted = appendHintToMessages(turn.messages, input.hint);
     const promptIds = await deps.teacher.renderPrompt({
       model: turn.model,
@@ -111,14 +117,19 @@ export function createScoringActivities(deps: ScoringDependencies) {
       tools: turn.tools,
       chatTemplateKwargs: turn.chatTemplateKwargs ?? null,
     });
-    const sampled = logprobTemperature(turn.sampling?.temperature);
-    const temperature = deps.teacher.features.prefillTemperature ? sampled : 1;
-    const { logprobs: logProbs, topK } = await deps.teacher.prefillLogprobs({
-      inputIds: [...promptIds, ...turn.responseIds],
-      responseLength: turn.responseIds.length,
-      topK: deps.teacherTopK,
-      temperature,
-    });
+    const { logprobs: logProbs, topK } = await deps.teacher
+      .prefillLogprobs({
+        inputIds: [...promptIds, ...turn.responseIds],
+        responseLength: turn.responseIds.length,
+        topK: deps.teacherTopK,
+        temperature,
+      })
+      .catch((error: unknown) => {
+        // A teacher started so that it scores at temperature 1 only (the adapter asked it): no retry helps.
+        if (error instanceof EngineFeatureError)
+          throw ApplicationFailure.nonRetryable(error.message, TEACHER_TEMPERATURE_REFUSED);
+        throw error;
+      });
     const stored: StoredTeacher = { logProbs, topK, promptIds, temperature };
     await store.put(teacherKey(input.sampleId), stored);
   }
@@ -153,9 +164,21 @@ export function createScoringActivities(deps: ScoringDependencies) {
     /** Builds the turn's one sample (or its exclusion) and stores it under its deterministic id. */
     async assembleSample(input: AssembleSampleInput): Promise<SampleDelivery> {
       const turn = await loadTurn(input.sampleId);
-      const teacher = input.teacherStored
+      const temperature = logprobTemperature(turn.sampling?.temperature);
+      let teacher = input.teacherStored
         ? await store.get<StoredTeacher>(teacherKey(input.sampleId))
         : undefined;
+      let hint = input.hint;
+      // A teacher record at another temperature (one scored at 1 before teachers were asked for the sample's)
+      // would bias the advantage like a teacher scored at the wrong one: the turn goes on without it.
+      const teacherTemperature = teacher?.temperature ?? 1;
+      if (teacher && teacherTemperature !== temperature) {
+        hint = {
+          accepted: false,
+          reason: `the teacher log-probs are at temperature ${teacherTemperature}, the sample at ${temperature}`,
+        };
+        teacher = undefined;
+      }
       const assembled = assemble(
         input.method,
         {
@@ -166,12 +189,12 @@ export function createScoringActivities(deps: ScoringDependencies) {
           responseIds: turn.responseIds,
           responseLogProbs: turn.responseLogProbs,
           policyVersion: turn.policyVersion,
-          temperature: logprobTemperature(turn.sampling?.temperature),
+          temperature,
           constraints: turn.sampling?.constraints ?? [],
         },
         {
           evalScore: input.evalScore,
-          hint: input.hint,
+          hint,
           teacherLogProbs: teacher?.logProbs ?? null,
           teacherTopK: teacher?.topK ?? null,
         },

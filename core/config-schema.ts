@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
 import { lossSettingsSchema, type OptimizerSettings, optimizerSettingsSchema } from './loss-settings.js';
 import { CONTROL_TASK_QUEUE } from './task-queue-names.js';
+import { teacherTemperatureRefusal } from './teacher-temperature.js';
 import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
@@ -203,6 +204,31 @@ function checkTopK(config: z.output<typeof configObject>, ctx: z.RefinementCtx):
 }
 
 /**
+ * An opd or combine run whose configured sampling temperature its teacher cannot score at (core/teacher-
+ * temperature.ts). A temperature left unset is the served model's default, checked when the gateway starts.
+ */
+function checkTeacherTemperature(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  const temperature = config.sampling.temperature;
+  if (temperature === undefined) return;
+  const refusal = teacherTemperatureRefusal({
+    kind: teacherKindOf(config),
+    method: config.method,
+    temperature,
+  });
+  if (refusal !== null) ctx.addIssue({ code: 'custom', path: ['sampling', 'temperature'], message: refusal });
+}
+
+/** The teacher's engine kind: `teacher.kind`, else the frozen judge engine's, or the policy's beside `teacher.url`. */
+export function teacherKindOf(config: {
+  engine: { kind: EngineKind };
+  judgeEngine: { kind: EngineKind };
+  teacher: { url: string; kind: EngineKind | '' };
+}): EngineKind {
+  if (config.teacher.kind) return config.teacher.kind;
+  return config.teacher.url ? config.engine.kind : config.judgeEngine.kind;
+}
+
+/**
  * The frozen judge engine's URL: as configured, else the policy engine's URL with the next port (the one after
  * next when the policy is not the reference engine, whose reference trainer then takes the next port).
  */
@@ -257,6 +283,7 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
 export const configSchema = configObject
   .superRefine(checkTrainer)
   .superRefine(checkTopK)
+  .superRefine(checkTeacherTemperature)
   .superRefine(checkStore)
   .transform((config) => {
     const frozen = judgeEngineUrl(config);

@@ -76,6 +76,8 @@ export interface EngineProcessOptions {
   checkpointRoots?: string[];
   /** Further folders weights may be loaded from (`--model-root`). */
   modelRoots?: string[];
+  /** Every log-prob at temperature 1, sampled and prompt alike (`--return-original-logprob`). */
+  originalLogprobs?: boolean;
   /** Added to this process's environment (the engine's token: security/engine-token.ts `engineAccessEnv`). */
   env?: Record<string, string>;
   /** The request body limit (`--max-body-mb`; the engine's default 64). */
@@ -93,6 +95,7 @@ export function startReferenceEngine(options: EngineProcessOptions): Promise<Eng
   if (options.device) args.push('--device', options.device);
   if (options.weightVersion) args.push('--weight-version', options.weightVersion);
   if (options.maxBodyMb !== undefined) args.push('--max-body-mb', String(options.maxBodyMb));
+  if (options.originalLogprobs) args.push('--return-original-logprob');
   for (const root of options.checkpointRoots ?? [dirname(resolve(options.model))])
     args.push('--checkpoint-root', resolve(root));
   for (const root of options.modelRoots ?? []) args.push('--model-root', resolve(root));

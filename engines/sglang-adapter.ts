@@ -34,6 +34,7 @@ import type {
   PromptInput,
   PublishRequest,
 } from './engine-adapter.js';
+import { EngineFeatureError } from './engine-adapter.js';
 import { EngineHttp, EngineHttpError, type EngineHttpOptions, isRecord } from './engine-http.js';
 
 type Json = Record<string, unknown>;
@@ -47,6 +48,8 @@ const modelInfoSchema = z.looseObject({
   max_context_length: z.number().int().nullable().optional(),
   tool_call_parser: z.string().nullable().optional(),
   reasoning_parser: z.string().nullable().optional(),
+  // The reference engine's: "original" when it reports every log-prob at temperature 1.
+  logprob_semantics: z.string().optional(),
 });
 
 const tokenizeSchema = z.looseObject({ tokens: z.array(z.number().int().min(0)) });
@@ -82,8 +85,9 @@ export class SglangAdapter implements EngineAdapter {
   readonly features: EngineFeatures = {
     weightVersionInResponse: { stream: false, nonStream: true },
     loraAdapters: true,
-    // SGLang 0.5.23 scores prompt tokens untempered: layers/logprob_processor.py takes log_softmax of the raw
-    // logits for input positions, and the request's temperature (`temp_scaled_logprobs`) is never read there.
+    // SGLang 0.5.23 scores prompt tokens untempered: layers/logprob_processor.py (InputLogprobProcessor) takes
+    // log_softmax of the raw logits for input positions; neither the request's temperature nor
+    // `temp_scaled_logprobs` nor SGLANG_RETURN_ORIGINAL_LOGPROB is read there (they touch sampled tokens only).
     prefillTemperature: false,
     chatFromTokenIds: true,
   };
@@ -214,12 +218,14 @@ export class SglangAdapter implements EngineAdapter {
   }
 
   async prefillLogprobs(request: PrefillRequest, signal?: AbortSignal): Promise<PrefillResult> {
+    const temperature = request.temperature ?? 1;
+    if (temperature !== 1) await this.checkPrefillTemperature(temperature, signal);
     const total = request.inputIds.length;
     // One position early, so SGLang gives the first response token its log-prob (core/teacher-context.ts).
     const start = teacherLogprobStartLen(total, request.responseLength);
     const body = {
       input_ids: request.inputIds,
-      sampling_params: { temperature: request.temperature ?? 1, max_new_tokens: 0 },
+      sampling_params: { temperature, max_new_tokens: 0 },
       return_logprob: true,
       logprob_start_len: start,
       ...(request.topK > 0 && { top_logprobs_num: request.topK }),
@@ -276,6 +282,16 @@ export class SglangAdapter implements EngineAdapter {
 
   async abort(requestId: string, signal?: AbortSignal): Promise<void> {
     await this.http.json('POST', '/abort_request', { rid: requestId }, { signal });
+  }
+
+  /**
+   * Throws unless the engine scores a prefill at `temperature`: SGLang would answer at temperature 1 whatever
+   * the request says, so asking it for another is refused rather than answered wrong.
+   */
+  protected async checkPrefillTemperature(temperature: number, _signal?: AbortSignal): Promise<void> {
+    throw new EngineFeatureError(
+      `SGLang scores prompt tokens at temperature 1 only (asked for ${temperature}); use a reference-engine teacher`,
+    );
   }
 
   protected async rawModelInfo(signal?: AbortSignal) {

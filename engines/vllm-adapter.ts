@@ -10,8 +10,10 @@
 //   `/update_weight_version`, `/resume`; LoRA adapters load through `/v1/load_lora_adapter` when the server
 //   runs with `--enable-lora` and `VLLM_ALLOW_RUNTIME_LORA_UPDATING=True`;
 // - teacher prefill through `/v1/completions` with `prompt_logprobs`: vLLM scores prompt tokens at
-//   temperature 1 only (its sampling processors do not touch them), and a chat completion cannot start from
-//   token ids.
+//   temperature 1 only, in every `--logprobs-mode` (config/model.py: "for prompt_logprobs, processed_* and
+//   raw_* yield identical results"; v1/worker gpu_model_runner.py `_get_prompt_logprobs_dict` takes
+//   log_softmax of the raw logits), and the mode is the server's, not a request's; a chat completion cannot
+//   start from token ids.
 
 import { z } from 'zod';
 import { olderWeightVersion } from '../core/policy-version.js';
@@ -175,7 +177,7 @@ export class VllmAdapter implements EngineAdapter {
   async prefillLogprobs(request: PrefillRequest, signal?: AbortSignal): Promise<PrefillResult> {
     if (request.temperature !== undefined && request.temperature !== 1)
       throw new EngineFeatureError(
-        `vLLM scores prompt tokens at temperature 1 only (asked for ${request.temperature}); use a reference or SGLang teacher`,
+        `vLLM scores prompt tokens at temperature 1 only (asked for ${request.temperature}); use a reference-engine teacher`,
       );
     const body = {
       model: await this.modelName(signal),

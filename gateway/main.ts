@@ -21,7 +21,7 @@ import { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics, type TurnTiming } from './metrics.js';
 import { sessionDelivery } from './outbox-delivery.js';
 import { OutboxRelay } from './outbox-relay.js';
-import { loadSamplingDefaults } from './sampling.js';
+import { checkTeacherTemperature, loadSamplingDefaults } from './sampling.js';
 import { createGateway } from './server.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
@@ -76,6 +76,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     for (const cleanup of cleanups.reverse()) await cleanup().catch(() => undefined);
   };
   const sampling = await loadSamplingDefaults(config);
+  checkTeacherTemperature(config, sampling);
   let store = deps.store;
   if (!store) {
     const owned = storeFromConfig(config);

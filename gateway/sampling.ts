@@ -12,6 +12,8 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { z } from 'zod';
 import type { OpenClawConfig } from '../core/config.js';
+import { teacherKindOf } from '../core/config-schema.js';
+import { teacherTemperatureRefusal } from '../core/teacher-temperature.js';
 import type { SamplingRecord } from '../core/turn-record.js';
 import type { ChatRequest } from './chat-request-schema.js';
 import { samplingConstraints } from './sampling-constraints.js';
@@ -59,6 +61,24 @@ export async function loadSamplingDefaults(config: OpenClawConfig): Promise<Load
     ? `${join(config.engine.model, 'generation_config.json')} under the sampling.* settings`
     : 'the sampling.* settings over the neutral defaults (no generation_config.json readable)';
   return { defaults, source };
+}
+
+/**
+ * Refuses to serve an opd or combine run whose default temperature (the configured one, else the served
+ * model's generation_config.json) its teacher cannot score at: every turn sent without a temperature would
+ * reach scoring at it. The configuration check sees only `sampling.temperature`; this one sees the model's.
+ */
+export function checkTeacherTemperature(config: OpenClawConfig, loaded: LoadedSamplingDefaults): void {
+  const temperature = loaded.defaults.temperature;
+  const refusal = teacherTemperatureRefusal({
+    kind: teacherKindOf(config),
+    method: config.method,
+    temperature,
+  });
+  if (refusal !== null)
+    throw new Error(
+      `the default sampling temperature is ${temperature} (from ${loaded.source}), and ${refusal}`,
+    );
 }
 
 /** The sampling fields a model folder's generation_config.json sets; null when there is none to read. */

@@ -2,7 +2,7 @@
 // and teacher log-probs for opd/combine, then exactly one sample or one recorded exclusion, handed to the
 // training run. Every step is an activity with retries; a judge that keeps failing becomes a missing vote,
 // and a turn no judge could score becomes an exclusion with its reason, never a lost turn.
-import { ActivityFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { AssembleSampleInput, ScoringActivities } from '../activities/scoring-activities.js';
 import {
   type JudgeVote,
@@ -11,6 +11,7 @@ import {
   parseJudgeVote,
   selectHint,
 } from '../core/judge-votes.js';
+import { TEACHER_TEMPERATURE_REFUSED } from '../core/teacher-temperature.js';
 import type { Method, SupersededPolicy, TurnRef } from '../core/types.js';
 import { scoringStoreWrites } from './activity-options.js';
 import type { SampleDelivery } from './training-signals.js';
@@ -55,6 +56,14 @@ async function vote(call: () => Promise<string>): Promise<string | null> {
     if (error instanceof ActivityFailure) return null;
     throw error;
   }
+}
+
+/** Why a turn has no teacher log-probs: the teacher's refusal as it said it, else failed retries. */
+function teacherFailure(error: ActivityFailure): string {
+  const cause = error.cause;
+  if (cause instanceof ApplicationFailure && cause.type === TEACHER_TEMPERATURE_REFUSED)
+    return `the teacher refused: ${cause.message}`;
+  return 'teacher log-probs failed after retries';
 }
 
 export async function scoreTurnWorkflow(input: ScoreTurnInput): Promise<SampleDelivery> {
@@ -133,7 +142,7 @@ export async function scoreTurnWorkflow(input: ScoreTurnInput): Promise<SampleDe
     } catch (error) {
       // No teacher after retries: the turn keeps whatever signal it has without one (combine: its vote).
       if (!(error instanceof ActivityFailure)) throw error;
-      hintOutcome = { accepted: false, reason: 'teacher log-probs failed after retries' };
+      hintOutcome = { accepted: false, reason: teacherFailure(error) };
     }
   }
 

@@ -267,6 +267,33 @@ describe('loadConfig errors', () => {
     expect(load({ OPENCLAW_TEACHER_TOP_K: '50', OPENCLAW_METHOD: 'opd' }).teacher.topK).toBe(50);
   });
 
+  it('refuses opd and combine at a sampling temperature their SGLang or vLLM teacher cannot score at', () => {
+    // An operator samples at Qwen3's 0.6 with an SGLang teacher: SGLang scores the teacher prefill at 1 only,
+    // so every OPD advantage would compare a T = 1 teacher with π_old at 0.6.
+    const sglang = { OPENCLAW_SAMPLING_TEMPERATURE: '0.6', OPENCLAW_JUDGE_ENGINE_KIND: 'sglang' };
+    const refused = loadConfig(sglang);
+    expect(refused.ok).toBe(false);
+    const error = refused.ok ? '' : refused.error;
+    expect(error).toContain('sampling.temperature (OPENCLAW_SAMPLING_TEMPERATURE)');
+    expect(error).toContain("combine needs the teacher's log-probs at the sample's temperature 0.6");
+    expect(error).toContain('SGLang as teacher (teacher.kind sglang) scores them at temperature 1 only');
+    // A vLLM policy that is its own teacher (teacher.url set, no kind): vLLM's prompt log-probs are at 1 too.
+    const vllm = loadConfig({
+      OPENCLAW_METHOD: 'opd',
+      OPENCLAW_SAMPLING_TEMPERATURE: '0.7',
+      OPENCLAW_ENGINE_KIND: 'vllm',
+      OPENCLAW_TEACHER_URL: 'http://127.0.0.1:30000',
+    });
+    expect(vllm.ok ? '' : vllm.error).toContain('opd needs the teacher');
+    expect(vllm.ok ? '' : vllm.error).toContain('vLLM as teacher (teacher.kind vllm)');
+    // What each teacher can score: rl has none, T = 1 and greedy are T = 1, the reference engine scores at T.
+    expect(load({ ...sglang, OPENCLAW_METHOD: 'rl' }).method).toBe('rl');
+    expect(load({ ...sglang, OPENCLAW_SAMPLING_TEMPERATURE: '1' }).sampling.temperature).toBe(1);
+    expect(load({ ...sglang, OPENCLAW_SAMPLING_TEMPERATURE: '0' }).sampling.temperature).toBe(0);
+    expect(load({ ...sglang, OPENCLAW_TEACHER_KIND: 'reference' }).teacher.kind).toBe('reference');
+    expect(load({ OPENCLAW_SAMPLING_TEMPERATURE: '0.6' }).teacher.kind).toBe('reference');
+  });
+
   it('rejects unknown override fields instead of ignoring a typo', () => {
     const result = parseConfig({ training: { batchsize: 8 } });
     expect(result).toEqual({

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type OpenClawConfigInput } from '../../core/config.js';
-import { loadSamplingDefaults, NEUTRAL_SAMPLING } from '../../gateway/sampling.js';
+import { checkTeacherTemperature, loadSamplingDefaults, NEUTRAL_SAMPLING } from '../../gateway/sampling.js';
 
 describe('loadSamplingDefaults', () => {
   let dir: string;
@@ -47,6 +47,25 @@ describe('loadSamplingDefaults', () => {
     const remote = config({ engine: { model: 'Qwen/Qwen3-4B' } });
     expect((await loadSamplingDefaults(remote)).defaults).toEqual(NEUTRAL_SAMPLING);
     expect((await loadSamplingDefaults(config({}))).defaults).toEqual(NEUTRAL_SAMPLING);
+  });
+
+  it("refuses to serve opd or combine at the model's default temperature when the teacher scores at 1 only", async () => {
+    // A Qwen3 folder (default T = 0.6) served for combine with an SGLang teacher and no sampling.temperature:
+    // every turn sent without a temperature is drawn at 0.6, and the teacher would score it at 1.
+    const sglangTeacher = { engine: { model: dir }, judgeEngine: { kind: 'sglang' as const } };
+    const refused = config(sglangTeacher);
+    const served = await loadSamplingDefaults(refused);
+    expect(() => checkTeacherTemperature(refused, served)).toThrow(
+      `the default sampling temperature is 0.6 (from ${join(dir, 'generation_config.json')} under the ` +
+        "sampling.* settings), and combine needs the teacher's log-probs at the sample's temperature 0.6",
+    );
+    // Served at 1, with a reference teacher, or for rl, the same folder starts.
+    for (const ok of [
+      config({ ...sglangTeacher, sampling: { temperature: 1 } }),
+      config({ engine: { model: dir }, teacher: { kind: 'reference' } }),
+      config({ ...sglangTeacher, method: 'rl' }),
+    ])
+      checkTeacherTemperature(ok, await loadSamplingDefaults(ok));
   });
 
   it('refuses a generation_config.json whose sampling fields are out of range', async () => {

@@ -42,12 +42,15 @@ export async function recordTurnDirectly(options: {
   sessionId: string;
   messages: ChatMessage[];
   seed: number;
+  /** The sampling temperature the engine is asked for and the record keeps (default 1). */
+  temperature?: number;
   /** Default: the config's session settings. */
   session?: SessionSettings;
   /** Default true. False leaves the turn's entry in the outbox, as a gateway that stopped before its relay ran. */
   deliver?: boolean;
 }): Promise<{ message: ChatMessage; ref: TurnRef }> {
-  const sampling = { temperature: 1, top_p: 1, top_k: -1, min_p: 0, max_tokens: 8, seed: options.seed };
+  const temperature = options.temperature ?? 1;
+  const sampling = { temperature, top_p: 1, top_k: -1, min_p: 0, max_tokens: 8, seed: options.seed };
   const response = (await options.engine.request('POST', '/v1/chat/completions', {
     model: 'tiny',
     messages: options.messages,
@@ -80,7 +83,7 @@ export async function recordTurnDirectly(options: {
     responseLogProbs: choice.logprobs.content.map((c) => c.logprob),
     policyVersion: Number(info.weight_version),
     finishReason: choice.finish_reason,
-    sampling: { temperature: 1, topP: 1, topK: null, minP: null, maxTokens: 8, seed: options.seed },
+    sampling: { temperature, topP: 1, topK: null, minP: null, maxTokens: 8, seed: options.seed },
     chatTemplateKwargs: null,
   });
   if (options.deliver !== false) await deliverOutbox(options.store, options.client);
