@@ -4,7 +4,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type ChatMessage, normaliseMessagesForTemplate } from '../core/chat-messages.js';
 import { olderWeightVersion, parsePolicyVersion } from '../core/policy-version.js';
-import { derivedSessionId, type SessionIdentification, stripSessionFields } from '../core/session-id.js';
+import { type SessionIdentification, stripSessionFields } from '../core/session-id.js';
 import type { TurnCapture } from '../engines/chat-capture.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { ChatRequest } from './chat-request-schema.js';
@@ -91,7 +91,8 @@ export async function recordMainTurn(
   const { response, promptIds, responseIds, responseLogProbs, finishReason } = captured.turn;
   const { identity } = turn;
   if (identity.source === 'none') throw new Error('recordMainTurn needs a session');
-  const sessionId = identity.sessionId ?? derivedSessionId(identity, response);
+  const { sessionId } = identity;
+  const legacySessionId = identity.source === 'derived' ? identity.legacySessionId : null;
   try {
     const policyVersion =
       captured.turn.policyVersion ??
@@ -103,20 +104,23 @@ export async function recordMainTurn(
       );
     if (policyVersion === null) throw new Error('the engine reports no weight version');
     const recordStarted = performance.now();
-    const recorded = await deps.recorder.record({
-      sessionId,
-      model: captured.turn.model || turn.request.model || '',
-      messages: normaliseMessagesForTemplate(turn.request.messages as ChatMessage[]),
-      tools: turn.request.tools ?? null,
-      response,
-      promptIds,
-      responseIds,
-      responseLogProbs,
-      policyVersion,
-      finishReason,
-      sampling: turn.sampling.record,
-      chatTemplateKwargs: turn.request.chat_template_kwargs ?? null,
-    });
+    const recorded = await deps.recorder.record(
+      {
+        sessionId,
+        model: captured.turn.model || turn.request.model || '',
+        messages: normaliseMessagesForTemplate(turn.request.messages as ChatMessage[]),
+        tools: turn.request.tools ?? null,
+        response,
+        promptIds,
+        responseIds,
+        responseLogProbs,
+        policyVersion,
+        finishReason,
+        sampling: turn.sampling.record,
+        chatTemplateKwargs: turn.request.chat_template_kwargs ?? null,
+      },
+      { legacySessionId },
+    );
     const recordMs = performance.now() - recordStarted;
     deps.metrics.turnRecorded(recorded.duplicate ? 'duplicate' : 'recorded', recorded.pairing);
     turn.log.info(
