@@ -12,7 +12,7 @@ import type { ClientWants } from './client-response.js';
 import type { EngineUpstream } from './engine-upstream.js';
 import type { IdempotencyClaim, IdempotencyKeys, StoredResponse } from './idempotency.js';
 import type { GatewayMetrics } from './metrics.js';
-import { badGateway, serviceUnavailable } from './openai-errors.js';
+import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
 import type { ExplicitSampling, SamplingDefaults } from './sampling.js';
 import type { RecordedTurn, TurnRecorder } from './turn-recorder.js';
 
@@ -155,6 +155,8 @@ export async function keepForReplay(
   try {
     await turn.idempotency.complete(response, recorded?.ref.sampleId ?? null);
   } catch (error) {
+    // The attempt lost its key to a retry: its own error says so.
+    if (error instanceof OpenAIError) throw error;
     turn.log.error({ err: error }, 'response could not be kept for Idempotency-Key replay');
     throw serviceUnavailable(
       'the response could not be stored for Idempotency-Key replay; retry the request',
