@@ -1,7 +1,7 @@
 // Which session a chat request belongs to, whether it is trainable, and whether it ends the session
 // (DESIGN section 4). Unlike the original (spec 3.2), a request without headers is still trained: the
-// session id falls back to the OpenAI `user` field, then to one derived from the conversation's opening
-// exchange, and the turn type defaults to `main`. Every id is scoped by the caller's tenant (core/tenant.ts):
+// session id falls back to the OpenAI `user` field, then to one derived from the conversation's first user
+// message, and the turn type defaults to `main`. Every id is scoped by the caller's tenant (core/tenant.ts):
 // the same id from two tenants names two sessions.
 
 import { flattenContent } from './chat-messages.js';
@@ -28,12 +28,16 @@ interface Identified {
 export type SessionIdentification = Identified &
   (
     | /** `sessionId` is the scoped id (`<tenant>/<id>`). */
-    { sessionId: string; source: SessionIdSource }
-    /**
-     * A conversation's first request, with no reply in it yet: its id is derived from the reply the engine is
-     * about to give (`derivedSessionId(identity, reply)`), once there is one.
-     */
-    | { sessionId: null; source: 'derived'; opening: string }
+    { sessionId: string; source: Exclude<SessionIdSource, 'derived'> }
+    | {
+        sessionId: string;
+        source: 'derived';
+        /**
+         * For a request whose history holds a first reply: the scoped id the conversation had when derived ids
+         * also hashed that reply (`legacySessionId`). A conversation begun that way continues in it.
+         */
+        legacySessionId: string | null;
+      }
     | { sessionId: null; source: 'none' }
   );
 
@@ -58,7 +62,7 @@ export function identifySession(
   const sessionDone = isTrue(header(request, 'x-session-done')) || isTrue(body.session_done);
   const known = { tenant, sessionDone };
 
-  const explicit: [SessionIdSource, unknown][] = [
+  const explicit: [Exclude<SessionIdSource, 'derived'>, unknown][] = [
     ['header', header(request, 'x-session-id')],
     ['body', body.session_id],
     ['user', body.user],
@@ -75,36 +79,35 @@ export function identifySession(
   }
   const opening = openingOf(body.messages);
   if (opening === null) return { ...known, sessionId: null, source: 'none', turnType: 'side' };
-  const turnType = turnTypeOf(request, body);
-  if (opening.reply === null)
-    return { ...known, sessionId: null, source: 'derived', opening: opening.text, turnType };
   return {
     ...known,
-    sessionId: scopedSessionId(tenant, deriveSessionId(tenant, opening.text, opening.reply)),
+    sessionId: scopedSessionId(tenant, deriveSessionId(tenant, opening.text)),
     source: 'derived',
-    turnType,
+    legacySessionId:
+      opening.reply === null
+        ? null
+        : scopedSessionId(tenant, legacySessionId(tenant, opening.text, opening.reply)),
+    turnType: turnTypeOf(request, body),
   };
 }
 
-/** The scoped id of a conversation's first request, from the reply it was served. */
-export function derivedSessionId(
-  identity: { tenant: string; opening: string },
-  reply: { content: unknown; toolCalls: unknown },
-): string {
-  return scopedSessionId(
-    identity.tenant,
-    deriveSessionId(identity.tenant, identity.opening, replyView(reply.content, reply.toolCalls)),
-  );
+/**
+ * A stable id for a conversation without one: `open-` + FNV-1a 64 of the tenant and the conversation's first
+ * user message, all the client sends in its first request. Every later request repeats it, so it maps to the
+ * same id; a regenerated first reply (the same request again) is a sibling in the same session, where the reply
+ * the user continued supersedes it. The system prompt is left out: clients rewrite it between requests of one
+ * conversation (OpenClaw lists fewer tools on a fresh home's first run). Two chats that open with the same words
+ * are one session; a client that must keep them apart sends an id.
+ */
+export function deriveSessionId(tenant: string, opening: string): string {
+  return `open-${fnv1a64Hex(JSON.stringify([tenant, opening]))}`;
 }
 
 /**
- * A stable id for a conversation without one: `conv-` + FNV-1a 64 of the tenant, the conversation's first user
- * message and its first assistant reply (as the client sends it back: reply-view.ts). Every later request of
- * the conversation repeats both, so it maps to the same id, and two chats that open with the same words part
- * as soon as their replies differ. The system prompt is left out: clients rewrite it between requests of one
- * conversation (OpenClaw lists fewer tools on a fresh home's first run).
+ * The id derived before, `conv-` + FNV-1a 64 of the tenant, the first user message and the first reply (as the
+ * client sends it back: reply-view.ts). Conversations begun under it keep it (turn-persistence.ts).
  */
-export function deriveSessionId(tenant: string, opening: string, replyView: string): string {
+export function legacySessionId(tenant: string, opening: string, replyView: string): string {
   return `conv-${fnv1a64Hex(JSON.stringify([tenant, opening, replyView]))}`;
 }
 

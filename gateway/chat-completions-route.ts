@@ -60,7 +60,8 @@ export function chatCompletionsHandler(
     if (idempotencyKey !== null) {
       const fingerprint = requestFingerprint({
         body: request.body,
-        sessionId: identity.sessionId,
+        // A derived id is a function of the body and tenant; the form it had before keeps keys taken then valid.
+        sessionId: identity.source === 'derived' ? identity.legacySessionId : identity.sessionId,
         turnType: identity.turnType,
         sessionDone: identity.sessionDone,
       });

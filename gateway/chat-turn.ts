@@ -4,7 +4,7 @@
 import type { FastifyBaseLogger } from 'fastify';
 import { type ChatMessage, normaliseMessagesForTemplate } from '../core/chat-messages.js';
 import { olderWeightVersion, parsePolicyVersion } from '../core/policy-version.js';
-import { derivedSessionId, type SessionIdentification, stripSessionFields } from '../core/session-id.js';
+import { type SessionIdentification, stripSessionFields } from '../core/session-id.js';
 import type { TurnCapture } from '../engines/chat-capture.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { ChatRequest } from './chat-request-schema.js';
@@ -12,7 +12,7 @@ import type { ClientWants } from './client-response.js';
 import type { EngineUpstream } from './engine-upstream.js';
 import type { IdempotencyClaim, IdempotencyKeys, StoredResponse } from './idempotency.js';
 import type { GatewayMetrics } from './metrics.js';
-import { badGateway, serviceUnavailable } from './openai-errors.js';
+import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
 import type { ExplicitSampling, SamplingDefaults } from './sampling.js';
 import type { RecordedTurn, TurnRecorder } from './turn-recorder.js';
 
@@ -91,7 +91,8 @@ export async function recordMainTurn(
   const { response, promptIds, responseIds, responseLogProbs, finishReason } = captured.turn;
   const { identity } = turn;
   if (identity.source === 'none') throw new Error('recordMainTurn needs a session');
-  const sessionId = identity.sessionId ?? derivedSessionId(identity, response);
+  const { sessionId } = identity;
+  const legacySessionId = identity.source === 'derived' ? identity.legacySessionId : null;
   try {
     const policyVersion =
       captured.turn.policyVersion ??
@@ -103,20 +104,23 @@ export async function recordMainTurn(
       );
     if (policyVersion === null) throw new Error('the engine reports no weight version');
     const recordStarted = performance.now();
-    const recorded = await deps.recorder.record({
-      sessionId,
-      model: captured.turn.model || turn.request.model || '',
-      messages: normaliseMessagesForTemplate(turn.request.messages as ChatMessage[]),
-      tools: turn.request.tools ?? null,
-      response,
-      promptIds,
-      responseIds,
-      responseLogProbs,
-      policyVersion,
-      finishReason,
-      sampling: turn.sampling.record,
-      chatTemplateKwargs: turn.request.chat_template_kwargs ?? null,
-    });
+    const recorded = await deps.recorder.record(
+      {
+        sessionId,
+        model: captured.turn.model || turn.request.model || '',
+        messages: normaliseMessagesForTemplate(turn.request.messages as ChatMessage[]),
+        tools: turn.request.tools ?? null,
+        response,
+        promptIds,
+        responseIds,
+        responseLogProbs,
+        policyVersion,
+        finishReason,
+        sampling: turn.sampling.record,
+        chatTemplateKwargs: turn.request.chat_template_kwargs ?? null,
+      },
+      { legacySessionId },
+    );
     const recordMs = performance.now() - recordStarted;
     deps.metrics.turnRecorded(recorded.duplicate ? 'duplicate' : 'recorded', recorded.pairing);
     turn.log.info(
@@ -151,6 +155,8 @@ export async function keepForReplay(
   try {
     await turn.idempotency.complete(response, recorded?.ref.sampleId ?? null);
   } catch (error) {
+    // The attempt lost its key to a retry: its own error says so.
+    if (error instanceof OpenAIError) throw error;
     turn.log.error({ err: error }, 'response could not be kept for Idempotency-Key replay');
     throw serviceUnavailable(
       'the response could not be stored for Idempotency-Key replay; retry the request',

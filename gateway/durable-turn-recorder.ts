@@ -9,7 +9,7 @@ import { CONTROL_TASK_QUEUE } from '../temporal/task-queues.js';
 import type { SessionInput } from '../workflows/session-signals.js';
 import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
 import { TurnPersistence } from './turn-persistence.js';
-import type { RecordedTurn, TurnDraft, TurnRecorder } from './turn-recorder.js';
+import type { RecordedTurn, RecordOptions, TurnDraft, TurnRecorder } from './turn-recorder.js';
 
 /** What every session workflow of this gateway is started with, besides its session id. */
 export type SessionSettings = Omit<SessionInput, 'sessionId' | 'carried'>;
@@ -51,8 +51,8 @@ export class DurableTurnRecorder implements TurnRecorder {
     });
   }
 
-  async record(draft: TurnDraft): Promise<RecordedTurn> {
-    const recorded = await this.persistence.persist(draft);
+  async record(draft: TurnDraft, options: RecordOptions = {}): Promise<RecordedTurn> {
+    const recorded = await this.persistence.persist(draft, options);
     this.options.onQueued?.();
     return recorded;
   }

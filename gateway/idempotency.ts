@@ -4,11 +4,14 @@
 // caller's API key and kept `gateway.idempotencyTtlMs` (a day by default) in the sample store, which several
 // gateways share. The same key with a different request is a 422; a retry while the first attempt is still
 // running is a 409 (retry shortly). While it runs, the first attempt holds a lease it renews; if its gateway
-// dies, the lease runs out within `leaseMs` and a retry generates afresh. A request that failed releases its key.
+// dies or stalls, the lease runs out within `leaseMs` and one retry takes the key over and generates afresh. A
+// request that failed releases its key. Each of these moves is a compare-and-set on the key's holder
+// (idempotency-chain.ts): of retries racing for an expired key one wins, the others get the 409, and an attempt
+// that lost its key stores nothing (its client gets a 409 and, retrying, the response that was kept).
 
-import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { SampleStore } from '../store/sample-store.js';
+import { newHolder, StateChain } from './idempotency-chain.js';
 import { invalidRequest, OpenAIError } from './openai-errors.js';
 import { canonicalJson, sha256Hex } from './request-hash.js';
 import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
@@ -28,6 +31,11 @@ const storedResponseSchema = z.object({
 });
 export type StoredResponse = z.infer<typeof storedResponseSchema>;
 
+/**
+ * A state of a key. Every state names a holder (`owner`, a token unique to the request or the step that wrote
+ * it); the state after holder T is the value of T's successor key, which create-if-absent writes once: that is
+ * the compare-and-set (see IdempotencyChain). `owner` is absent only on responses stored before holders chained.
+ */
 const entrySchema = z.discriminatedUnion('state', [
   z.object({
     state: z.literal('in-flight'),
@@ -38,13 +46,19 @@ const entrySchema = z.discriminatedUnion('state', [
   z.object({
     state: z.literal('done'),
     fingerprint,
+    owner: z.string().min(1).optional(),
     response: storedResponseSchema,
     sampleId: z.string().nullable(),
     completedAt: z.number(),
     expiresAt: z.number(),
   }),
+  /** The holder failed: the key is free for the next request. */
+  z.object({ state: z.literal('released'), owner: z.string().min(1) }),
+  /** Being removed (its time is over): nobody may take it over; its head is deleted next. */
+  z.object({ state: z.literal('swept'), owner: z.string().min(1) }),
 ]);
 type Entry = z.infer<typeof entrySchema>;
+type InFlight = Extract<Entry, { state: 'in-flight' }>;
 
 /** The key a request carries, or null without one; a malformed key is a 400 naming the header. */
 export function idempotencyKeyOf(headers: Readonly<Record<string, string | string[] | undefined>>) {
@@ -94,28 +108,37 @@ export class IdempotencyKeys {
 
   /** Claims the key for this attempt, or returns the response to replay; throws the 409 / 422. */
   async begin(request: { scope: string; key: string; fingerprint: string }): Promise<IdempotencyStart> {
-    const storeKey = idempotencyStoreKey(request.scope, request.key);
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const owner = randomUUID();
-      const lock: Entry = {
+    const chain = this.chainOf(idempotencyStoreKey(request.scope, request.key));
+    for (let attempt = 0; attempt < 5; attempt++) {
+      const lock: InFlight = {
         state: 'in-flight',
         fingerprint: request.fingerprint,
-        owner,
+        owner: newHolder(),
         expiresAt: this.clock() + this.leaseMs,
       };
-      if (await this.io(() => this.options.store.putIfAbsent(storeKey, lock))) {
-        return { kind: 'claimed', claim: new IdempotencyClaim(this, storeKey, lock) };
-      }
-      const raw = await this.io(() => this.options.store.get(storeKey));
-      const parsed = entrySchema.safeParse(raw);
-      if (raw !== undefined && (!parsed.success || parsed.data.expiresAt <= this.clock())) {
-        // Expired (or unreadable): the key is free again. Take it over.
-        await this.io(() => this.options.store.delete(storeKey));
+      if (await chain.create(lock))
+        return { kind: 'claimed', claim: new IdempotencyClaim(this, chain, lock, lock.owner) };
+      const latest = await chain.latest();
+      if (latest.kind === 'absent') continue; // removed in between
+      if (latest.kind === 'unreadable') {
+        await chain.remove();
         continue;
       }
-      if (!parsed.success) continue; // gone in between
-      const entry = parsed.data;
-      if (entry.fingerprint !== request.fingerprint)
+      const { state, headOwner } = latest;
+      if (state.state === 'swept') {
+        // Being removed right now: the key is free once its head is gone.
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        continue;
+      }
+      if (await this.isFree(chain, state)) {
+        if (state.owner === undefined) await chain.remove();
+        // Taken over only if `state` is still the latest: one of any number of racers gets it.
+        else if (await chain.advance({ owner: state.owner, headOwner }, lock))
+          return { kind: 'claimed', claim: new IdempotencyClaim(this, chain, lock, headOwner) };
+        continue;
+      }
+      if (state.state === 'released') continue; // unreachable: a released key is free
+      if (state.fingerprint !== request.fingerprint)
         throw new OpenAIError(
           422,
           'this Idempotency-Key was already used with a different request; use a new key for a new request',
@@ -123,7 +146,7 @@ export class IdempotencyKeys {
           'Idempotency-Key',
           'idempotency_key_reused',
         );
-      if (entry.state === 'in-flight')
+      if (state.state === 'in-flight')
         throw new OpenAIError(
           409,
           'a request with this Idempotency-Key is still being answered; retry shortly to get its response',
@@ -132,7 +155,7 @@ export class IdempotencyKeys {
           'idempotency_key_in_use',
           1,
         );
-      return { kind: 'replay', response: entry.response };
+      return { kind: 'replay', response: state.response };
     }
     throw new OpenAIError(
       409,
@@ -146,15 +169,42 @@ export class IdempotencyKeys {
 
   /** Deletes entries whose time is over; returns how many. */
   async sweepExpired(): Promise<number> {
-    const store = this.options.store;
     let removed = 0;
-    for (const key of await this.io(() => store.list('idempotency'))) {
-      const parsed = entrySchema.safeParse(await this.io(() => store.get(key)));
-      if (parsed.success && parsed.data.expiresAt > this.clock()) continue;
-      await this.io(() => store.delete(key));
+    for (const key of await this.io((store) => store.list(HEADS))) {
+      const chain = this.chainOf(key);
+      const latest = await chain.latest();
+      if (latest.kind === 'absent') continue;
+      if (latest.kind === 'state' && latest.state.state !== 'swept') {
+        const { state, headOwner } = latest;
+        if (!(await this.isFree(chain, state))) continue;
+        // Fenced first, so nobody takes it over while it is removed.
+        const swept: Entry = { state: 'swept', owner: newHolder() };
+        if (state.owner !== undefined && !(await chain.advance({ owner: state.owner, headOwner }, swept)))
+          continue;
+      }
+      await chain.remove();
       removed++;
     }
     return removed;
+  }
+
+  /** Whether a state leaves the key free: released, or its time (a lease, or a response's) is over. */
+  private async isFree(chain: StateChain<Entry>, state: Entry): Promise<boolean> {
+    const now = this.clock();
+    if (state.state === 'released') return true;
+    if (state.state === 'swept') return false;
+    if (state.expiresAt > now) return false;
+    if (state.state === 'done') return true;
+    return ((await chain.leaseOf(state.owner)) ?? 0) <= now;
+  }
+
+  private chainOf(storeKey: string): StateChain<Entry> {
+    return new StateChain(
+      (operation) => this.io(operation),
+      entrySchema,
+      storeKey,
+      storeKey.replace(/^idempotency\//, `${CHAINS}/`),
+    );
   }
 
   /** @internal store access for claims */
@@ -165,7 +215,8 @@ export class IdempotencyKeys {
 
 /**
  * One attempt's hold on a key: renewed while the attempt runs, then either completed with the response (which
- * is what a retry replays) or released (the attempt failed; a retry runs afresh).
+ * is what a retry replays) or released (the attempt failed; a retry runs afresh). Both write only while the
+ * attempt still holds the key: after its lease ran out and a retry took the key over, they change nothing.
  */
 export class IdempotencyClaim {
   private renewals: Promise<void> = Promise.resolve();
@@ -174,8 +225,9 @@ export class IdempotencyClaim {
 
   constructor(
     private readonly keys: IdempotencyKeys,
-    private readonly storeKey: string,
-    private readonly lock: Extract<Entry, { state: 'in-flight' }>,
+    private readonly chain: StateChain<Entry>,
+    private readonly lock: InFlight,
+    private readonly headOwner: string | undefined,
   ) {
     this.timer = setInterval(() => {
       this.renewals = this.renewals.then(() => this.renew()).catch(() => undefined);
@@ -183,19 +235,31 @@ export class IdempotencyClaim {
     this.timer.unref();
   }
 
-  /** Stores the response exactly as it is sent; call before its last byte reaches the client. */
+  /**
+   * Stores the response exactly as it is sent; call before its last byte reaches the client. Throws a 409 when
+   * the attempt no longer holds the key (a retry took it over): that retry's response is the one kept.
+   */
   async complete(response: StoredResponse, sampleId: string | null): Promise<void> {
     await this.stopRenewing();
     const now = this.keys.clock();
     const done: Entry = {
       state: 'done',
+      owner: newHolder(),
       fingerprint: this.lock.fingerprint,
       response,
       sampleId,
       completedAt: now,
       expiresAt: now + this.keys.ttlMs,
     };
-    await this.keys.io((store) => store.put(this.storeKey, done));
+    if (!(await this.chain.advance(this.from(), done)))
+      throw new OpenAIError(
+        409,
+        'this request took too long and a retry with its Idempotency-Key was answered instead; retry to get that response',
+        'invalid_request_error',
+        'Idempotency-Key',
+        'idempotency_key_taken_over',
+        1,
+      );
     this.settled = true;
   }
 
@@ -204,7 +268,11 @@ export class IdempotencyClaim {
     if (this.settled) return;
     this.settled = true;
     await this.stopRenewing();
-    if (await this.stillOwned()) await this.keys.io((store) => store.delete(this.storeKey));
+    await this.chain.advance(this.from(), { state: 'released', owner: newHolder() });
+  }
+
+  private from(): { owner: string; headOwner: string | undefined } {
+    return { owner: this.lock.owner, headOwner: this.headOwner };
   }
 
   private async stopRenewing(): Promise<void> {
@@ -213,17 +281,15 @@ export class IdempotencyClaim {
   }
 
   private async renew(): Promise<void> {
-    if (this.settled || !(await this.stillOwned())) return;
-    const renewed: Entry = { ...this.lock, expiresAt: this.keys.clock() + this.keys.leaseMs };
-    await this.keys.io((store) => store.put(this.storeKey, renewed));
-  }
-
-  private async stillOwned(): Promise<boolean> {
-    const parsed = entrySchema.safeParse(await this.keys.io((store) => store.get(this.storeKey)));
-    return parsed.success && parsed.data.state === 'in-flight' && parsed.data.owner === this.lock.owner;
+    if (this.settled) return;
+    await this.chain.renew(this.lock.owner, this.keys.clock() + this.keys.leaseMs);
   }
 }
 
+/** Where keys' first states live, and their chains (idempotency-chain.ts). */
+const HEADS = 'idempotency';
+const CHAINS = 'idempotency-chain';
+
 function idempotencyStoreKey(scope: string, key: string): string {
-  return ['idempotency', scope || 'open', sha256Hex(key)].map(encodeURIComponent).join('/');
+  return [HEADS, scope || 'open', sha256Hex(key)].map(encodeURIComponent).join('/');
 }

@@ -19,7 +19,7 @@ import {
   turnDigest,
 } from './conversation-identity.js';
 import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
-import type { Pairing, RecordedTurn, TurnDraft } from './turn-recorder.js';
+import type { Pairing, RecordedTurn, RecordOptions, TurnDraft } from './turn-recorder.js';
 
 /** Store data is a boundary too: an index entry that does not parse is ignored, not trusted. */
 const turnPointerSchema = z.object({
@@ -59,9 +59,19 @@ export class TurnPersistence {
     this.clock = options.clock ?? (() => new Date());
   }
 
-  async persist(draft: TurnDraft): Promise<RecordedTurn> {
-    const identity = conversationIdentity(draft.messages, draft.tools);
-    const found = await this.findContinued(draft.sessionId, identity.kept);
+  async persist(given: TurnDraft, options: RecordOptions = {}): Promise<RecordedTurn> {
+    const identity = conversationIdentity(given.messages, given.tools);
+    let draft = given;
+    let found = await this.findContinued(draft.sessionId, identity.kept);
+    const legacy = options.legacySessionId;
+    if (found.pairing === 'unmatched' && legacy && legacy !== draft.sessionId) {
+      // A conversation begun under an older derived id: it continues there, where the turn it keeps is.
+      const before = await this.findContinued(legacy, identity.kept);
+      if (before.pointer !== null) {
+        draft = { ...draft, sessionId: legacy };
+        found = before;
+      }
+    }
     const digest = turnDigest(identity.prefixHash, draft.response, draft.responseIds);
     const record: TurnRecord = {
       ...draft,

@@ -22,8 +22,16 @@ export interface RecordedTurn {
   pairing: Pairing;
 }
 
+export interface RecordOptions {
+  /**
+   * Another session the conversation may have begun in (a derived id of an older form): when the turn this one
+   * continues is found there and not in `draft.sessionId`, the turn is recorded there.
+   */
+  legacySessionId?: string | null;
+}
+
 export interface TurnRecorder {
-  record(draft: TurnDraft): Promise<RecordedTurn>;
+  record(draft: TurnDraft, options?: RecordOptions): Promise<RecordedTurn>;
   /** The client said the session is over (`X-Session-Done`). */
   endSession(sessionId: string): Promise<void>;
 }

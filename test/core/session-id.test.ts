@@ -2,9 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { fnv1a64Hex, utf8Bytes } from '../../core/fnv1a64.js';
 import { replyView } from '../../core/reply-view.js';
 import {
-  derivedSessionId,
   deriveSessionId,
   identifySession,
+  legacySessionId,
   safeSessionId,
   stripSessionFields,
 } from '../../core/session-id.js';
@@ -73,48 +73,45 @@ describe('identifySession', () => {
     ).toMatchObject({ sessionId: 'local/u', source: 'user' });
   });
 
-  it('derives the id of a first request from the reply it is served, and later requests find it in their history', () => {
+  it('derives the id of a first request from what it sends, and later requests of either reply find it', () => {
+    // A client without ids regenerated its first reply and went on from the second: before, the id hashed the
+    // reply too, so the regenerate opened a session of its own where the reply nobody kept was never settled.
     const first = identifySession({ headers: {}, body: { messages } }, { tenant: 'alice' });
+    const named = `alice/open-${fnv1a64Hex(JSON.stringify(['alice', 'user:Plan my week.']))}`;
     expect(first).toEqual({
       tenant: 'alice',
-      sessionId: null,
+      sessionId: named,
       source: 'derived',
-      opening: 'user:Plan my week.',
+      legacySessionId: null,
       turnType: 'main',
       sessionDone: false,
     });
-    if (first.source !== 'derived' || first.sessionId !== null) throw new Error('unreachable');
-    const named = derivedSessionId(first, { content: 'Sure.', toolCalls: null });
-    expect(named).toMatch(/^alice\/conv-[0-9a-f]{16}$/);
-    expect(named).toBe(
-      `alice/conv-${fnv1a64Hex(JSON.stringify(['alice', 'user:Plan my week.', replyView('Sure.', null)]))}`,
-    );
-    const later = identifySession(
-      {
-        headers: {},
-        body: {
-          messages: [
-            // A rewritten system prompt and a reply sent back in parts keep the id.
-            { role: 'system', content: 'You are Claw, with more tools.' },
-            messages[1],
-            { role: 'assistant', content: [{ type: 'text', text: ' Sure. ' }] },
-            { role: 'user', content: 'Thanks' },
-          ],
+    const laterOf = (reply: string) =>
+      identifySession(
+        {
+          headers: {},
+          body: {
+            messages: [
+              // A rewritten system prompt keeps the id.
+              { role: 'system', content: 'You are Claw, with more tools.' },
+              messages[1],
+              { role: 'assistant', content: [{ type: 'text', text: ` ${reply} ` }] },
+              { role: 'user', content: 'Thanks' },
+            ],
+          },
         },
-      },
-      { tenant: 'alice' },
-    );
-    expect(later).toMatchObject({ source: 'derived', sessionId: named });
+        { tenant: 'alice' },
+      );
+    expect(laterOf('Sure.')).toMatchObject({ source: 'derived', sessionId: named });
+    expect(laterOf('Of course.')).toMatchObject({ source: 'derived', sessionId: named });
+    // The id the conversation had when the reply was hashed too: where a conversation begun then continues.
+    expect(laterOf('Sure.')).toMatchObject({
+      legacySessionId: `alice/conv-${fnv1a64Hex(JSON.stringify(['alice', 'user:Plan my week.', replyView('Sure.', null)]))}`,
+    });
   });
 
-  it('keeps apart two chats that open with the same words once their replies differ, and tenants always', () => {
-    const first = identifySession({ headers: {}, body: { messages: [{ role: 'user', content: 'hi' }] } });
-    if (first.source !== 'derived' || first.sessionId !== null) throw new Error('unreachable');
-    const a = derivedSessionId(first, { content: 'Hello!', toolCalls: null });
-    const b = derivedSessionId(first, { content: 'Hi there.', toolCalls: null });
-    expect(a).not.toBe(b);
+  it('keeps the legacy id of a reply given as a tool call, and tenants apart always', () => {
     const call = [{ id: 'c1', type: 'function', function: { name: 'ls', arguments: '{"dir": "."}' } }];
-    const viaTool = derivedSessionId(first, { content: null, toolCalls: call });
     const later = identifySession({
       headers: {},
       body: {
@@ -130,10 +127,13 @@ describe('identifySession', () => {
         ],
       },
     });
-    expect(later.sessionId).toBe(viaTool);
-    expect(
-      derivedSessionId({ tenant: 'bob', opening: first.opening }, { content: 'Hello!', toolCalls: null }),
-    ).not.toBe(a.replace(/^local/, 'bob'));
+    expect(later).toMatchObject({
+      sessionId: `local/${deriveSessionId('local', 'user:hi')}`,
+      legacySessionId: `local/${legacySessionId('local', 'user:hi', replyView(null, call))}`,
+    });
+    const hi = { headers: {}, body: { messages: [{ role: 'user', content: 'hi' }] } };
+    expect(identifySession(hi, { tenant: 'bob' }).sessionId).toBe(`bob/${deriveSessionId('bob', 'user:hi')}`);
+    expect(deriveSessionId('bob', 'user:hi')).not.toBe(deriveSessionId('local', 'user:hi'));
   });
 
   it('gives no id, and a side turn, without any messages', () => {
@@ -176,10 +176,13 @@ describe('deriveSessionId', () => {
   const idOf = (list: unknown[]) => identifySession({ headers: {}, body: { messages: list } }).sessionId;
   const reply = { role: 'assistant', content: 'Sure.' };
 
-  it('uses the first user message and the first reply only, not the system prompt', () => {
+  it('uses the first user message only, not the system prompt or the replies', () => {
     const base = idOf([...messages, reply]);
+    expect(idOf(messages)).toBe(base);
     expect(idOf([{ role: 'developer', content: 'Another prompt.' }, messages[1], reply])).toBe(base);
-    expect(idOf([messages[1], reply, { role: 'user', content: 'more' }])).toBe(base);
+    expect(idOf([messages[1], { ...reply, content: 'Other.' }, { role: 'user', content: 'more' }])).toBe(
+      base,
+    );
     expect(idOf([messages[0], { role: 'user', content: 'Other.' }, reply])).not.toBe(base);
   });
 
@@ -199,8 +202,8 @@ describe('deriveSessionId', () => {
   });
 
   it('falls back to the first message other than a reply', () => {
-    expect(idOf([{ role: 'tool', content: 'x' }, reply])).toMatch(/^local\/conv-/);
-    expect(deriveSessionId('a', 'x', 'y')).not.toBe(deriveSessionId('b', 'x', 'y'));
+    expect(idOf([{ role: 'tool', content: 'x' }, reply])).toMatch(/^local\/open-/);
+    expect(deriveSessionId('a', 'x')).not.toBe(deriveSessionId('b', 'x'));
   });
 });
 

@@ -13,6 +13,7 @@ import OpenAI from 'openai';
 import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../../core/config.js';
+import { deriveSessionId } from '../../core/session-id.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { exclusionKey, sampleKey } from '../../core/turn-record.js';
 import type { SampleExclusion, TrainingSample } from '../../core/types.js';
@@ -43,6 +44,7 @@ const assistant = (content: string): Message => ({ role: 'assistant', content })
 /** What the stand-in judge concludes from each whole next-state message these conversations send. */
 const VERDICTS = {
   thanksName: 'Perfect, Whiskers it is. Now suggest one for my dog.',
+  thanksDerived: 'Nice, I will call my hamster that. What does he eat?',
   thanksNegative: 'Great, I will call her Luna. What should I feed her?',
   keyed: 'That works, thank you. Can you also give me a second option?',
   tripPlan: 'Lovely, that covers Monday. What about Tuesday?',
@@ -70,6 +72,7 @@ describe('turn pairing as a user sees it', () => {
     judge = await startTranscriptJudge({
       verdicts: {
         [VERDICTS.thanksName]: { score: 1 },
+        [VERDICTS.thanksDerived]: { score: 1 },
         [VERDICTS.thanksNegative]: { score: 1 },
         [VERDICTS.keyed]: { score: 1 },
         [VERDICTS.tripPlan]: { score: 1 },
@@ -126,13 +129,14 @@ describe('turn pairing as a user sees it', () => {
     const gateway = await startGateway(configWith(session), { temporal: env.client, store, logger: false });
     gateways.push(gateway);
     const client = new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: 'unused', maxRetries: 0 });
+    /** `sessionId` null: the client names no session (the gateway derives one). */
     return async (
-      sessionId: string,
+      sessionId: string | null,
       messages: Message[],
       options: { stream?: boolean; done?: boolean; key?: string } = {},
     ): Promise<string> => {
       const headers = {
-        'X-Session-Id': sessionId,
+        ...(sessionId !== null && { 'X-Session-Id': sessionId }),
         ...(options.done && { 'X-Session-Done': 'true' }),
         ...(options.key && { 'Idempotency-Key': options.key }),
       };
@@ -230,6 +234,34 @@ describe('turn pairing as a user sees it', () => {
       );
       await saveHistory(env, scoreTurnWorkflowId(ids.first), 'score-turn-workflow-superseded');
     }
+  });
+
+  it('keeps a regenerated first reply of a client without session ids in its session, superseding the other', async () => {
+    // A client that names no session regenerates its first reply and goes on from the second: when the derived
+    // id hashed the reply, the regenerate opened a session of its own and the first reply was never settled.
+    const chat = await gatewayWith({ idleTimeoutMs: 600_000 });
+    const opening = [user(`Suggest a name for my hamster (${taskQueue}).`)];
+    const first = await chat(null, opening);
+    const second = await chat(null, opening, { stream: true });
+    expect(second).not.toBe(first);
+    const last = await chat(null, [...opening, assistant(second), user(VERDICTS.thanksDerived)], {
+      done: true,
+    });
+
+    const sessionId = deriveSessionId(LOCAL_TENANT, `user:${opening[0]?.content}`);
+    const ids = {
+      first: await sampleIdOf(sessionId, 1, first),
+      second: await sampleIdOf(sessionId, 1, second),
+      last: await sampleIdOf(sessionId, 2, last),
+    };
+    const { samples, exclusions } = await settled(Object.values(ids));
+    expect(samples.get(ids.second)).toMatchObject({ reward: 1, kind: 'rl' });
+    expect(exclusions.get(ids.first)?.reason).toBe('superseded');
+    expect(exclusions.get(ids.first)?.detail).toContain(ids.second);
+    expect(judge.nextStatesFor(second)).toEqual([VERDICTS.thanksDerived]);
+    const handle = env.client.workflow.getHandle(sessionWorkflowId(scopedSessionId(LOCAL_TENANT, sessionId)));
+    expect(((await handle.result()) as SessionResult).end).toBe('done-signal');
+    expect(await handle.query(sessionStatusQuery)).toMatchObject({ turnsScored: 3, turnsSuperseded: 1 });
   });
 
   it('with `session.superseded: negative` trains the replaced answer with reward -1, without a judge', async () => {

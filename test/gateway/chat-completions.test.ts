@@ -13,7 +13,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { derivedSessionId } from '../../core/session-id.js';
+import { deriveSessionId } from '../../core/session-id.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import { sessionTurnsPrefix } from '../../core/turn-record.js';
 import type { TurnRef } from '../../core/types.js';
@@ -331,11 +331,11 @@ describe('gateway chat completions against a real engine and Temporal', () => {
 
     const messages = [{ role: 'user' as const, content: `an unpatched client ${Math.random()}` }];
     const derived = (await client.chat.completions.create(plain({ messages, max_tokens: 2 }))) as Completion;
-    // Derived from the first user message and the reply just served.
+    // Derived from the first user message, the same for every reply.
     const reply = { content: derived.choices[0]?.message.content ?? null, toolCalls: null };
-    const expected = derivedSessionId(
-      { tenant: LOCAL_TENANT, opening: `user:${messages[0]?.content}` },
-      reply,
+    const expected = scopedSessionId(
+      LOCAL_TENANT,
+      deriveSessionId(LOCAL_TENANT, `user:${messages[0]?.content}`),
     );
     stack.sessions.add(expected);
     expect(local(derived.session_id ?? '')).toBe(expected);

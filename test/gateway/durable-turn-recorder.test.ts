@@ -104,6 +104,28 @@ describe('DurableTurnRecorder', () => {
     expect((await sessionSignals(env.client, sessionId)).at(-1)?.name).toBe('sessionDone');
   });
 
+  it('continues a conversation begun under an older derived id in that session', async () => {
+    // A client without session ids was mid-conversation when derived ids changed form: its next turn must pair
+    // with the turn it keeps, in the session that turn is in, instead of opening another.
+    const [legacy, current] = [uniqueSessionId('legacy'), uniqueSessionId('current')];
+    sessions.push(legacy, current);
+    const persistence = recorder().persistence;
+    const opening: ChatMessage[] = [{ role: 'user', content: 'q1' }];
+    const next = (reply: string): ChatMessage[] => [
+      ...opening,
+      { role: 'assistant', content: reply },
+      { role: 'user', content: 'q2' },
+    ];
+    const before = await persistence.persist(draft(legacy, opening, 'a1'));
+    const after = await persistence.persist(draft(current, next('a1'), 'a2'), { legacySessionId: legacy });
+    expect(after.ref).toMatchObject({ sessionId: legacy, continues: { sampleId: before.ref.sampleId } });
+    expect(after.pairing).toBe('continuation');
+    // A conversation begun under the current id stays in it.
+    const fresh = await persistence.persist(draft(current, opening, 'b1'));
+    const on = await persistence.persist(draft(current, next('b1'), 'b2'), { legacySessionId: legacy });
+    expect(on.ref).toMatchObject({ sessionId: current, continues: { sampleId: fresh.ref.sampleId } });
+  });
+
   it('finds the continued turn by its kept reply: exact prefix, then the reply alone, never the other branch', async () => {
     const sessionId = uniqueSessionId('pair');
     const persistence = recorder().persistence;

@@ -58,6 +58,8 @@ export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'record
   taskQueue?: string;
   /** How long an Idempotency-Key response is kept (default one day). */
   idempotencyTtlMs?: number;
+  /** The clock Idempotency-Key leases are written by (default the system's; one behind stalls its holders). */
+  idempotencyClock?: () => number;
 }
 
 export async function startTestGateway(options: TestGatewayOptions): Promise<TestGateway> {
@@ -78,7 +80,12 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     retry,
     onQueued: () => relay.notify(),
   });
-  const idempotency = new IdempotencyKeys({ store, ttlMs: options.idempotencyTtlMs ?? 86_400_000, retry });
+  const idempotency = new IdempotencyKeys({
+    store,
+    ttlMs: options.idempotencyTtlMs ?? 86_400_000,
+    retry,
+    ...(options.idempotencyClock && { clock: options.idempotencyClock }),
+  });
   const app = createGateway({ ...options, recorder, idempotency });
   await app.listen({ host: '127.0.0.1', port: 0 });
   relay.start();

@@ -13,6 +13,7 @@ import type { EngineProcess } from '../../engines/reference-engine-process.js';
 import { apiKeyName } from '../../gateway/auth.js';
 import { type CountingProxy, startCountingProxy } from '../support/counting-proxy.js';
 import { CountingStore } from '../support/counting-store.js';
+import { startDelayingProxy } from '../support/delaying-proxy.js';
 import { findRecordedTurn, recordedTurns } from '../support/turn-lookup.js';
 import {
   type EngineStack,
@@ -116,6 +117,49 @@ describe('Idempotency-Key and recorded sampling, against a real engine and Tempo
       expect(proxy.count(CHAT)).toBe(asked + 1);
     });
   }
+
+  it('answers a stalled attempt and two racing retries of one key with one generation and one reply', async () => {
+    // The first attempt stalls past its lease (its gateway's clock runs behind: its lease is over as soon as it
+    // is written) while two retries race for the key: before, the stalled attempt's late answer was stored over
+    // the retry's, and the clients of one key were given two different replies.
+    const delaying = await startDelayingProxy(proxy.url);
+    delaying.delays.set(CHAT, 2_000);
+    const stalledGateway = await startTestGateway({
+      engineUrl: delaying.url,
+      client: env.client,
+      apiKeys: KEYS,
+      store: gateway.store,
+      idempotencyClock: () => Date.now() - 600_000,
+    });
+    gateways.push(stalledGateway);
+    try {
+      const sessionId = session('idem-takeover');
+      const body = { model: 'tiny', messages: question('Name a colour.'), max_tokens: 8, ignore_eos: true };
+      const headers = { 'X-Session-Id': sessionId, 'Idempotency-Key': `takeover-${sessionId}` };
+      const asked = proxy.count(CHAT);
+      const first = post(stalledGateway, body, headers);
+      await expect.poll(() => proxy.count(CHAT), { timeout: 10_000, interval: 20 }).toBe(asked + 1);
+      const retries = await Promise.all([post(gateway, body, headers), post(gateway, body, headers)]);
+      const stalled = await first;
+      const again = await post(gateway, body, headers);
+
+      // The stalled attempt and exactly one of the retries reached the engine.
+      expect(proxy.count(CHAT)).toBe(asked + 2);
+      const answered = [...retries, again].filter((r) => r.status === 200);
+      expect(answered.length).toBeGreaterThanOrEqual(2);
+      expect(new Set(answered.map((r) => r.text)).size).toBe(1);
+      for (const busy of retries.filter((r) => r.status !== 200)) {
+        expect(busy.status).toBe(409);
+        expect(JSON.parse(busy.text)).toMatchObject({ error: { code: 'idempotency_key_in_use' } });
+      }
+      expect(again.headers.get('idempotent-replayed')).toBe('true');
+      // The stalled attempt's client is told to retry, which gets the reply that was kept.
+      expect(stalled.status).toBe(409);
+      expect(JSON.parse(stalled.text)).toMatchObject({ error: { code: 'idempotency_key_taken_over' } });
+    } finally {
+      await delaying.close();
+    }
+  });
 
   it('refuses a key reused for a different request (422) or while its first attempt runs (409)', async () => {
     const sessionId = session('idem-conflict');

@@ -135,7 +135,7 @@ describe('tenants', () => {
     });
   }
 
-  it("keeps bob out of alice's derived session, and two of her chats that open alike apart", async () => {
+  it("keeps bob out of alice's derived session, where her regenerated first reply is a sibling", async () => {
     const opening: ChatCompletionMessageParam[] = [
       { role: 'system', content: 'You are terse.' },
       { role: 'user', content: `hi ${stack.session('tenants-derived')}` },
@@ -143,12 +143,11 @@ describe('tenants', () => {
     const one = await chat(ALICE, opening);
     const two = await chat(ALICE, opening);
     const [a, b] = [one.body.session_id ?? '', two.body.session_id ?? ''];
-    expect(a).toMatch(/^conv-[0-9a-f]{16}$/);
-    // Unseeded, the tiny model answers differently: two conversations, two sessions.
+    expect(a).toMatch(/^open-[0-9a-f]{16}$/);
+    // Unseeded, the tiny model answers differently: a regenerate, in the same session.
     expect(reply(one.body)).not.toEqual(reply(two.body));
-    expect(b).not.toBe(a);
-    for (const id of [a, b])
-      for (const tenant of ['alice', 'bob']) stack.sessions.add(scopedSessionId(tenant, id));
+    expect(b).toBe(a);
+    for (const tenant of ['alice', 'bob']) stack.sessions.add(scopedSessionId(tenant, a));
 
     // Bob replays her conversation so far and ends it: his session has another id, and hers saw nothing.
     const continued = [...opening, reply(one.body), { role: 'user' as const, content: 'and then?' }];
@@ -156,7 +155,10 @@ describe('tenants', () => {
     expect(intruder.status).toBe(200);
     expect(intruder.body.session_id).not.toBe(a);
     const hers = scopedSessionId('alice', a);
-    expect(await received(hers)).toMatchObject({ ended: false, turns: [{ sessionId: hers }] });
+    expect(await received(hers)).toMatchObject({
+      ended: false,
+      turns: [{ sessionId: hers }, { sessionId: hers }],
+    });
 
     // Her own next request (another system prompt, as OpenClaw's grows) continues her first chat.
     const mine = await chat(ALICE, [
@@ -165,8 +167,7 @@ describe('tenants', () => {
     ]);
     expect(mine.body.session_id).toBe(a);
     const after = await received(hers);
-    expect(after.turns).toHaveLength(2);
-    expect(after.turns[1]?.continues?.sampleId).toBe(after.turns[0]?.sampleId);
-    expect((await received(scopedSessionId('alice', b))).turns).toHaveLength(1);
+    expect(after.turns).toHaveLength(3);
+    expect(after.turns[2]?.continues?.sampleId).toBe(after.turns[0]?.sampleId);
   });
 });
