@@ -18,6 +18,8 @@ interface ComposeService {
   volumes?: (string | { source?: string; target?: string; read_only?: boolean })[];
   profiles?: string[];
   command?: string[];
+  entrypoint?: string[];
+  ports?: ({ host_ip?: string; published?: string | number; target?: number } | string)[];
   shm_size?: string | number;
 }
 
@@ -140,5 +142,23 @@ describe('compose with the example .env files', () => {
     const needs = Array.isArray(gatewayNeeds) ? gatewayNeeds : Object.keys(gatewayNeeds);
     expect(needs).toContain('postgresql');
     expect(needs).not.toContain('temporal');
+  });
+
+  // Anyone who reached the codec server used to get payloads decrypted; now the UI must carry its token.
+  it('the codec server is published on loopback only, and the UI reads its token from the codec-keys volume', async () => {
+    const empty = join(await mkdtemp(join(tmpdir(), 'compose-env-')), 'empty.env');
+    await writeFile(empty, '');
+    const { services } = await resolved(empty, []);
+    const codec = services['codec-server'];
+    expect(codec?.environment?.OPENCLAW_CODEC_TOKEN_FILE).toBe('/codec-keys/codec-token');
+    for (const port of codec?.ports ?? [])
+      expect(typeof port === 'string' ? port : port.host_ip).toMatch(/^127\.0\.0\.1/);
+    const ui = services['temporal-ui'];
+    expect(mounts(ui)).toContain('codec-keys:/codec-keys:ro');
+    expect((ui?.entrypoint ?? []).join(' ')).toMatch(
+      /TEMPORAL_CODEC_ENDPOINT="http:\/\/localhost:8081\/\$?\$\(head -n 1 \/codec-keys\/codec-token\)"/,
+    );
+    // The UI sees the codec token, never the payload keys.
+    expect(mounts(ui).filter((m) => m.startsWith('keys:'))).toEqual([]);
   });
 });
