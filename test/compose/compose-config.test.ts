@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { SGLANG_KEYED_LAUNCH } from '../../engines/sglang-keyed-launch.js';
 import { composeCommand } from './compose-command.js';
 
 const run = promisify(execFile);
@@ -57,6 +58,12 @@ describe('compose with the example .env files', () => {
 
   it('gpu.env: SGLang serves, the trainer-worker runs slime epochs on host paths', async () => {
     const { services, started } = await resolved('docs/examples/gpu.env', ['gpu', 'gpu-judge']);
+    // SGLang's key from the token file through the launcher, never on the command line `ps` shows.
+    for (const name of ['sglang', 'judge']) {
+      expect(services[name]?.entrypoint, name).toEqual(['python3', '-c', SGLANG_KEYED_LAUNCH]);
+      expect(services[name]?.command?.join(' '), name).not.toContain('--api-key');
+      expect(services[name]?.environment?.OPENCLAW_ENGINE_TOKEN_FILE, name).toBe('/engine-keys/engine-token');
+    }
     expect(started).toEqual(
       expect.arrayContaining(['sglang', 'trainer-worker', 'gateway', 'control-worker']),
     );
