@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { ENGINE_KINDS } from '../core/engine-kinds.js';
 import { describeZodError } from '../core/training-settings.js';
+import { sglangKeyedCommand } from '../engines/sglang-keyed-launch.js';
 import {
   VLLM_SERVER_ENV,
   VLLM_SERVER_MODULE,
@@ -45,8 +46,9 @@ export const engineContainerSettingsSchema = z.object({
   /** Address the host port is published on. */
   bindAddress: z.string().min(1).default('127.0.0.1'),
   /**
-   * The engine token (engine.token): the reference engine asks it of every route but /health, SGLang gets it
-   * as `--api-key` (every route but /health*, /ready*, /metrics*), vLLM as VLLM_API_KEY (its /v1 routes only).
+   * The engine token (engine.token), always in the container's environment: the reference engine asks it of
+   * every route but /health, SGLang gets it as its API key (every route but /health*, /ready*, /metrics*) through
+   * engines/sglang-keyed-launch.ts, vLLM as VLLM_API_KEY (its /v1 routes only).
    * Without one the engine runs open, which is allowed only while the port is published on loopback.
    */
   token: z.string().min(1).optional(),
@@ -147,10 +149,8 @@ export function engineCommand(settings: EngineContainerSettings): string[] {
       }),
     ];
   }
-  return [
-    'python3',
-    '-m',
-    'sglang.launch_server',
+  // The key travels in the container's environment, never its command line (engines/sglang-keyed-launch.ts).
+  return sglangKeyedCommand([
     '--model-path',
     ENGINE_MODEL_MOUNT,
     '--tp',
@@ -161,10 +161,8 @@ export function engineCommand(settings: EngineContainerSettings): string[] {
     port,
     '--enable-metrics',
     ...SGLANG_PARSER_ARGS,
-    // SGLang reads its key from the command line only (no variable).
-    ...(settings.token ? ['--api-key', settings.token] : []),
     ...settings.extraArgs,
-  ];
+  ]);
 }
 
 /** The NVIDIA device request of the container, or none when it asks for no GPU. */
@@ -203,6 +201,7 @@ export function engineContainerSpec(settings: EngineContainerSettings, hostId: s
     Cmd: engineCommand(settings),
     Env: Object.entries({
       ...(settings.kind === 'vllm' && { ...VLLM_SERVER_ENV, ...vllmApiKeyEnv(settings.token) }),
+      ...(settings.kind === 'sglang' && settings.token && { OPENCLAW_ENGINE_TOKEN: settings.token }),
       ...(settings.kind === 'reference' && referenceEngineAccessEnv(settings)),
       ...settings.env,
     }).map(([key, value]) => `${key}=${value}`),

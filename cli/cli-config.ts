@@ -1,6 +1,7 @@
 import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../core/config.js';
 import { temporalProfile } from '../temporal/connection.js';
 import { integer } from './options.js';
+import { secretFromFlags } from './secret-flags.js';
 
 /** Flags shared by the commands; each also has an environment variable (docs/configuration.md). */
 export interface CommonFlags {
@@ -13,7 +14,9 @@ export interface CommonFlags {
   runId?: string;
   judgeUrl?: string;
   judgeModel?: string;
+  /** Refused: keys are read from `judgeApiKeyFile` or OPENCLAW_JUDGE_API_KEY (cli/secret-flags.ts). */
   judgeApiKey?: string;
+  judgeApiKeyFile?: string;
   engineUrl?: string;
   /** `--engine-kind` (every command) or its short form `--engine` (dev). */
   engineKind?: string;
@@ -62,7 +65,11 @@ export function configFromFlags(flags: CommonFlags, env: NodeJS.ProcessEnv = pro
   const judge: NonNullable<OpenClawConfigInput['judge']> = {};
   if (flags.judgeUrl !== undefined) judge.baseUrl = flags.judgeUrl;
   if (flags.judgeModel !== undefined) judge.model = flags.judgeModel;
-  if (flags.judgeApiKey !== undefined) judge.apiKey = flags.judgeApiKey;
+  const judgeKey = secretFromFlags('judge-api-key', 'OPENCLAW_JUDGE_API_KEY', {
+    inline: flags.judgeApiKey,
+    file: flags.judgeApiKeyFile,
+  });
+  if (judgeKey !== undefined) judge.apiKey = judgeKey;
   if (Object.keys(judge).length > 0) overrides.judge = judge;
   if (flags.trainer !== undefined)
     overrides.trainer = { backend: flags.trainer as NonNullable<OpenClawConfigInput['trainer']>['backend'] };

@@ -6,6 +6,7 @@ import { type Command, Option } from 'commander';
 import type { OpenClawConfig } from '../core/config.js';
 import { clientHost } from '../gateway/main.js';
 import { codecCorsOrigins, createCodecServer } from '../security/codec-server.js';
+import { codecTokenFile, ensureCodecToken } from '../security/codec-token.js';
 import { AesGcmPayloadCodec } from '../security/payload-codec.js';
 import { resolvePayloadKeys } from '../security/payload-keys.js';
 import { configFromFlags } from './cli-config.js';
@@ -13,11 +14,18 @@ import { integer, untilStopped } from './options.js';
 
 export interface RunningCodecServer {
   url: string;
+  /** The UI's codec endpoint: the URL with the token as its first path segment (a secret, like the token). */
+  uiEndpoint: string;
+  /** Where the token is read from (the file, or the variable that set it). */
+  tokenSource: string;
   origins: string[];
   close(): Promise<void>;
 }
 
-/** Listens on codecServer.host:port; `extraOrigins` are UI origins to allow beside the defaults. */
+/**
+ * Listens on codecServer.host:port with the codec token (made on the first start); `extraOrigins` are UI origins
+ * to allow beside the defaults.
+ */
 export async function startCodecServer(
   config: OpenClawConfig,
   extraOrigins: readonly string[] = [],
@@ -25,10 +33,23 @@ export async function startCodecServer(
   const { ring, source } = resolvePayloadKeys(config);
   if (!ring) throw new Error(`the codec server needs the payload keys: ${source}`);
   const origins = codecCorsOrigins(config, extraOrigins);
-  const app = createCodecServer({ codec: new AesGcmPayloadCodec(ring), corsOrigins: origins });
+  const { token } = await ensureCodecToken(config);
+  const app = createCodecServer({
+    codec: new AesGcmPayloadCodec(ring),
+    corsOrigins: origins,
+    token,
+    hosts: config.codecServer.hosts,
+  });
   await app.listen({ host: config.codecServer.host, port: config.codecServer.port });
   const address = app.server.address() as AddressInfo;
-  return { url: `http://${clientHost(address)}:${address.port}`, origins, close: () => app.close() };
+  const url = `http://${clientHost(address)}:${address.port}`;
+  return {
+    url,
+    uiEndpoint: `${url}/${encodeURIComponent(token)}`,
+    tokenSource: config.codecServer.token ? 'OPENCLAW_CODEC_TOKEN' : codecTokenFile(config),
+    origins,
+    close: () => app.close(),
+  };
 }
 
 export function registerCodecServerCommand(program: Command): void {
@@ -50,6 +71,7 @@ export function registerCodecServerCommand(program: Command): void {
       const config: OpenClawConfig = {
         ...base,
         codecServer: {
+          ...base.codecServer,
           host: flags.host ?? base.codecServer.host,
           port,
           corsOrigins: flags.corsOrigin
@@ -62,6 +84,9 @@ export function registerCodecServerCommand(program: Command): void {
       };
       const server = await startCodecServer(config);
       console.log(`codec server ${server.url} (UI origins: ${server.origins.join(', ')})`);
+      console.log(
+        `its token is in ${server.tokenSource}: UI codec endpoint ${server.url}/<token>; CLI TEMPORAL_CODEC_ENDPOINT=${server.url} TEMPORAL_CODEC_AUTH="Bearer <token>"`,
+      );
       await untilStopped();
       await server.close();
     });

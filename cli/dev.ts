@@ -79,7 +79,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
         `temporal: starting a dev server at ${config.temporal.address} (database ${config.dataDir}/temporal.db)`,
       );
       const server: DevServer = await startTemporalDevServer(config.temporal.address, config.dataDir, {
-        ...(codec && { codecEndpoint: codec.url }),
+        ...(codec && { codecEndpoint: codec.uiEndpoint }),
       });
       cleanups.push(() => server.stop());
       temporalUi = server.uiUrl;
@@ -159,7 +159,10 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
 
     say(`gateway ${gateway.url}/v1`);
     say(`temporal ui ${temporalUi}`);
-    if (codec) say(`codec server ${codec.url} (the Temporal UI decrypts payloads through it)`);
+    if (codec)
+      say(
+        `codec server ${codec.url} (the Temporal UI decrypts payloads through it; its token is in ${codec.tokenSource})`,
+      );
     say(`judge ${config.judge.baseUrl} (model ${config.judge.model}), teacher ${config.teacher.url}`);
     say('ready');
     await Promise.race([stop, running]);

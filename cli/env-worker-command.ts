@@ -6,6 +6,7 @@ import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 import { type EnvHostSettings, runEnvHost, type SandboxProviderFactory } from '../workers/env-worker.js';
 import { configFromFlags } from './cli-config.js';
 import { integer, temporalAddressOption, untilStopped } from './options.js';
+import { refusedInlineSecretOption, secretFileOption, secretFromFlags } from './secret-flags.js';
 
 export interface EnvWorkerFlags {
   hostId?: string;
@@ -14,8 +15,11 @@ export interface EnvWorkerFlags {
   envQueue?: string;
   judgeUrl?: string;
   judgeModel?: string;
+  /** Refused, as `policyApiKey`: keys come from the `…File` flags or the variables (cli/secret-flags.ts). */
   judgeApiKey?: string;
+  judgeApiKeyFile?: string;
   policyApiKey?: string;
+  policyApiKeyFile?: string;
   maxActivities?: string;
   reapIntervalMs?: string;
   warmPool?: string;
@@ -45,7 +49,16 @@ export function envHostSettingsFromFlags(
   if (reapIntervalMs !== undefined && reapIntervalMs < 0)
     throw new Error(`--reap-interval-ms must be 0 (off) or more, got ${reapIntervalMs}`);
   const judgeUrl = flags.judgeUrl ?? env.OPENCLAW_JUDGE_URL;
-  const policyApiKey = flags.policyApiKey ?? env.OPENCLAW_POLICY_API_KEY;
+  // OPENCLAW_JUDGE_API_KEY reaches the step judge through the configuration (workers/env-worker.ts).
+  const judgeApiKey = secretFromFlags('judge-api-key', 'OPENCLAW_JUDGE_API_KEY', {
+    inline: flags.judgeApiKey,
+    file: flags.judgeApiKeyFile,
+  });
+  const policyApiKey =
+    secretFromFlags('policy-api-key', 'OPENCLAW_POLICY_API_KEY', {
+      inline: flags.policyApiKey,
+      file: flags.policyApiKeyFile,
+    }) ?? env.OPENCLAW_POLICY_API_KEY;
   return {
     hostId: flags.hostId ?? env.OPENCLAW_ENV_HOST_ID ?? hostname().replace(/[^A-Za-z0-9._-]/g, '-'),
     sharedTaskQueue: flags.envQueue ?? ENV_TASK_QUEUE,
@@ -53,7 +66,7 @@ export function envHostSettingsFromFlags(
     envOptions: parseEnvOptions(flags.envOptions ?? env.OPENCLAW_ENV_OPTIONS),
     ...(judgeUrl && { judgeUrl }),
     ...(flags.judgeModel !== undefined && { judgeModel: flags.judgeModel }),
-    ...(flags.judgeApiKey !== undefined && { judgeApiKey: flags.judgeApiKey }),
+    ...(judgeApiKey !== undefined && { judgeApiKey }),
     ...(policyApiKey !== undefined && { policyApiKey }),
     maxActivities: integer('--max-activities', flags.maxActivities) ?? 200,
     ...(reapIntervalMs !== undefined && { reapIntervalMs }),
@@ -85,9 +98,11 @@ export function registerEnvWorkerCommand(program: Command, sandboxProvider?: San
     .addOption(new Option('--env-queue <queue>', 'shared env queue (default env)'))
     .addOption(new Option('--judge-url <url>', 'OpenAI-compatible judge for step votes (OPENCLAW_JUDGE_URL)'))
     .addOption(new Option('--judge-model <name>', 'judge model name'))
-    .addOption(new Option('--judge-api-key <key>', 'judge bearer key'))
+    .addOption(refusedInlineSecretOption('judge-api-key'))
+    .addOption(secretFileOption('judge-api-key', 'OPENCLAW_JUDGE_API_KEY', 'judge bearer key'))
+    .addOption(refusedInlineSecretOption('policy-api-key'))
     .addOption(
-      new Option('--policy-api-key <key>', 'bearer key for a gateway policy (OPENCLAW_POLICY_API_KEY)'),
+      secretFileOption('policy-api-key', 'OPENCLAW_POLICY_API_KEY', 'bearer key for a gateway policy'),
     )
     .addOption(new Option('--max-activities <n>', 'concurrent activities per worker (default 200)'))
     .addOption(

@@ -26,6 +26,7 @@ import {
   progressBar,
 } from './progress.js';
 import { rolloutInputFromFlags, runRollout } from './rollout-command.js';
+import { refusedInlineSecretOption, secretFileOption } from './secret-flags.js';
 
 const messageSchema = z.looseObject({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
@@ -257,7 +258,9 @@ export interface EvalFlags extends ProgressFlags {
   temperature?: string;
   judgeUrl?: string;
   judgeModel?: string;
+  /** Refused: the key comes from `judgeApiKeyFile` or OPENCLAW_JUDGE_API_KEY. */
   judgeApiKey?: string;
+  judgeApiKeyFile?: string;
   temporalAddress?: string;
   taskQueue?: string;
   envQueue?: string;
@@ -321,6 +324,7 @@ export async function runEval(
             : `${givenEngine.replace(/\/+$/, '')}/v1`),
         judgeModel: flags.judgeModel,
         judgeApiKey: flags.judgeApiKey,
+        judgeApiKeyFile: flags.judgeApiKeyFile,
         temporalAddress: flags.temporalAddress,
       },
       env,
@@ -404,7 +408,8 @@ export function registerEvalCommand(program: Command): void {
     .option('--temperature <t>', 'model sampling temperature (default 0)')
     .addOption(new Option('--judge-url <url>', 'OpenAI-compatible judge (OPENCLAW_JUDGE_URL)'))
     .addOption(new Option('--judge-model <name>', 'judge model name'))
-    .addOption(new Option('--judge-api-key <key>', 'judge bearer key'))
+    .addOption(refusedInlineSecretOption('judge-api-key'))
+    .addOption(secretFileOption('judge-api-key', 'OPENCLAW_JUDGE_API_KEY', 'judge bearer key'))
     .addOption(temporalAddressOption('Temporal frontend, for --env (TEMPORAL_ADDRESS)'))
     .addOption(taskQueueOption('control worker queue, for --env (default control)'))
     .option('--env-queue <queue>', 'env worker queue, for --env (default env)')

@@ -3,6 +3,7 @@
 
 import { type Command, Option } from 'commander';
 import { addApiKey, apiKeysFile, ensureApiKeysFile } from '../security/api-keys.js';
+import { codecTokenFile, ensureCodecToken } from '../security/codec-token.js';
 import { ensureEngineTokenFile } from '../security/engine-token.js';
 import { ensurePayloadKeyFile, payloadKeysFile, rotatePayloadKeyFile } from '../security/payload-keys.js';
 import { configFromFlags } from './cli-config.js';
@@ -16,7 +17,7 @@ export function registerKeyCommands(program: Command): void {
   keys
     .command('init')
     .description(
-      'create the API keys file (one new key), the payload key ring and, when engine.tokenFile names one, the engine token file, unless they exist; prints where they are',
+      'create the API keys file (one new key), the payload key ring, the codec token and, when engine.tokenFile names one, the engine token file, unless they exist; prints where they are',
     )
     .addOption(dataDirOption())
     .action(async (flags: { dataDir?: string }) => {
@@ -30,6 +31,12 @@ export function registerKeyCommands(program: Command): void {
         const engine = await ensureEngineTokenFile(config.engine.tokenFile);
         console.log(
           `engine token ${config.engine.tokenFile} (${engine.created ? 'created' : 'exists, unchanged'}): engines and trainers require it`,
+        );
+      }
+      if (!config.codecServer.token) {
+        const codec = await ensureCodecToken(config);
+        console.log(
+          `codec token ${codecTokenFile(config)} (${codec.created ? 'created' : 'exists, unchanged'}): the codec server requires it`,
         );
       }
       if (config.payloads.keys.length > 0) {

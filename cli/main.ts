@@ -27,6 +27,7 @@ import { registerImageCommands } from './images-command.js';
 import { registerKeyCommands } from './keys-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
 import { temporalAddressOption, untilStopped } from './options.js';
+import { refusedInlineSecretOption, secretFileOption } from './secret-flags.js';
 import { registerTrack2Commands } from './track2-commands.js';
 import {
   followTrainingRun,
@@ -91,7 +92,8 @@ const common = {
       'OpenAI-compatible judge base URL (OPENCLAW_JUDGE_URL; default: the engine)',
     ),
   judgeModel: () => new Option('--judge-model <name>', 'judge model name (OPENCLAW_JUDGE_MODEL)'),
-  judgeApiKey: () => new Option('--judge-api-key <key>', 'judge bearer key (OPENCLAW_JUDGE_API_KEY)'),
+  judgeApiKeyFile: () => secretFileOption('judge-api-key', 'OPENCLAW_JUDGE_API_KEY', 'judge bearer key'),
+  judgeApiKey: () => refusedInlineSecretOption('judge-api-key'),
   model: () =>
     new Option(
       '--model <dir>',
@@ -136,6 +138,7 @@ program
   .addOption(common.judgeUrl())
   .addOption(common.judgeModel())
   .addOption(common.judgeApiKey())
+  .addOption(common.judgeApiKeyFile())
   .addOption(common.trainer())
   .addOption(common.allowNoKeys())
   .action(async (flags: CommonFlags) => {
@@ -178,6 +181,7 @@ program
   .addOption(common.judgeUrl())
   .addOption(common.judgeModel())
   .addOption(common.judgeApiKey())
+  .addOption(common.judgeApiKeyFile())
   .addOption(common.trainer())
   .action(async (queue: string, flags: CommonFlags) => {
     if (queue !== 'control' && queue !== 'trainer')

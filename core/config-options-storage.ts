@@ -95,7 +95,31 @@ export const STORAGE_OPTIONS = [
     kind: 'string-list',
     defaultNote:
       'the UI of `dev` and of compose: `http://localhost:8233`, `http://localhost:8080` (and on 127.0.0.1)',
-    description: 'Comma-separated origins of the Temporal UI pages allowed to call the codec server.',
+    description:
+      'Comma-separated origins of the Temporal UI pages allowed to call the codec server; a request from any other `Origin` is refused (403).',
+  },
+  {
+    key: 'codecServer.hosts',
+    env: 'OPENCLAW_CODEC_HOSTS',
+    kind: 'string-list',
+    defaultNote: '`localhost`, `127.0.0.1`, `::1` (always allowed)',
+    description:
+      "Comma-separated host names (no port) a request's `Host` header may name besides loopback; any other is refused (421), so a page that rebinds its own name to 127.0.0.1 cannot reach it.",
+  },
+  {
+    key: 'codecServer.token',
+    env: 'OPENCLAW_CODEC_TOKEN',
+    kind: 'string',
+    description:
+      'Token every codec request must carry, as `Authorization: Bearer <token>` (the `temporal` CLI: `TEMPORAL_CODEC_AUTH`) or as the first path segment of the endpoint (the Temporal UI: `http://127.0.0.1:8234/<token>`); when empty, the first line of `codecServer.tokenFile`.',
+  },
+  {
+    key: 'codecServer.tokenFile',
+    env: 'OPENCLAW_CODEC_TOKEN_FILE',
+    kind: 'string',
+    defaultNote: '`<dataDir>/keys/codec-token`',
+    description:
+      'File holding the codec token (first line); `openclaw-rl keys init`, `codec-server` and `dev` create it (0600) when it is missing.',
   },
   {
     key: 'session.idleTimeoutMs',

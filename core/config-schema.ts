@@ -177,6 +177,12 @@ const configObject = z.strictObject({
       port: port.default(8234),
       // Empty: the Temporal UI origins this project runs (the dev server's and compose's).
       corsOrigins: z.array(z.string().min(1)).default([]),
+      // Host names (no port) a request's Host header may name; loopback names are always allowed.
+      hosts: z.array(z.string().min(1)).default([]),
+      // The bearer token callers must send; empty: the first line of tokenFile.
+      token: z.string().default(''),
+      // Empty: `<dataDir>/keys/codec-token`.
+      tokenFile: z.string().default(''),
     })
     .prefault({}),
   session: z

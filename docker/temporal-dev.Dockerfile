@@ -22,8 +22,11 @@ VOLUME ["/var/lib/temporal"]
 EXPOSE 7233 8233
 HEALTHCHECK --interval=3s --timeout=5s --start-period=30s --retries=10 \
   CMD temporal operator cluster health --address 127.0.0.1:7233
-# TEMPORAL_CODEC_ENDPOINT, when set, is where the Web UI decodes payloads (the project's codec server).
-ENV TEMPORAL_CODEC_ENDPOINT=""
-CMD ["sh", "-c", "exec temporal server start-dev --ip 0.0.0.0 --ui-ip 0.0.0.0 --ui-port 8233 \
+# TEMPORAL_CODEC_ENDPOINT, when set, is where the Web UI decodes payloads (the project's codec server);
+# TEMPORAL_CODEC_TOKEN_FILE, when set, holds the codec token, added as the endpoint's first path segment.
+ENV TEMPORAL_CODEC_ENDPOINT="" TEMPORAL_CODEC_TOKEN_FILE=""
+CMD ["sh", "-c", "if [ -n \"$TEMPORAL_CODEC_TOKEN_FILE\" ] && [ -n \"$TEMPORAL_CODEC_ENDPOINT\" ]; then \
+     TEMPORAL_CODEC_ENDPOINT=\"$TEMPORAL_CODEC_ENDPOINT/$(head -n 1 \"$TEMPORAL_CODEC_TOKEN_FILE\")\"; fi; \
+     exec temporal server start-dev --ip 0.0.0.0 --ui-ip 0.0.0.0 --ui-port 8233 \
      --db-filename /var/lib/temporal/temporal.db --namespace default --log-level warn \
      ${TEMPORAL_CODEC_ENDPOINT:+--ui-codec-endpoint \"$TEMPORAL_CODEC_ENDPOINT\"}"]

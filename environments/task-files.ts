@@ -49,3 +49,40 @@ export async function confinedTaskPath(folder: string, name: string, field: stri
   if (!inside(root, real)) throw new TaskFileOutsideFolderError(field, `${path} (leads to ${real})`, root);
   return real;
 }
+
+/** A task file named outside every folder tasks may come from. */
+export class TaskFileOutsideRootsError extends Error {
+  constructor(
+    readonly path: string,
+    readonly roots: readonly string[],
+    readonly setting: string,
+  ) {
+    super(
+      `task id: ${path} is not inside ${setting} (${roots.join(', ')}); refused: a task file must lie in one of these folders (add its folder to ${setting})`,
+    );
+    this.name = 'TaskFileOutsideRootsError';
+  }
+}
+
+/**
+ * The real path of the task file `path` (absolute, or relative to the working directory) when it lies inside
+ * one of `roots`, links followed; null when it would but does not exist. `setting` names the option that
+ * adds roots, for the refusal. Roots that do not exist hold nothing.
+ */
+export async function taskFileInRoots(
+  roots: readonly string[],
+  path: string,
+  setting: string,
+): Promise<string | null> {
+  const absolute = resolve(path);
+  for (const root of roots) {
+    try {
+      return await confinedTaskPath(root, absolute, 'task id');
+    } catch (error) {
+      if (error instanceof TaskFileOutsideFolderError) continue;
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') continue; // the root itself is missing
+      throw error;
+    }
+  }
+  throw new TaskFileOutsideRootsError(absolute, roots, setting);
+}

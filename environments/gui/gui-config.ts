@@ -26,6 +26,11 @@ export const guiConfigSchema = z.strictObject({
   screenshotMaxWidth: z.number().int().min(64).default(1024),
   /** A user's OSWorld examples folder (`<dir>/<domain>/<id>.json` or `<dir>/<id>.json`); its tasks are served too. */
   tasksDir: z.string().min(1).optional(),
+  /**
+   * More folders a task id naming a task file (`…/<id>.json`) may lie in, beside the shipped tasks and
+   * `tasksDir`; a task file anywhere else is refused, since its folder is where the task's own files come from.
+   */
+  taskFileRoots: z.array(z.string().min(1)).default([]),
   /** How long the display, the window manager and each launched application's window may take to appear. */
   startTimeoutMs: z.number().int().min(1_000).default(30_000),
   /** Limit of one xdotool run, one `execute` config step or one evaluator command. */

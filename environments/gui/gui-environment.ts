@@ -15,6 +15,7 @@ import type {
   ToolCallAction,
 } from '../environment.js';
 import type { Sandbox, SandboxSpec } from '../sandbox.js';
+import { taskFileInRoots } from '../task-files.js';
 import {
   COMPUTER_USE_TOOL,
   COMPUTER_USE_TOOL_NAME,
@@ -73,9 +74,24 @@ export class GuiEnvironment implements Environment<GuiTaskData> {
     return [...(await this.taskMap()).keys()];
   }
 
-  /** A task by id, or a task file by its path (an id ending in `.json`). */
+  /**
+   * The folders a task file named by its path may lie in: the shipped tasks, `tasksDir` and `taskFileRoots`.
+   */
+  taskFileRoots(): string[] {
+    return [
+      BUNDLED_TASKS_DIR,
+      ...(this.config.tasksDir !== undefined ? [this.config.tasksDir] : []),
+      ...this.config.taskFileRoots,
+    ];
+  }
+
+  /** A task by id, or a task file by its path (an id ending in `.json`) inside the task file roots. */
   async loadTask(id: string): Promise<EnvTask<GuiTaskData>> {
-    if (isTaskPath(id)) return { kind: GUI_KIND, id, data: await readGuiTaskFile(id) };
+    if (isTaskPath(id)) {
+      const path = await taskFileInRoots(this.taskFileRoots(), id, 'gui.taskFileRoots');
+      if (path === null) throw new Error(`no gui task file ${id}`);
+      return { kind: GUI_KIND, id, data: await readGuiTaskFile(path) };
+    }
     const data = (await this.taskMap()).get(id);
     if (data === undefined) throw new Error(`no gui task ${id}`);
     return { kind: GUI_KIND, id, data };

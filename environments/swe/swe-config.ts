@@ -26,10 +26,10 @@ export const sweConfigSchema = z.strictObject({
    */
   runAs: z.enum(['non-root', 'image']).default('non-root'),
   /**
-   * Folders a task id naming a row file (`rows.jsonl#<id>`, `row.json`) must lie in; unset: any file the env
-   * host can read (trusted workflow starters only).
+   * More folders a task id naming a row file (`rows.jsonl#<id>`, `row.json`) may lie in, beside the shipped
+   * instances' folder and the folder of `instancesFile`; a row file anywhere else is refused.
    */
-  taskFileRoots: z.array(z.string().min(1)).min(1).optional(),
+  taskFileRoots: z.array(z.string().min(1)).default([]),
   workdir: z.string().startsWith('/').default('/testbed'),
   /** Per bash command (the original's exec timeout). */
   commandTimeoutMs: z.number().int().min(100).default(180_000),

@@ -4,6 +4,7 @@
 // `git diff` is). The patch is scored in a FRESH container of the same image: applied, the row's tests run,
 // +1 when every FAIL_TO_PASS and PASS_TO_PASS test passes, −1 otherwise.
 
+import { dirname, resolve } from 'node:path';
 import type {
   Environment,
   EnvTask,
@@ -14,7 +15,7 @@ import type {
   ToolCallAction,
 } from '../environment.js';
 import type { Sandbox, SandboxSpec } from '../sandbox.js';
-import { confinedTaskPath, TaskFileOutsideFolderError } from '../task-files.js';
+import { taskFileInRoots } from '../task-files.js';
 import { BASH_TOOL, runBash } from './bash-tool.js';
 import { parseSweConfig, type SweConfig, type SweConfigInput } from './swe-config.js';
 import {
@@ -85,10 +86,12 @@ export class SweEnvironment implements Environment<SweInstance> {
 
   async loadTask(id: string): Promise<EnvTask<SweInstance>> {
     const reference = taskFileReference(id);
-    if (reference !== null) await this.checkTaskFile(reference.path);
     const instance =
       reference !== null
-        ? await loadInstanceFromFile(reference, this.config.imageNaming)
+        ? await loadInstanceFromFile(
+            { ...reference, path: await this.confinedTaskFile(reference.path) },
+            this.config.imageNaming,
+          )
         : (await this.instanceMap()).get(id);
     if (instance === undefined)
       throw new Error(
@@ -97,18 +100,21 @@ export class SweEnvironment implements Environment<SweInstance> {
     return { kind: SWE_KIND, id, data: instance };
   }
 
-  /** A task id that names a file must name one inside `taskFileRoots`, when those are configured. */
-  private async checkTaskFile(path: string): Promise<void> {
-    const roots = this.config.taskFileRoots;
-    if (roots === undefined) return;
-    for (const root of roots) {
-      try {
-        if ((await confinedTaskPath(root, path, 'task id')) !== null) return;
-      } catch (error) {
-        if (!(error instanceof TaskFileOutsideFolderError)) throw error;
-      }
-    }
-    throw new Error(`task id: ${path} is not inside swe.taskFileRoots (${roots.join(', ')}); refused`);
+  /**
+   * The folders a task id naming a row file may point into: the shipped instances' folder, the folder of
+   * `instancesFile`, and `taskFileRoots`.
+   */
+  taskFileRoots(): string[] {
+    return [
+      dirname(BUNDLED_INSTANCES),
+      ...(this.config.instancesFile !== undefined ? [dirname(this.config.instancesFile)] : []),
+      ...this.config.taskFileRoots,
+    ];
+  }
+
+  /** The real path of a row file a task id names; it must lie inside the task file roots, links followed. */
+  private async confinedTaskFile(path: string): Promise<string> {
+    return (await taskFileInRoots(this.taskFileRoots(), path, 'swe.taskFileRoots')) ?? resolve(path);
   }
 
   sandboxSpec(task: EnvTask<SweInstance>): SandboxSpec {

@@ -7,6 +7,7 @@ import {
   parseEngineContainerSettings,
 } from '../../activities/engine-container-settings.js';
 import { engineSettingsFromFlags } from '../../cli/gpu-commands.js';
+import { SGLANG_KEYED_LAUNCH } from '../../engines/sglang-keyed-launch.js';
 
 describe('engine container settings', () => {
   it("builds SGLang's launch_server command line", () => {
@@ -20,8 +21,8 @@ describe('engine container settings', () => {
     expect(settings.kind).toBe('sglang');
     expect(engineCommand(settings)).toEqual([
       'python3',
-      '-m',
-      'sglang.launch_server',
+      '-c',
+      SGLANG_KEYED_LAUNCH,
       '--model-path',
       '/models/policy',
       '--tp',
@@ -96,7 +97,7 @@ describe('engine container settings', () => {
     expect(spec.HostConfig.PortBindings).toEqual({ '30000/tcp': [{ HostIp: '0.0.0.0', HostPort: '31000' }] });
     expect(spec.HostConfig.ShmSize).toBe(16 * 1024 ** 3);
     expect(spec.HostConfig.RestartPolicy).toEqual({ Name: 'no' });
-    expect(spec.Env).toEqual(['HF_TOKEN=x']);
+    expect(spec.Env).toEqual(['OPENCLAW_ENGINE_TOKEN=t0ken', 'HF_TOKEN=x']);
     expect(spec.Labels['openclaw.gpu-host']).toBe('gpu-1');
   });
 
@@ -153,16 +154,20 @@ describe('engine container settings', () => {
     );
   });
 
-  it('gives SGLang the token as --api-key and vLLM as VLLM_API_KEY, and refuses either open beyond loopback', () => {
+  // `ps` on the GPU host used to show SGLang's token in its command line (`--api-key <token>`).
+  it('gives SGLang and vLLM the token in the environment, never the command line, and refuses either open beyond loopback', () => {
     const sglang = { kind: 'sglang', modelPath: '/m' };
     const vllm = { kind: 'vllm', modelPath: '/m' };
     const guardedSglang = engineContainerSpec(
       parseEngineContainerSettings({ ...sglang, bindAddress: '0.0.0.0', token: 't0ken' }),
       'h',
     );
-    const at = guardedSglang.Cmd.indexOf('--api-key');
-    expect(guardedSglang.Cmd[at + 1]).toBe('t0ken');
-    expect(engineContainerSpec(parseEngineContainerSettings(sglang), 'h').Cmd).not.toContain('--api-key');
+    expect(guardedSglang.Env).toContain('OPENCLAW_ENGINE_TOKEN=t0ken');
+    expect(guardedSglang.Cmd.join(' ')).not.toContain('t0ken');
+    expect(guardedSglang.Cmd).not.toContain('--api-key');
+    expect(engineContainerSpec(parseEngineContainerSettings(sglang), 'h').Env.join(' ')).not.toContain(
+      'OPENCLAW_ENGINE_TOKEN',
+    );
 
     const guardedVllm = engineContainerSpec(
       parseEngineContainerSettings({ ...vllm, bindAddress: '0.0.0.0', token: 't0ken' }),

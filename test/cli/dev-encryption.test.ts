@@ -1,12 +1,13 @@
 // `openclaw-rl dev` as a new user runs it, with encryption on by default: it makes a payload key ring in its
 // data folder, starts the codec server and a Temporal dev server whose Web UI is told to decode through it.
-// Then what the user sees: the UI's settings name the codec endpoint, the codec server grants the UI's
-// origin, the `temporal` CLI shows a run's input decrypted only through the codec server, and
+// Then what the user sees: the UI's settings name the codec endpoint (with the codec token made in the data
+// folder), the codec server grants the UI's origin, the `temporal` CLI shows a run's input decrypted only
+// through the codec server and only with the token (TEMPORAL_CODEC_AUTH, off its command line), and
 // `openclaw-rl train status` reads the run with the key from the data folder (and explains what is missing
 // without it). The policy engine here is the scripted test double: these checks need no model.
 
 import { execFile } from 'node:child_process';
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -72,7 +73,10 @@ describe('openclaw-rl dev encrypts by default', () => {
     const settings = (await (await fetch(`http://127.0.0.1:${uiPort}/api/v1/settings`)).json()) as {
       Codec?: { Endpoint?: string };
     };
-    expect(settings.Codec?.Endpoint).toBe(codecUrl);
+    const tokenFile = join(dir, 'data', 'keys', 'codec-token');
+    expect((await stat(tokenFile)).mode & 0o777).toBe(0o600);
+    const token = (await readFile(tokenFile, 'utf8')).trim();
+    expect(settings.Codec?.Endpoint).toBe(`${codecUrl}/${token}`);
     const origin = `http://127.0.0.1:${uiPort}`;
     expect(await codecPreflightOrigin(codecUrl, origin)).toBe(origin);
   });
@@ -80,19 +84,24 @@ describe('openclaw-rl dev encrypts by default', () => {
   it('shows the run input to the temporal CLI decrypted through the codec server, and only then', async () => {
     const cli = findTemporalExecutable();
     if (cli.type !== 'existing-path') throw new Error('the temporal CLI is not installed (npm run setup)');
-    const show = async (...extra: string[]) =>
+    const token = (await readFile(join(dir, 'data', 'keys', 'codec-token'), 'utf8')).trim();
+    const show = async (extra: string[] = [], auth?: string) =>
       (
-        await run(cli.path, [
-          'workflow',
-          'show',
-          '--workflow-id',
-          'training-dev-encryption',
-          '--address',
-          address,
-          '--output',
-          'json',
-          ...extra,
-        ])
+        await run(
+          cli.path,
+          [
+            'workflow',
+            'show',
+            '--workflow-id',
+            'training-dev-encryption',
+            '--address',
+            address,
+            '--output',
+            'json',
+            ...extra,
+          ],
+          { env: { ...process.env, TEMPORAL_CODEC_AUTH: auth ?? '' } },
+        )
       ).stdout;
     const startInput = (stdout: string) => {
       const history = JSON.parse(stdout) as {
@@ -107,7 +116,8 @@ describe('openclaw-rl dev encrypts by default', () => {
     const raw = startInput(await show());
     expect(raw.encoding).toBe('binary/encrypted');
     expect(raw.data).not.toContain('dev-encryption');
-    const decoded = startInput(await show('--codec-endpoint', codecUrl));
+    await expect(show(['--codec-endpoint', codecUrl])).rejects.toThrow(/401|Unauthorized|codec/i);
+    const decoded = startInput(await show(['--codec-endpoint', codecUrl], `Bearer ${token}`));
     expect(decoded.encoding).toBe('json/plain');
     expect(JSON.parse(decoded.data)).toMatchObject({ runId: 'dev-encryption', method: 'combine' });
   });

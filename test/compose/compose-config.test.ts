@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { SGLANG_KEYED_LAUNCH } from '../../engines/sglang-keyed-launch.js';
 import { composeCommand } from './compose-command.js';
 
 const run = promisify(execFile);
@@ -18,6 +19,8 @@ interface ComposeService {
   volumes?: (string | { source?: string; target?: string; read_only?: boolean })[];
   profiles?: string[];
   command?: string[];
+  entrypoint?: string[];
+  ports?: ({ host_ip?: string; published?: string | number; target?: number } | string)[];
   shm_size?: string | number;
 }
 
@@ -55,6 +58,12 @@ describe('compose with the example .env files', () => {
 
   it('gpu.env: SGLang serves, the trainer-worker runs slime epochs on host paths', async () => {
     const { services, started } = await resolved('docs/examples/gpu.env', ['gpu', 'gpu-judge']);
+    // SGLang's key from the token file through the launcher, never on the command line `ps` shows.
+    for (const name of ['sglang', 'judge']) {
+      expect(services[name]?.entrypoint, name).toEqual(['python3', '-c', SGLANG_KEYED_LAUNCH]);
+      expect(services[name]?.command?.join(' '), name).not.toContain('--api-key');
+      expect(services[name]?.environment?.OPENCLAW_ENGINE_TOKEN_FILE, name).toBe('/engine-keys/engine-token');
+    }
     expect(started).toEqual(
       expect.arrayContaining(['sglang', 'trainer-worker', 'gateway', 'control-worker']),
     );
@@ -140,5 +149,23 @@ describe('compose with the example .env files', () => {
     const needs = Array.isArray(gatewayNeeds) ? gatewayNeeds : Object.keys(gatewayNeeds);
     expect(needs).toContain('postgresql');
     expect(needs).not.toContain('temporal');
+  });
+
+  // Anyone who reached the codec server used to get payloads decrypted; now the UI must carry its token.
+  it('the codec server is published on loopback only, and the UI reads its token from the codec-keys volume', async () => {
+    const empty = join(await mkdtemp(join(tmpdir(), 'compose-env-')), 'empty.env');
+    await writeFile(empty, '');
+    const { services } = await resolved(empty, []);
+    const codec = services['codec-server'];
+    expect(codec?.environment?.OPENCLAW_CODEC_TOKEN_FILE).toBe('/codec-keys/codec-token');
+    for (const port of codec?.ports ?? [])
+      expect(typeof port === 'string' ? port : port.host_ip).toMatch(/^127\.0\.0\.1/);
+    const ui = services['temporal-ui'];
+    expect(mounts(ui)).toContain('codec-keys:/codec-keys:ro');
+    expect((ui?.entrypoint ?? []).join(' ')).toMatch(
+      /TEMPORAL_CODEC_ENDPOINT="http:\/\/localhost:8081\/\$?\$\(head -n 1 \/codec-keys\/codec-token\)"/,
+    );
+    // The UI sees the codec token, never the payload keys.
+    expect(mounts(ui).filter((m) => m.startsWith('keys:'))).toEqual([]);
   });
 });

@@ -275,7 +275,7 @@ describe('docker compose up (local images)', () => {
     10 * 60_000,
   );
 
-  it("stores the run's input encrypted, and the codec server decrypts it for the UI's origin", async () => {
+  it("stores the run's input encrypted, and the codec server decrypts it for the UI's origin with its token", async () => {
     const history = await client.workflow.getHandle(trainingWorkflowId(RUN_ID)).fetchHistory();
     const input = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
     // Started by the temporal CLI in plaintext; the first payload the workers wrote is encrypted.
@@ -292,7 +292,17 @@ describe('docker compose up (local images)', () => {
     expect(await codecPreflightOrigin(`http://127.0.0.1:${ports.codec}`, origin)).toBe(origin);
     const toJson = (bytes: Uint8Array | null | undefined) =>
       Buffer.from(bytes ?? new Uint8Array()).toString('base64');
-    const decoded = await fetch(`http://127.0.0.1:${ports.codec}/decode`, {
+    // The UI's endpoint carries the codec token data-init made; without it the server decodes nothing.
+    const codecToken = (
+      await composeRun(['exec', '-T', 'codec-server', 'cat', '/codec-keys/codec-token'])
+    ).stdout.trim();
+    const tokenless = await fetch(`http://127.0.0.1:${ports.codec}/decode`, {
+      method: 'POST',
+      headers: { origin, 'content-type': 'application/json' },
+      body: JSON.stringify({ payloads: [] }),
+    });
+    expect(tokenless.status).toBe(401);
+    const decoded = await fetch(`http://127.0.0.1:${ports.codec}/${codecToken}/decode`, {
       method: 'POST',
       headers: { origin, 'content-type': 'application/json', 'x-namespace': 'default' },
       body: JSON.stringify({

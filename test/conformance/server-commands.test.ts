@@ -13,6 +13,7 @@ import { parse } from 'yaml';
 import { engineCommand, parseEngineContainerSettings } from '../../activities/engine-container-settings.js';
 import { vllmServerArgs } from '../../engines/vllm-server-args.js';
 import { composeCommand } from '../compose/compose-command.js';
+import { sglangArgvOf } from '../support/sglang-launch-double.js';
 import { checkWithEngineCode, failures } from './python-check.js';
 
 const run = promisify(execFile);
@@ -38,22 +39,6 @@ async function composeCommands(envFile: string | null): Promise<Record<string, s
   return Object.fromEntries(Object.entries(services).map(([name, s]) => [name, s.command ?? []]));
 }
 
-/**
- * What a service's shell entrypoint runs, by running it here with `printf` in front of its command: the
- * argument list the server would get. (`config` keeps compose's `$$` escapes; the container's shell sees `$`.)
- */
-async function entrypointArgv(service: ComposeService, env: Record<string, string>): Promise<string[]> {
-  const [shell, ...entrypoint] = (service.entrypoint ?? []).map((part) => part.replaceAll('$$', '$'));
-  const { stdout } = await run(
-    shell ?? 'sh',
-    [...entrypoint, 'printf', '%s\\n', ...(service.command ?? [])],
-    {
-      env: { ...process.env, ...env },
-    },
-  );
-  return stdout.split('\n').slice(0, -1);
-}
-
 /** The arguments after `python3 -m <module>`. */
 function argsAfter(module: string, command: string[]): string[] {
   const at = command.indexOf(module);
@@ -72,24 +57,23 @@ describe('engine server command lines, parsed by the engines themselves', () => 
         token: 't0ken',
       }),
     );
-    // compose's SGLang services read the token data-init made and pass it as --api-key.
+    // Each starts through the launcher, which reads the token (the container's variable, the file data-init
+    // made) and hands it to SGLang inside the process; the double reports what SGLang's parser gets.
     const dir = await mkdtemp(join(tmpdir(), 'sglang-token-'));
     const tokenEnv = { OPENCLAW_ENGINE_TOKEN_FILE: join(dir, 'engine-token') };
     await writeFile(tokenEnv.OPENCLAW_ENGINE_TOKEN_FILE, 'ocrl-engine-t0ken\n');
-    const [sglang, judge] = await Promise.all(
-      [services.sglang, services.judge].map((service) => entrypointArgv(service ?? {}, tokenEnv)),
-    );
-    await rm(dir, { recursive: true, force: true });
-    for (const argv of [container, sglang ?? [], judge ?? []])
-      expect(argv.slice(argv.indexOf('--api-key'), argv.indexOf('--api-key') + 2)).toEqual([
-        '--api-key',
-        argv === container ? 't0ken' : 'ocrl-engine-t0ken',
-      ]);
+    const composed = (service: ComposeService | undefined) =>
+      sglangArgvOf([...(service?.entrypoint ?? []), ...(service?.command ?? [])], tokenEnv);
     const commands = [
-      argsAfter('sglang.launch_server', container),
-      argsAfter('sglang.launch_server', sglang ?? []),
-      argsAfter('sglang.launch_server', judge ?? []),
+      sglangArgvOf(container, { OPENCLAW_ENGINE_TOKEN: 't0ken' }),
+      composed(services.sglang),
+      composed(services.judge),
     ];
+    await rm(dir, { recursive: true, force: true });
+    for (const argv of commands)
+      expect(argv.slice(-2)).toEqual(['--api-key', argv === commands[0] ? 't0ken' : 'ocrl-engine-t0ken']);
+    for (const command of [container, services.sglang?.command ?? [], services.judge?.command ?? []])
+      expect(command.join(' ')).not.toContain('t0ken');
     const result = await checkWithEngineCode('sglang', {
       commands: [...commands, ['--model-path', '/m', '--no-such-flag']],
     });

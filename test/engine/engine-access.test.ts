@@ -138,7 +138,7 @@ describe('the engine behind a token, its paths confined', () => {
     expect(report.items.map((item) => item.id)).toEqual(['hi']);
     // Without the token the engine refuses the answer; with a wrong judge key the judge refuses every vote.
     await expect(runEval(flags, { OPENCLAW_JUDGE_MAX_TOKENS: '4' })).rejects.toThrow(/401/);
-    await expect(runEval({ ...flags, judgeApiKey: 'not-the-token' }, guarded)).rejects.toThrow(
+    await expect(runEval(flags, { ...guarded, OPENCLAW_JUDGE_API_KEY: 'not-the-token' })).rejects.toThrow(
       /the judge refused its key \(401\)/,
     );
   }, 60_000);

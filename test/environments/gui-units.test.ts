@@ -181,6 +181,34 @@ describe('loading gui tasks', () => {
   });
   afterAll(() => rm(dir, { recursive: true, force: true }));
 
+  // A task named by `../../etc/x.json` (or any absolute path) used to be read, and its folder became the one
+  // the task's own files are copied from; now a task file must lie in the shipped tasks, tasksDir or
+  // gui.taskFileRoots.
+  it('refuses a task file outside the task folders with a clear error, and accepts one in taskFileRoots', async () => {
+    const outside = await mkdtemp(join(tmpdir(), 'gui-outside-'));
+    try {
+      await writeFile(join(outside, 'x.json'), JSON.stringify(task({ id: 'x' })));
+      const environment = new GuiEnvironment();
+      for (const id of [
+        '../../etc/x.json',
+        '/etc/x.json',
+        join(outside, 'x.json'),
+        join(dir, 'examples', 'os', 'os-1.json'),
+      ])
+        await expect(environment.loadTask(id), id).rejects.toThrow(
+          /task id: .*x\.json|task id: .*os-1\.json/,
+        );
+      await expect(environment.loadTask(join(outside, 'x.json'))).rejects.toThrow(
+        /is not inside gui\.taskFileRoots \(.*environments\/gui\/tasks.*\); refused/,
+      );
+      const rooted = new GuiEnvironment({ config: { taskFileRoots: [outside] } });
+      expect((await rooted.loadTask(join(outside, 'x.json'))).data.task.id).toBe('x');
+      await expect(rooted.loadTask(join(outside, 'missing.json'))).rejects.toThrow(/no gui task file/);
+    } finally {
+      await rm(outside, { recursive: true, force: true });
+    }
+  });
+
   it('scans a folder: runnable tasks by id, the others with the reason', async () => {
     const scan = await scanGuiTasks(dir);
     expect([...scan.tasks.keys()]).toEqual(['os-1']);
@@ -204,6 +232,8 @@ describe('loading gui tasks', () => {
     await expect(environment.loadTask(join(dir, 'examples', 'chrome', 'chrome-1.json'))).rejects.toThrow(
       /chrome_open_tabs/,
     );
+    const shipped = join(import.meta.dirname, '../../environments/gui/tasks/xclock-close.json');
+    expect((await environment.loadTask(shipped)).data.task.id).toBe('xclock-close');
     expect(environment.sandboxSpec(byPath)).toMatchObject({
       image: 'openclaw/sandbox-desktop',
       network: false,

@@ -16,7 +16,8 @@ import { KNOWN_BAD, KNOWN_GOOD } from './gui-scripts.js';
 
 const ids = rolloutIds('gui');
 const provider = new DockerSandboxProvider();
-const environment = new GuiEnvironment({ config: { settleMs: 300 } });
+// Task files written by the cases below live under the temporary folder.
+const environment = new GuiEnvironment({ config: { settleMs: 300, taskFileRoots: [tmpdir()] } });
 
 beforeAll(() => ensureImage('openclaw/sandbox-desktop'), IMAGE_BUILD_TIMEOUT_MS);
 

@@ -136,16 +136,32 @@ describe('swe instance sources', () => {
     const bundled = await environment.loadTask('openclaw__iniconf-1');
     expect(bundled.data.image).toBe('openclaw/swe-iniconf');
     expect(environment.sandboxSpec(bundled)).toMatchObject({ network: false, workdir: '/testbed' });
-    const byPath = await new SweEnvironment().loadTask(`${join(dir, 'rows.jsonl')}#django__django-11099`);
+    // Row files by path: in instancesFile's folder, or in a folder the user adds to taskFileRoots.
+    const byPath = await environment.loadTask(`${join(dir, 'rows.jsonl')}#django__django-11099`);
     expect(byPath.data.image).toBe('swebench/sweb.eval.x86_64.django_1776_django-11099:latest');
-    expect((await new SweEnvironment().loadTask(join(dir, 'one.json'))).data.instanceId).toBe(
-      'sympy__sympy-20590',
-    );
-    await expect(new SweEnvironment().loadTask(`${join(dir, 'rows.jsonl')}#nope`)).rejects.toThrow(
-      /has no instance nope/,
-    );
+    const rooted = new SweEnvironment({ config: { taskFileRoots: [dir] } });
+    expect((await rooted.loadTask(join(dir, 'one.json'))).data.instanceId).toBe('sympy__sympy-20590');
+    await expect(rooted.loadTask(`${join(dir, 'rows.jsonl')}#nope`)).rejects.toThrow(/has no instance nope/);
     await expect(new SweEnvironment().loadTask('nope')).rejects.toThrow(/no swe instance nope/);
     await expect(readSweInstances(join(dir, 'bad.jsonl'), 'swebench')).rejects.toThrow(/bad.jsonl line 2/);
+  });
+
+  // A workflow starter named any row file the env host could read (`/home/op/secret.json`) and got it parsed
+  // and echoed in errors; now only the shipped folder, instancesFile's and the configured roots are read.
+  it('refuses a row file outside the default roots, and still serves the shipped rows by path', async () => {
+    const environment = new SweEnvironment();
+    for (const id of [
+      join(dir, 'one.json'),
+      `${join(dir, 'rows.jsonl')}#django__django-11099`,
+      '../../etc/x.json',
+    ])
+      await expect(environment.loadTask(id), id).rejects.toThrow(
+        /is not inside swe\.taskFileRoots \(.*environments\/swe.*\); refused/,
+      );
+    const shipped = join(import.meta.dirname, '../../environments/swe/instances.jsonl');
+    expect((await environment.loadTask(`${shipped}#openclaw__iniconf-1`)).data.image).toBe(
+      'openclaw/swe-iniconf',
+    );
   });
 
   it('ships fixtures whose tests and reference patches fit together', async () => {

@@ -2,7 +2,9 @@
 // …/decode) and answers the Temporal UI's CORS preflight. What the UI sends is read from its own source
 // (temporalio/ui src/lib/services/data-encoder.ts): POST `${endpoint}/decode` with `Content-Type:
 // application/json` and `X-Namespace`, `Authorization` when it passes an access token, and `credentials:
-// 'include'` when configured to, so a preflight asks for those headers from the UI's origin.
+// 'include'` when configured to, so a preflight asks for those headers from the UI's origin. With no sign-in
+// of its own the UI sends no fixed Authorization header, so it carries the token in its endpoint's path; the
+// `temporal` CLI sends `--codec-auth`/`TEMPORAL_CODEC_AUTH` verbatim as the Authorization header.
 
 import type { AddressInfo } from 'node:net';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
@@ -13,6 +15,8 @@ import { AesGcmPayloadCodec } from '../../security/payload-codec.js';
 import { newPayloadKey } from '../../security/payload-keys.js';
 
 const UI = 'http://localhost:8233';
+const TOKEN = 'ocrl-codec-test-token-0123456789';
+const AUTH = { authorization: `Bearer ${TOKEN}` };
 const codec = new AesGcmPayloadCodec({ currentId: 'k1', keys: new Map([['k1', newPayloadKey()]]) });
 
 const toJson = (p: Payload) => ({
@@ -27,7 +31,7 @@ describe('codec server', () => {
   let url: string;
 
   beforeAll(async () => {
-    app = createCodecServer({ codec, corsOrigins: DEFAULT_UI_ORIGINS });
+    app = createCodecServer({ codec, corsOrigins: DEFAULT_UI_ORIGINS, token: TOKEN });
     await app.listen({ host: '127.0.0.1', port: 0 });
     url = `http://127.0.0.1:${(app.server.address() as AddressInfo).port}`;
   });
@@ -38,9 +42,17 @@ describe('codec server', () => {
   const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
     fetch(`${url}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-namespace': 'default', origin: UI, ...headers },
+      headers: {
+        'content-type': 'application/json',
+        'x-namespace': 'default',
+        origin: UI,
+        ...AUTH,
+        ...headers,
+      },
       body: JSON.stringify(body),
     });
+  const sealed = async () =>
+    (await codec.encode([defaultPayloadConverter.toPayload({ hint: 'weather' })])).map(toJson);
 
   it('answers the UI preflight from its origin with the headers it sends, credentials allowed', async () => {
     const preflight = await fetch(`${url}/decode`, {
@@ -59,14 +71,70 @@ describe('codec server', () => {
     for (const header of ['content-type', 'x-namespace', 'authorization']) expect(allowed).toContain(header);
   });
 
-  it('gives other origins no CORS grant (a browser page elsewhere cannot read the answer)', async () => {
+  it('refuses other origins, with no CORS grant (a browser page elsewhere cannot call it)', async () => {
     const preflight = await fetch(`${url}/decode`, {
       method: 'OPTIONS',
       headers: { origin: 'http://evil.example', 'access-control-request-method': 'POST' },
     });
+    expect(preflight.status).toBe(403);
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
-    const response = await post('/decode', { payloads: [] }, { origin: 'http://evil.example' });
+    const response = await post('/decode', { payloads: await sealed() }, { origin: 'http://evil.example' });
+    expect(response.status).toBe(403);
     expect(response.headers.get('access-control-allow-origin')).toBeNull();
+    expect(((await response.json()) as { error: string }).error).toMatch(/origin http:\/\/evil.example/);
+  });
+
+  // A process on this machine (or a page's script) that finds the port used to get any payload decrypted.
+  it('refuses a call without the token, or with a wrong one (401), and decodes nothing', async () => {
+    const payloads = await sealed();
+    for (const headers of [{ authorization: '' }, { authorization: 'Bearer wrong-token-0123456789abcdef' }]) {
+      for (const path of ['/decode', '/encode', '/wrong-token/decode']) {
+        const response = await post(path, { payloads }, headers);
+        expect(response.status, `${path} ${headers.authorization}`).toBe(401);
+        expect(response.headers.get('www-authenticate')).toBe('Bearer');
+        expect(JSON.stringify(await response.json())).not.toContain('weather');
+      }
+    }
+  });
+
+  // DNS rebinding: a page on attacker.example re-points its name at 127.0.0.1, so the browser sends its Host.
+  it('refuses a Host that is not a loopback name (421), even with the right token', async () => {
+    const { request } = await import('node:http');
+    const status = (host: string) =>
+      new Promise<number>((resolve, reject) => {
+        const body = JSON.stringify({ payloads: [] });
+        const req = request(
+          `${url}/decode`,
+          { method: 'POST', headers: { host, 'content-type': 'application/json', ...AUTH } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+    expect(await status('attacker.example')).toBe(421);
+    expect(await status('attacker.example:8234')).toBe(421);
+    expect(await status('localhost:8234')).toBe(200);
+    expect(await status('[::1]:8234')).toBe(200);
+  });
+
+  it('answers the token as the Authorization header (the CLI) or as the first path segment (the UI)', async () => {
+    const payloads = await sealed();
+    const byHeader = await post('/decode', { payloads });
+    const byPath = await post(`/${TOKEN}/decode`, { payloads }, { authorization: '' });
+    for (const response of [byHeader, byPath]) {
+      expect(response.status).toBe(200);
+      const decoded = (await response.json()) as { payloads: { data: string }[] };
+      expect(JSON.parse(Buffer.from(decoded.payloads[0]?.data ?? '', 'base64').toString())).toEqual({
+        hint: 'weather',
+      });
+    }
+  });
+
+  it('refuses to start with no token, or a short one', () => {
+    expect(() => createCodecServer({ codec, corsOrigins: DEFAULT_UI_ORIGINS, token: '' })).toThrow(/token/);
   });
 
   it('decodes what the workers encrypted and encodes what it is given, under any path prefix', async () => {
