@@ -101,7 +101,7 @@ describe('loadConfig defaults', () => {
         poolSize: 20,
       },
       payloads: { encryption: 'auto', keys: [], keyId: '', keysFile: '' },
-      codecServer: { host: '127.0.0.1', port: 8234, corsOrigins: [] },
+      codecServer: { host: '127.0.0.1', port: 8234, corsOrigins: [], hosts: [], token: '', tokenFile: '' },
       session: {
         idleTimeoutMs: 1_800_000,
         reopenHorizonMs: 86_400_000,

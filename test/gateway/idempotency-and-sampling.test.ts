@@ -253,6 +253,7 @@ describe('Idempotency-Key and recorded sampling, against a real engine and Tempo
       minP: null,
       maxTokens: 6,
       seed: 3,
+      constraints: [],
     });
     expect(recorded?.chatTemplateKwargs).toEqual(kwargs);
 
