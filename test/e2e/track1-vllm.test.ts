@@ -204,6 +204,7 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
         minP: null,
         maxTokens: 6,
         seed: 5,
+        constraints: [],
       });
 
       // vLLM asked directly with those values gives the same tokens and the same log-probs (after temperature
