@@ -181,9 +181,15 @@ describe('Track 1 with vLLM serving and the reference engine training', () => {
   });
 
   it("sends a request without sampling fields at the model's generation_config; vLLM samples at it, as recorded", async () => {
-    // The suite's gateway does not read the model folder (it sends the neutral values); this one does.
+    // The suite's gateway does not read the model folder (it sends the neutral values); this one does. The
+    // model's default temperature (0.6) is one a vLLM teacher cannot score at, so combine is refused at start;
+    // rl needs no teacher.
+    const readingConfig = { ...config, engine: { ...config.engine, model } };
+    await expect(startGateway(readingConfig, { temporal: env.client, store, logger: false })).rejects.toThrow(
+      /vLLM as teacher .* scores them at temperature 1 only/,
+    );
     const reading = await startGateway(
-      { ...config, engine: { ...config.engine, model } },
+      { ...readingConfig, method: 'rl' },
       { temporal: env.client, store, logger: false },
     );
     try {
