@@ -127,9 +127,14 @@ def test_gate_interleaves_requests_fairly() -> None:
     for t in threads:
         t.join(10)
     assert sorted(log) == ["a"] * 30 + ["b"] * 30
-    # FIFO grants: once both are queued, neither runs more than a couple of steps in a row.
-    longest = max(len(run) for run in "".join(log).replace("ab", "a b").replace("ba", "b a").split())
-    assert longest <= 3, "".join(log)
+    # FIFO grants: once both are queued, neither runs more than a couple of steps in a row. Only the span
+    # where both run counts: on a loaded machine the second thread may start late, and the first ends early.
+    order = "".join(log)
+    first, last = order[0], order[-1]
+    other = "b" if first == "a" else "a"
+    both = order[order.index(other) : order.rindex(first) + 1] if first != last else order
+    longest = max((len(run) for run in both.replace("ab", "a b").replace("ba", "b a").split()), default=0)
+    assert longest <= 3, order
 
 
 def test_gate_pause_holds_steps_and_exclusive_still_runs() -> None:
