@@ -264,14 +264,29 @@ describe('explicit feedback through the real gateway', () => {
       expect(ta?.logProbs).toEqual(sa?.teacherLogProbs);
       expect(tb?.logProbs).toEqual(sb?.teacherLogProbs);
       expect(sa?.teacherLogProbs).not.toEqual(sb?.teacherLogProbs);
+
+      // After scoring: a turn settled without a next state (the session ended) trains once it is corrected.
+      const c = await chat(stack, 'fix-c', question, { done: true });
+      await untilTrainingStatus(env.client, config.runId, (s) => s.exclusionsByReason['no-next-state'] === 1);
+      await feedback(stack.gateway.url, { turn_id: c.turnId, rating: 0.5, correction: corrections.a });
+      const d = await chat(stack, 'fix-d', question);
+      await feedback(stack.gateway.url, { turn_id: d.turnId, rating: 1 });
+      await untilTrainingStatus(env.client, config.runId, (s) => s.policyVersion >= 2);
+      const [entry] = await env.client.workflow
+        .getHandle(trainingWorkflowId(config.runId))
+        .query(lineageQuery, { version: 2 });
+      const later = entry?.sampleIds.find((id) => id.startsWith(`${sampleIdOf(c.turnId)}~fb-`)) ?? '';
+      expect(await stack.store.get(sampleKey(later))).toMatchObject({ kind: 'opd+rl', reward: 0.5 });
+      // A rating alone on an open turn: combine trains it as rl, without a teacher.
+      expect(await stack.store.get(sampleKey(sampleIdOf(d.turnId)))).toMatchObject({ kind: 'rl', reward: 1 });
     } finally {
       await stack.close();
     }
   }, 240_000);
 
-  it('opd: a correction after the turn was scored without a next state makes it train; a rating alone gives opd no hint', async () => {
-    // A user ends the session, then writes what they meant: opd must now distil from it.
-    const config = configFor('opd', 1);
+  it('opd: a correction before or after scoring makes the turn train; a rating alone gives opd no hint', async () => {
+    // A user corrects one reply at once, and another after ending its session: opd must distil from both.
+    const config = configFor('opd', 2);
     const stack = await startControlStack(config, env);
     try {
       const turn = await chat(stack, 'opd-late', [{ role: 'user', content: 'Pick a number.' }], {
@@ -281,14 +296,19 @@ describe('explicit feedback through the real gateway', () => {
       const rated = await chat(stack, 'opd-rated', [{ role: 'user', content: 'Pick a letter.' }]);
       await feedback(stack.gateway.url, { turn_id: rated.turnId, rating: 1 });
       await feedback(stack.gateway.url, { turn_id: turn.turnId, correction: 'Seven, and say why.' });
+      const now = await chat(stack, 'opd-now', [{ role: 'user', content: 'Pick a colour.' }]);
+      await feedback(stack.gateway.url, { turn_id: now.turnId, correction: 'Blue, and say why.' });
       const status = await untilTrainingStatus(env.client, config.runId, (s) => s.policyVersion >= 1);
       expect(status.exclusionsByReason['no-hint']).toBe(1);
       const [entry] = await env.client.workflow
         .getHandle(trainingWorkflowId(config.runId))
         .query(lineageQuery, { version: 1 });
-      expect(entry?.sampleIds).toEqual([`${sampleIdOf(turn.turnId)}~${entry?.sampleIds[0]?.split('~')[1]}`]);
-      const sample = await stack.store.get<TrainingSample>(sampleKey(entry?.sampleIds[0] ?? ''));
-      expect(sample?.kind).toBe('opd');
+      const trained = [...(entry?.sampleIds ?? [])].sort();
+      expect(trained).toHaveLength(2);
+      expect(trained[0]).toMatch(new RegExp(`^${sampleIdOf(turn.turnId)}~fb-[0-9a-f]{16}$`));
+      expect(trained[1]).toBe(sampleIdOf(now.turnId));
+      for (const id of trained)
+        expect((await stack.store.get<TrainingSample>(sampleKey(id)))?.kind).toBe('opd');
     } finally {
       await stack.close();
     }
@@ -323,6 +343,30 @@ describe('explicit feedback through the real gateway', () => {
         expect(answer.status, JSON.stringify(body)).toBe(status);
         expect(answer.body.error?.message).toContain(says);
       }
+      // A rating on the whole session reaches each of its turns.
+      const second = (await openai.chat.completions.create(
+        {
+          model: 'tiny',
+          messages: [
+            { role: 'user', content: 'hi' },
+            { role: 'assistant', content: response.choices[0]?.message.content ?? '' },
+            { role: 'user', content: 'more' },
+          ],
+          max_tokens: 4,
+        },
+        { headers: { 'X-Session-Id': 'alice-chat' } },
+      )) as Completion;
+      const whole = await feedback(
+        url,
+        { session_id: 'alice-chat', scope: 'session', rating: 1 },
+        'key-alice',
+      );
+      expect(whole.status).toBe(200);
+      expect(whole.body).toMatchObject({ object: 'list', session_id: 'alice-chat' });
+      expect((whole.body.data as { turn_id: string }[]).map((f) => f.turn_id)).toEqual([
+        turnId,
+        second.turn_id,
+      ]);
       // bob knows alice's turn id and session id: not found for him.
       expect((await feedback(url, { turn_id: turnId, rating: -1 }, 'key-bob')).status).toBe(404);
       expect((await feedback(url, { session_id: 'alice-chat', rating: -1 }, 'key-bob')).status).toBe(404);
@@ -335,7 +379,7 @@ describe('explicit feedback through the real gateway', () => {
         sessionWorkflowId(scopedSessionId(apiKeyName('key-alice'), 'alice-chat')),
       );
       await waitFor(
-        async () => (await handle.query(sessionStatusQuery).catch(() => null))?.feedbackReceived === 1,
+        async () => (await handle.query(sessionStatusQuery).catch(() => null))?.feedbackReceived === 3,
         30_000,
         'delivery',
       );
