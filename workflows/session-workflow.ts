@@ -153,7 +153,11 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
       phase === 'active'
         ? idleTimeoutMs
         : Math.max(1, (pairing.latestTurnAt ?? Date.now()) + horizonMs - Date.now());
-    const woke = await condition(() => inbox.length > 0 || feedback.inbox.length > 0 || done, timeout);
+    // Runs from before feedback leave its notes alone (they never drain them).
+    const woke = await condition(
+      () => inbox.length > 0 || (takesFeedback && feedback.inbox.length > 0) || done,
+      timeout,
+    );
     await takeInbox();
     if (done) break;
     if (!woke) {

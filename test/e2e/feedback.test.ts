@@ -279,6 +279,14 @@ describe('explicit feedback through the real gateway', () => {
       expect(await stack.store.get(sampleKey(later))).toMatchObject({ kind: 'opd+rl', reward: 0.5 });
       // A rating alone on an open turn: combine trains it as rl, without a teacher.
       expect(await stack.store.get(sampleKey(sampleIdOf(d.turnId)))).toMatchObject({ kind: 'rl', reward: 1 });
+      // Its next state still reaches the hint judge, which combine uses: the turn is scored again with it.
+      await chat(stack, 'fix-d', [...question, d.reply, { role: 'user', content: 'and Germany?' }]);
+      const rescored = env.client.workflow.getHandle(`${scoreTurnWorkflowId(sampleIdOf(d.turnId))}~next`);
+      await waitFor(
+        async () => (await rescored.describe().catch(() => null))?.status.name === 'COMPLETED',
+        60_000,
+        'the scoring with the next state',
+      );
     } finally {
       await stack.close();
     }
