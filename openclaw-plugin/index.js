@@ -140,8 +140,7 @@ export function sessionDoneRequest(provider, sessionId, env = process.env) {
 }
 
 // ---------------------------------------------------------------------------------------------- feedback
-/** Explicit feedback on a turn: a rating in [-1, 1] and/or the reply the user meant. */
-/** @typedef {{ rating?: number, correction?: string }} Feedback */
+/** @typedef {{ rating?: number, correction?: string }} Feedback  A rating in [-1, 1] and/or what the user meant. */
 
 /** The chat commands, what each sends, and its help text. */
 export const FEEDBACK_COMMANDS = /** @type {const} */ ([
@@ -169,7 +168,7 @@ export function parseFeedbackCommand(name, args) {
     case 'rate': {
       const [score = '', ...rest] = text.split(/\s+/);
       const rating = Number(score);
-      if (score === '' || !Number.isFinite(rating) || rating < -1 || rating > 1)
+      if (!/^[+-]?(\d+\.?\d*|\.\d+)$/.test(score) || rating < -1 || rating > 1)
         return 'Usage: /rate <score from -1 to 1> [what you meant]';
       const correction = rest.join(' ').trim();
       return correction ? { rating, correction } : { rating };

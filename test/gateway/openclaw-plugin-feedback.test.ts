@@ -107,12 +107,14 @@ describe('the OpenClaw plugin feedback commands', () => {
       ['rate', undefined],
       ['rate', '5'],
       ['rate', 'great'],
+      ['rate', '0x1'],
     ] as const) {
       const { text, sent } = await run(name, 'chat-1', args);
       expect(text).toMatch(/^Usage: \/(fix|rate) /);
       expect(sent).toEqual([]);
     }
     expect(parseFeedbackCommand('rate', '-1')).toEqual({ rating: -1 });
+    expect(parseFeedbackCommand('rate', '+.25')).toEqual({ rating: 0.25 });
   });
 
   it("the gateway's refusal is shown to the user", async () => {
