@@ -1,6 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import { nextStateAfter, nextStateOf } from '../core/chat-messages.js';
+import {
+  type EffectiveFeedback,
+  effectiveFeedback,
+  type FeedbackRecord,
+  feedbackPrefix,
+} from '../core/feedback.js';
 import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-prompts.js';
 import type { JudgeScore } from '../core/judge-votes.js';
 import { logprobTemperature } from '../core/logprob-temperature.js';
@@ -11,6 +17,7 @@ import { TEACHER_TEMPERATURE_REFUSED, teacherTemperatureRefusal } from '../core/
 import { runRecordKey } from '../core/training-keys.js';
 import { exclusionKey, sampleKey, type TurnRecord, teacherKey, turnRecordKey } from '../core/turn-record.js';
 import type {
+  Amendment,
   Method,
   SampleExclusion,
   SampleExclusionReason,
@@ -41,15 +48,26 @@ export interface ScoringDependencies {
 
 export interface JudgeVoteInput {
   sampleId: string;
-  nextSampleId: string;
+  /** The turn whose request carries the next state; null with `nextStateFromCorrection`. */
+  nextSampleId: string | null;
   kind: 'eval' | 'hint';
   voteIndex: number;
+  /** The next state is the user's correction (explicit feedback), as a user message. */
+  nextStateFromCorrection?: boolean;
+}
+
+/** What the judge said of a turn when it was first scored (its sample's or exclusion's `judge` record). */
+export interface PriorJudgement {
+  evalVotes: (number | null)[] | null;
+  hintVotes: (number | null)[] | null;
+  hint: string | null;
 }
 
 export interface AssembleSampleInput {
   method: Method;
   sampleId: string;
-  evalScore: JudgeScore | null;
+  /** The judge's majority, or the reward feedback gives (any value in [-1, 1]); null: none. */
+  evalScore: JudgeScore | number | null;
   hint: HintOutcome | null;
   teacherStored: boolean;
   judgeRecord: {
@@ -58,7 +76,12 @@ export interface AssembleSampleInput {
     hint: string | null;
     /** A superseded turn trained as a rejection: the sibling the conversation continued instead. */
     supersededBy?: string;
+    /** The explicit feedback the scoring used. */
+    feedback?: { rating: number | null; correction: string | null; feedbackIds: string[] };
+    nextSampleId?: string;
   };
+  /** A later scoring of the turn: its sample goes under `id` and amends the first (core/types.ts `Amendment`). */
+  amendment?: { id: string; revision: number; feedbackIds: string[] };
 }
 
 /** The teacher record of a sample (`teacher/<sampleId>`); training reads its top-K rows from here. */
@@ -87,7 +110,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
   /** The sample with the incarnation that served its turn (the version number alone does not name it). */
   async function withServingIncarnation(runId: string, sample: SampleRef): Promise<SampleRef> {
     const record = await store.get<RunRecord>(runRecordKey(runId));
-    const key = turnRecordKey(sample.sampleId);
+    const key = turnRecordKey(sample.amends?.sampleId ?? sample.sampleId);
     if (record === undefined || key === null) return sample;
     // Not stamped without its turn's record (then only the version tells a foreign sample).
     const turn = await store.get<Pick<TurnRecord, 'recordedAt'>>(key);
@@ -103,7 +126,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
    * engine's prefill log-probs to the response tokens. A teacher that cannot score at that temperature is a
    * non-retryable failure (docs/scoring.md): scored at another one, the OPD advantage would be biased.
    */
-  async function teacherLogprobs(input: { sampleId: string; hint: string }): Promise<void> {
+  async function teacherLogprobs(input: { sampleId: string; hint: string; storeAs?: string }): Promise<void> {
     const turn = await loadTurn(input.sampleId);
     const temperature = logprobTemperature(turn.sampling?.temperature);
     if (!deps.teacher.features.prefillTemperature) {
@@ -131,19 +154,37 @@ export function createScoringActivities(deps: ScoringDependencies) {
         throw error;
       });
     const stored: StoredTeacher = { logProbs, topK, promptIds, temperature };
-    await store.put(teacherKey(input.sampleId), stored);
+    await store.put(teacherKey(input.storeAs ?? input.sampleId), stored);
+  }
+
+  /** The turn's feedback records, taken together (core/feedback.ts). */
+  async function turnFeedback(sampleId: string): Promise<EffectiveFeedback> {
+    const keys = await store.list(feedbackPrefix(sampleId));
+    const records = await Promise.all(keys.map((key) => store.get<FeedbackRecord>(key)));
+    return effectiveFeedback(records.filter((r): r is FeedbackRecord => r !== undefined));
   }
 
   return {
     /** One judge call; the reply text is parsed in the workflow (deterministic, core/judge-votes.ts). */
     async judgeVote(input: JudgeVoteInput): Promise<string> {
-      const [turn, next] = await Promise.all([loadTurn(input.sampleId), loadTurn(input.nextSampleId)]);
-      const last = next.messages.at(-1);
-      if (!last)
-        throw ApplicationFailure.nonRetryable(`turn ${input.nextSampleId} has no messages`, 'InvalidInput');
-      // The messages after this turn's reply; the last message alone when the next turn does not continue it.
-      const assistantsBefore = turn.messages.filter((message) => message.role === 'assistant').length;
-      const nextState = nextStateAfter(next.messages, assistantsBefore) ?? nextStateOf(last);
+      const turn = await loadTurn(input.sampleId);
+      let nextState: ReturnType<typeof nextStateOf>;
+      if (input.nextStateFromCorrection) {
+        const { correction } = await turnFeedback(input.sampleId);
+        if (correction === null)
+          throw ApplicationFailure.nonRetryable(`turn ${input.sampleId} has no correction`, 'InvalidInput');
+        nextState = { text: correction, role: 'user' };
+      } else {
+        if (input.nextSampleId === null)
+          throw ApplicationFailure.nonRetryable('a judge vote needs a next state', 'InvalidInput');
+        const next = await loadTurn(input.nextSampleId);
+        const last = next.messages.at(-1);
+        if (!last)
+          throw ApplicationFailure.nonRetryable(`turn ${input.nextSampleId} has no messages`, 'InvalidInput');
+        // The messages after this turn's reply; the last message alone when the next turn does not continue it.
+        const assistantsBefore = turn.messages.filter((message) => message.role === 'assistant').length;
+        nextState = nextStateAfter(next.messages, assistantsBefore) ?? nextStateOf(last);
+      }
       const prompt = {
         responseText: responseTextForJudge(turn.response),
         nextStateText: nextState.text,
@@ -157,17 +198,37 @@ export function createScoringActivities(deps: ScoringDependencies) {
     },
 
     /** Teacher log-probs for an accepted hint, stored under the sample id (arrays stay out of workflows). */
-    async computeTeacherLogprobs(input: { sampleId: string; hint: string }): Promise<void> {
+    async computeTeacherLogprobs(input: { sampleId: string; hint: string; storeAs?: string }): Promise<void> {
       return withHeartbeats('teacher log-probs', () => teacherLogprobs(input));
+    },
+
+    /** The turn's explicit feedback: the latest rating and correction, and every feedback id. */
+    async loadFeedback(input: { sampleId: string }): Promise<EffectiveFeedback> {
+      return turnFeedback(input.sampleId);
+    },
+
+    /** The judge's votes and hint from the turn's first scoring (null when it had none on record). */
+    async priorJudgement(input: { sampleId: string }): Promise<PriorJudgement | null> {
+      type Judged = { judge?: Partial<PriorJudgement> };
+      const record =
+        (await store.get<Judged>(sampleKey(input.sampleId))) ??
+        (await store.get<Judged>(exclusionKey(input.sampleId)));
+      const judge = record?.judge;
+      if (!judge) return null;
+      return {
+        evalVotes: Array.isArray(judge.evalVotes) ? judge.evalVotes : null,
+        hintVotes: Array.isArray(judge.hintVotes) ? judge.hintVotes : null,
+        hint: typeof judge.hint === 'string' ? judge.hint : null,
+      };
     },
 
     /** Builds the turn's one sample (or its exclusion) and stores it under its deterministic id. */
     async assembleSample(input: AssembleSampleInput): Promise<SampleDelivery> {
       const turn = await loadTurn(input.sampleId);
       const temperature = logprobTemperature(turn.sampling?.temperature);
-      let teacher = input.teacherStored
-        ? await store.get<StoredTeacher>(teacherKey(input.sampleId))
-        : undefined;
+      // A later scoring (feedback) stores its sample, and its teacher, under its own id.
+      const storedId = input.amendment?.id ?? input.sampleId;
+      let teacher = input.teacherStored ? await store.get<StoredTeacher>(teacherKey(storedId)) : undefined;
       let hint = input.hint;
       // A teacher record at another temperature (one scored at 1 before teachers were asked for the sample's)
       // would bias the advantage like a teacher scored at the wrong one: the turn goes on without it.
@@ -182,7 +243,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
       const assembled = assemble(
         input.method,
         {
-          sampleId: input.sampleId,
+          sampleId: storedId,
           sessionId: turn.sessionId,
           turn: turn.turn,
           promptIds: turn.promptIds,
@@ -199,9 +260,15 @@ export function createScoringActivities(deps: ScoringDependencies) {
           teacherTopK: teacher?.topK ?? null,
         },
       );
+      const amends: Amendment | undefined = input.amendment && {
+        sampleId: input.sampleId,
+        revision: input.amendment.revision,
+        feedbackIds: input.amendment.feedbackIds,
+      };
       if (!assembled.ok) {
-        await store.put(exclusionKey(input.sampleId), { ...assembled.exclusion, judge: input.judgeRecord });
-        return { ok: false, exclusion: assembled.exclusion };
+        const exclusion = { ...assembled.exclusion, ...(amends && { amends }) };
+        await store.put(exclusionKey(storedId), { ...exclusion, judge: input.judgeRecord });
+        return { ok: false, exclusion };
       }
       const { teacherTopkLogProbs, teacherTopkIndices, ...sample } = assembled.sample;
       // Top-K rows ([response][K]) stay in the teacher record; the sample refers to it.
@@ -210,7 +277,11 @@ export function createScoringActivities(deps: ScoringDependencies) {
           ? { ...sample, teacherTopKKey: teacherKey(sample.sampleId) }
           : sample;
       // First write wins: a retried activity finds its own sample and reports it again.
-      await store.putIfAbsent(sampleKey(sample.sampleId), { ...stored, judge: input.judgeRecord });
+      await store.putIfAbsent(sampleKey(sample.sampleId), {
+        ...stored,
+        judge: input.judgeRecord,
+        ...(amends && { amends }),
+      });
       const ref: SampleRef = {
         sampleId: sample.sampleId,
         method: sample.method,
@@ -218,6 +289,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
         policyVersion: sample.policyVersion,
         reward: sample.reward,
         responseLength: sample.responseLength,
+        ...(amends && { amends }),
       };
       return { ok: true, sample: ref };
     },

@@ -79,6 +79,14 @@ export function formatTrainingStatus(status: TrainingRunStatus): string {
       .map((key) => `${key}=${Number(status.lastMetrics?.[key]).toPrecision(4)}`);
     lines.push(`last metrics     ${parts.join(' ')}`);
   }
+  if (status.feedback && (status.feedback.amended > 0 || status.feedback.afterTraining.length > 0)) {
+    const after = status.feedback.afterTraining;
+    const latest = after.at(-1);
+    lines.push(
+      `feedback         ${status.feedback.amended} turn${status.feedback.amended === 1 ? '' : 's'} scored again before training; ${after.length} after` +
+        (latest ? ` (latest: ${latest.sampleId} trained in v${latest.version})` : ''),
+    );
+  }
   if (status.lastRefusal)
     lines.push(
       `last refusal     ${status.lastRefusal.stepId}: ${status.lastRefusal.samples} samples excluded: ${status.lastRefusal.detail}`,

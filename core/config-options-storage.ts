@@ -143,6 +143,20 @@ export const STORAGE_OPTIONS = [
       'A response the conversation did not continue while another response to the same request was: `exclude` (settled as `superseded`) or `negative` (trained with reward -1: the user asked for another answer; rl and combine).',
   },
   {
+    key: 'feedback.rating',
+    env: 'OPENCLAW_FEEDBACK_RATING',
+    kind: 'enum',
+    description:
+      "How a rating sent to `POST /v1/feedback` meets the judge: `override` (the rating is the reward; the judge is not asked for a vote) or `join` (its sign is one more vote beside the judge's, the majority decides).",
+  },
+  {
+    key: 'feedback.correction',
+    env: 'OPENCLAW_FEEDBACK_CORRECTION',
+    kind: 'enum',
+    description:
+      'How a correction sent to `POST /v1/feedback` becomes the hindsight hint for opd and combine: `as-given` (the teacher prompt carries it verbatim) or `judged` (the hint judge reads it as the next state and writes the hint).',
+  },
+  {
     key: 'session.continueAsNewAfterTurns',
     env: 'OPENCLAW_SESSION_CONTINUE_AS_NEW_TURNS',
     kind: 'integer',

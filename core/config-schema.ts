@@ -4,6 +4,7 @@
 
 import { z } from 'zod';
 import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
+import { FEEDBACK_CORRECTION_MODES, FEEDBACK_RATING_MODES } from './feedback.js';
 import { lossSettingsSchema, type OptimizerSettings, optimizerSettingsSchema } from './loss-settings.js';
 import { CONTROL_TASK_QUEUE } from './task-queue-names.js';
 import { teacherTemperatureRefusal } from './teacher-temperature.js';
@@ -191,6 +192,12 @@ const configObject = z.strictObject({
       reopenHorizonMs: z.number().int().min(0).default(86_400_000),
       superseded: z.enum(SUPERSEDED_POLICIES).default('exclude'),
       continueAsNewAfterTurns: z.number().int().min(1).default(200),
+    })
+    .prefault({}),
+  feedback: z
+    .strictObject({
+      rating: z.enum(FEEDBACK_RATING_MODES).default('override'),
+      correction: z.enum(FEEDBACK_CORRECTION_MODES).default('as-given'),
     })
     .prefault({}),
 });

@@ -37,8 +37,11 @@ export type HintOutcome = { accepted: true } | { accepted: false; reason: string
 
 /** What scoring found out about the turn. */
 export interface TurnScoring {
-  /** Majority of the binary judge's votes; null when the binary judge was not asked. */
-  evalScore: JudgeScore | null;
+  /**
+   * Majority of the binary judge's votes, or the reward explicit feedback gives (any value in [-1, 1]); null when
+   * neither says anything.
+   */
+  evalScore: JudgeScore | number | null;
   /** The hint judge's selection; null when the hint judge was not asked. */
   hint: HintOutcome | null;
   /** Teacher log-probs of the response tokens under the hinted prompt; needed when a hint was accepted. */
@@ -75,7 +78,8 @@ export function assembleSample(method: Method, turn: CapturedTurn, scoring: Turn
     );
 
   const vote = scoring.evalScore;
-  const hasVote = vote === 1 || vote === -1;
+  // A judge's majority is 1 or -1; a person's rating may be any value in [-1, 1] (0: neutral).
+  const hasVote = vote !== null && Number.isFinite(vote) && vote !== 0 && Math.abs(vote) <= 1;
   const hasHint = scoring.hint?.accepted === true;
   const hintDetail =
     scoring.hint === null ? 'the hint judge was not asked' : `no hint accepted (${hintReason(scoring.hint)})`;
@@ -110,7 +114,7 @@ export function assembleSample(method: Method, turn: CapturedTurn, scoring: Turn
   switch (method) {
     case 'rl':
       if (vote === null) return exclude('not-judged', 'the binary judge was not asked');
-      return hasVote ? build('rl', vote, 'none') : exclude('neutral-score', 'the judge vote is 0');
+      return hasVote ? build('rl', vote, 'none') : exclude('neutral-score', `the judge vote is ${vote}`);
     case 'opd':
       return hasHint ? build('opd', 0, 'hinted') : exclude('no-hint', hintDetail);
     case 'combine':

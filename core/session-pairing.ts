@@ -96,6 +96,17 @@ export class SessionPairing {
     return { fresh: true, settlements: out };
   }
 
+  /**
+   * Takes an open turn out to be scored now (it has explicit feedback); null when it is not open. A reply that
+   * continues it later finds it settled.
+   */
+  takeOpen(sampleId: string): TurnRef | null {
+    const open = this.open.find((turn) => turn.ref.sampleId === sampleId);
+    if (!open) return null;
+    this.remove(sampleId);
+    return open.ref;
+  }
+
   /** The session is over: every open turn is settled, the latest of each group of siblings without a next state. */
   closeAll(): Settlement[] {
     return this.settleWithoutNext([...this.open]);

@@ -121,6 +121,22 @@ export interface SampleExclusion {
   reason: SampleExclusionReason;
   /** A sentence for logs and the UI. */
   detail: string;
+  /** Set when this is a later scoring of an already scored turn (explicit feedback): see `SampleRef.amends`. */
+  amends?: Amendment;
+}
+
+/**
+ * A turn scored again after its first scoring, because explicit feedback (or the next state after feedback)
+ * arrived: the training run replaces the turn's earlier sample with this one if it has not trained yet, and
+ * records it against the version it trained into otherwise (docs/scoring.md#feedback).
+ */
+export interface Amendment {
+  /** The turn's sample id (the first scoring's). */
+  sampleId: string;
+  /** Grows with what the scoring saw (feedback records, the next state): a lower one never replaces a higher. */
+  revision: number;
+  /** The feedback ids it used. */
+  feedbackIds: string[];
 }
 
 /** What workflows pass around instead of a sample: small, and enough to batch and report on. */
@@ -137,6 +153,8 @@ export interface SampleRef {
   servedByIncarnation?: string;
   reward: number;
   responseLength: number;
+  /** Set on a later scoring of an already scored turn; `sampleId` is then the amendment's own id. */
+  amends?: Amendment;
 }
 
 /** The answer of the training workflow's status query. */

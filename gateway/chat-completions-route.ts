@@ -155,7 +155,8 @@ async function answerOnce(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): 
   const sessionId = recorded?.ref.sessionId ?? turn.identity.sessionId;
   await endSessionIfAsked(deps, turn, sessionId);
   // Serialised here, once, so a replay sends exactly these bytes.
-  const text = JSON.stringify(clientResponse(body, turn.wants, clientSessionId(sessionId)));
+  const turnId = recorded ? clientSessionId(recorded.ref.sampleId) : null;
+  const text = JSON.stringify(clientResponse(body, turn.wants, clientSessionId(sessionId), turnId));
   await keepForReplay(turn, { status: 200, contentType: JSON_CONTENT_TYPE, body: text }, recorded);
   await reply.code(200).header('content-type', JSON_CONTENT_TYPE).send(text);
   deps.metrics.turnAnswered({

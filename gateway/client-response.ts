@@ -1,6 +1,7 @@
 // What the client sees of the engine's answer: a normal OpenAI response with only the fields it asked for.
 // The gateway adds log-probs, token ids and usage to main-turn requests for its own capture; they are
-// removed here unless the client asked for them, and a top-level `session_id` is added.
+// removed here unless the client asked for them, and a top-level `session_id` is added (and, on a recorded main
+// turn, its `turn_id`: what `POST /v1/feedback` names it by).
 
 import type { ChatRequest } from './chat-request-schema.js';
 
@@ -24,9 +25,33 @@ export function clientWantsOf(request: ChatRequest): ClientWants {
 type Json = Record<string, unknown>;
 
 /** The non-streaming response for the client. */
-export function clientResponse(body: Json, wants: ClientWants, sessionId: string | null): Json {
+export function clientResponse(
+  body: Json,
+  wants: ClientWants,
+  sessionId: string | null,
+  turnId: string | null = null,
+): Json {
   const choices = Array.isArray(body.choices) ? body.choices.map((c) => trimChoice(c, wants)) : body.choices;
-  return withSession({ ...body, choices }, sessionId);
+  const out = withSession({ ...body, choices }, sessionId);
+  return turnId === null ? out : { ...out, turn_id: turnId };
+}
+
+/**
+ * The last chunk of a recorded main turn's stream, before `[DONE]`: no choices (like a usage chunk), the
+ * stream's id, model and time, with `session_id` and `turn_id`.
+ */
+export function turnIdChunk(last: Json | null, sessionId: string | null, turnId: string): Json {
+  return withSession(
+    {
+      id: last?.id ?? null,
+      object: 'chat.completion.chunk',
+      created: last?.created ?? Math.floor(Date.now() / 1000),
+      model: last?.model ?? null,
+      choices: [],
+      turn_id: turnId,
+    },
+    sessionId,
+  );
 }
 
 /** The chunk for the client, or null when nothing the client asked for is left in it. */

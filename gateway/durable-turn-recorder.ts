@@ -24,6 +24,7 @@ export function sessionSettingsFromConfig(config: OpenClawConfig): SessionSettin
     superseded: config.session.superseded,
     continueAsNewAfterTurns: config.session.continueAsNewAfterTurns,
     heartbeatTimeoutMs: config.temporal.heartbeatTimeoutMs,
+    feedback: { rating: config.feedback.rating, correction: config.feedback.correction },
   };
 }
 
@@ -64,7 +65,8 @@ export class DurableTurnRecorder implements TurnRecorder {
     this.options.onQueued?.();
   }
 
-  private workflowOf(sessionId: string): OutboxWorkflow {
+  /** The session workflow a session's outbox entries start (turns, done, feedback). */
+  workflowOf(sessionId: string): OutboxWorkflow {
     const input: SessionInput = { sessionId, ...this.options.session };
     return { taskQueue: this.taskQueue, input };
   }

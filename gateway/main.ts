@@ -17,6 +17,7 @@ import type { SampleStore } from '../store/sample-store.js';
 import { fileStoreRoot, storeFromConfig } from '../store/store-from-config.js';
 import { connectClientLazily } from '../temporal/connection.js';
 import { DurableTurnRecorder, sessionSettingsFromConfig } from './durable-turn-recorder.js';
+import { FeedbackDesk } from './feedback-desk.js';
 import { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics, type TurnTiming } from './metrics.js';
 import { sessionDelivery } from './outbox-delivery.js';
@@ -86,6 +87,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
   const idempotency = new IdempotencyKeys({ store, ttlMs: config.gateway.idempotencyTtlMs });
   let recorder = deps.recorder;
   let relay: OutboxRelay | null = null;
+  let feedback: FeedbackDesk | undefined;
   let metrics: GatewayMetrics;
   const onTurnTiming = deps.onTurnTiming;
   if (recorder) metrics = new GatewayMetrics({ processMetrics: true, ...(onTurnTiming && { onTurnTiming }) });
@@ -134,10 +136,16 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     });
     relay = started;
     cleanups.push(() => started.stop());
-    recorder = new DurableTurnRecorder({
+    const durable = new DurableTurnRecorder({
       store,
       session: sessionSettingsFromConfig(config),
       taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
+      onQueued: () => started.notify(),
+    });
+    recorder = durable;
+    feedback = new FeedbackDesk({
+      store,
+      workflowOf: (sessionId) => durable.workflowOf(sessionId),
       onQueued: () => started.notify(),
     });
   }
@@ -147,6 +155,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     engineKind: config.engine.kind,
     engineHeaders: engineAuthHeaders(config),
     recorder,
+    ...(feedback && { feedback }),
     idempotency,
     sampling: sampling.defaults,
     apiKeys: apiKeys.keys,

@@ -18,6 +18,8 @@ import { type ApiKeyCheck, type Caller, createApiKeyCheck } from './auth.js';
 import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
 import { clientSignalOf } from './client-signal.js';
 import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
+import type { FeedbackDesk } from './feedback-desk.js';
+import { FEEDBACK_ROUTE, feedbackHandler } from './feedback-route.js';
 import type { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics } from './metrics.js';
 import {
@@ -41,6 +43,8 @@ export interface GatewayOptions {
   /** Replaces the adapter built from `engineUrl` and `engineKind`. */
   engine?: EngineAdapter;
   recorder: TurnRecorder;
+  /** Where `POST /v1/feedback` stores feedback; absent: the route answers 501 (no durable store). */
+  feedback?: FeedbackDesk;
   /** Where `Idempotency-Key` responses are kept (the sample store, shared by every gateway). */
   idempotency: IdempotencyKeys;
   /** Sampling values sent when a client leaves them out (default: the engines' neutral ones). */
@@ -185,6 +189,8 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
         contextOf,
       ),
     );
+
+    routes.post(FEEDBACK_ROUTE, feedbackHandler(options.feedback ?? null, contextOf));
   });
 
   return app;

@@ -16,7 +16,7 @@ import {
   keepForReplay,
   recordMainTurn,
 } from './chat-turn.js';
-import { clientChunk } from './client-response.js';
+import { clientChunk, turnIdChunk } from './client-response.js';
 import { parseSseEvents } from './engine-stream.js';
 import { ClientGoneError } from './engine-upstream.js';
 import { badGateway, internalError, OpenAIError } from './openai-errors.js';
@@ -52,6 +52,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
   };
   let sawDone = false;
   let sawToken = false;
+  let lastChunk: Record<string, unknown> | null = null;
   try {
     for await (const event of parseSseEvents(body)) {
       if (event.data === '[DONE]') {
@@ -68,6 +69,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
         return;
       }
       if (turn.main) capture.addChunk(parseCapturedChunk(chunk));
+      lastChunk = chunk;
       if (!sawToken && carriesToken(chunk)) {
         sawToken = true;
         deps.metrics.timeToFirstToken.observe(secondsSince(turn.startedAt));
@@ -97,6 +99,15 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
     const recorded = turn.main ? await recordMainTurn(deps, turn, capture) : null;
     recordMs = recorded?.recordMs ?? null;
     await endSessionIfAsked(deps, turn, recorded?.ref.sessionId ?? turn.identity.sessionId);
+    // The turn's id, once it is recorded, on a chunk of its own: feedback names the turn by it.
+    if (recorded)
+      await writeEvent(
+        turnIdChunk(
+          lastChunk,
+          clientSessionId(recorded.ref.sessionId),
+          clientSessionId(recorded.ref.sampleId) ?? recorded.ref.sampleId,
+        ),
+      );
     if (sent !== null)
       await keepForReplay(
         turn,

@@ -6,6 +6,7 @@
 // already has, so an entry delivered twice (a crash after the signal, before the removal) is harmless.
 
 import { z } from 'zod';
+import type { FeedbackNote } from '../core/feedback.js';
 import type { TurnRef } from '../core/types.js';
 import type { SessionInput } from '../workflows/session-signals.js';
 
@@ -22,10 +23,25 @@ export const outboxMessageSchema = z.discriminatedUnion('kind', [
     }),
   }),
   z.object({ kind: z.literal('session-done') }),
+  z.object({
+    kind: z.literal('feedback'),
+    note: z.looseObject({
+      feedbackId: z.string().min(1),
+      sampleId: z.string().min(1),
+      rating: z.number().min(-1).max(1).nullable(),
+      hasCorrection: z.boolean(),
+    }),
+  }),
 ]);
 
-/** A turn to hand to its session workflow, or the client's end of the session (`X-Session-Done`). */
-export type OutboxMessage = { kind: 'turn'; ref: TurnRef } | { kind: 'session-done' };
+/**
+ * A turn to hand to its session workflow, the client's end of the session (`X-Session-Done`), or explicit
+ * feedback on one of its turns (its text stays in the store).
+ */
+export type OutboxMessage =
+  | { kind: 'turn'; ref: TurnRef }
+  | { kind: 'session-done' }
+  | { kind: 'feedback'; note: FeedbackNote };
 
 /** The session workflow an entry goes to, as its writer would start it: any relay starts the same one. */
 export const outboxWorkflowSchema = z.object({
@@ -126,6 +142,22 @@ export function sessionDoneEntry(sessionId: string, workflow: OutboxWorkflow, no
     id: `done:${sessionId}:${now}:${Math.random().toString(36).slice(2, 10)}`,
     sessionId,
     message: { kind: 'session-done' },
+    workflow,
+    createdAt: now,
+  };
+}
+
+/** The entry that hands explicit feedback to the session workflow of its turn. */
+export function feedbackEntry(
+  sessionId: string,
+  note: FeedbackNote,
+  workflow: OutboxWorkflow,
+  now = Date.now(),
+): OutboxEntry {
+  return {
+    id: `feedback:${note.sampleId}:${note.feedbackId}`,
+    sessionId,
+    message: { kind: 'feedback', note },
     workflow,
     createdAt: now,
   };

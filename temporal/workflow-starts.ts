@@ -3,6 +3,7 @@
 // signature declared beside its signals, so no client imports workflow code and none starts one by a bare string.
 // "Already started" is success where a start is idempotent by its deterministic id.
 import { type Client, WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import type { FeedbackNote } from '../core/feedback.js';
 import type { TurnRef } from '../core/types.js';
 import type { OutboxMessage } from '../store/outbox.js';
 import type {
@@ -13,6 +14,7 @@ import type {
   EnvRolloutWorkflow,
 } from '../workflows/agentic-signals.js';
 import {
+  feedbackSignal,
   type SessionInput,
   type SessionWorkflow,
   sessionDoneSignal,
@@ -57,6 +59,12 @@ export async function signalWithStartSession(
       ...start,
       signal: turnRecordedSignal,
       signalArgs: [message.ref],
+    });
+  } else if (message.kind === 'feedback') {
+    await client.workflow.signalWithStart<SessionWorkflow, [FeedbackNote]>(WORKFLOW_TYPES.session, {
+      ...start,
+      signal: feedbackSignal,
+      signalArgs: [message.note],
     });
   } else {
     await client.workflow.signalWithStart<SessionWorkflow, []>(WORKFLOW_TYPES.session, {

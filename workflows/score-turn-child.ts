@@ -11,7 +11,11 @@ import { type ScoreTurnInput, scoreTurnWorkflow } from './score-turn-workflow.js
 export async function startScoreTurn(input: ScoreTurnInput): Promise<boolean> {
   try {
     await startChild(scoreTurnWorkflow, {
-      workflowId: scoreTurnWorkflowId(input.turn.sampleId),
+      // A later scoring of the same turn (feedback) has an id of its own: one per piece of feedback.
+      workflowId:
+        input.amendment === undefined
+          ? scoreTurnWorkflowId(input.turn.sampleId)
+          : `${scoreTurnWorkflowId(input.turn.sampleId)}~${input.amendment.key}`,
       args: [input],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,

@@ -4,7 +4,9 @@
 // and a turn no judge could score becomes an exclusion with its reason, never a lost turn.
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { AssembleSampleInput, ScoringActivities } from '../activities/scoring-activities.js';
+import { type FeedbackSettings, feedbackNeedsJudge, feedbackScore } from '../core/feedback.js';
 import {
+  type JudgeScore,
   type JudgeVote,
   majorityVote,
   parseHintVote,
@@ -30,6 +32,16 @@ export interface ScoreTurnInput {
    * settled without a judge, as an exclusion or (`negative`, rl and combine) a sample with reward -1.
    */
   superseded?: { by: string; as: SupersededPolicy };
+  /**
+   * The turn has explicit feedback (in the store, core/feedback.ts): it is scored from it, with the judge only
+   * where the method still needs it (docs/scoring.md#feedback). Absent: the judge alone, as before feedback.
+   */
+  feedback?: FeedbackSettings;
+  /**
+   * Set on a later scoring of a turn already scored (feedback that came after, or the next state after a scoring
+   * on feedback): `key` names this scoring (its workflow id's suffix), and the sample it makes amends the first.
+   */
+  amendment?: { key: string };
 }
 
 /** Judge and teacher calls: long, heartbeating, and a judge gets a bounded number of attempts. */
@@ -73,6 +85,8 @@ export async function scoreTurnWorkflow(input: ScoreTurnInput): Promise<SampleDe
     await scoring.deliverToTraining({ runId: input.runId, method: input.method, result });
     return result;
   };
+
+  if (input.feedback !== undefined) return scoreWithFeedback(input, input.feedback, finish);
 
   if (input.superseded) {
     const { by, as } = input.superseded;
@@ -159,4 +173,115 @@ export async function scoreTurnWorkflow(input: ScoreTurnInput): Promise<SampleDe
     },
   });
   return finish(assembled);
+}
+
+/**
+ * A turn with explicit feedback: the rating (or a correction's implied -1) is the reward or joins the judge's
+ * votes; a correction is the hint (as given, or through the hint judge with the correction as the next state);
+ * the judge is asked on the next state only for what feedback does not say. A later scoring (`amendment`) that
+ * has no next state reuses the judge's votes and hint of the turn's first scoring.
+ */
+async function scoreWithFeedback(
+  input: ScoreTurnInput,
+  settings: FeedbackSettings,
+  finish: (result: SampleDelivery) => Promise<SampleDelivery>,
+): Promise<SampleDelivery> {
+  const { sampleId } = input.turn;
+  const { method, nextSampleId } = input;
+  const judge = modelCalls(input.heartbeatTimeoutMs ?? 30_000);
+  const feedback = await scoring.loadFeedback({ sampleId });
+  const prior = input.amendment !== undefined ? await scoring.priorJudgement({ sampleId }) : null;
+  const needs = feedbackNeedsJudge(
+    method,
+    { rating: feedback.rating, hasCorrection: feedback.correction !== null },
+    settings.rating,
+  );
+  const votes = Array.from({ length: input.judgeVotes }, (_, voteIndex) => voteIndex);
+  const ask = (kind: 'eval' | 'hint', fromCorrection: boolean) =>
+    Promise.all(
+      votes.map((i) =>
+        vote(() =>
+          judge.judgeVote({
+            sampleId,
+            nextSampleId: fromCorrection ? null : nextSampleId,
+            kind,
+            voteIndex: i,
+            ...(fromCorrection && { nextStateFromCorrection: true }),
+          }),
+        ),
+      ),
+    );
+
+  const hintFromCorrection =
+    method !== 'rl' && feedback.correction !== null && settings.correction === 'judged';
+  const [evalRaw, hintRaw] = await Promise.all([
+    needs.eval && nextSampleId !== null ? ask('eval', false) : null,
+    hintFromCorrection ? ask('hint', true) : needs.hint && nextSampleId !== null ? ask('hint', false) : null,
+  ]);
+  const evalVotes = evalRaw ? evalRaw.map((raw) => parseJudgeVote(raw).score) : (prior?.evalVotes ?? null);
+  const judgeScore = evalVotes
+    ? majorityVote(evalVotes.map((score) => ({ score: score as JudgeScore | null, raw: '' }))).score
+    : null;
+  const evalScore =
+    method === 'opd'
+      ? null
+      : (feedbackScore(feedback, needs.eval ? evalVotes : null, settings.rating) ?? judgeScore);
+
+  // The hint: the correction as given, else the hint judge's pick (of the correction or the next state), else
+  // the first scoring's accepted hint.
+  let hintText: string | null = null;
+  let hintOutcome: AssembleSampleInput['hint'] = null;
+  let hintVotes: (number | null)[] | null = null;
+  if (method !== 'rl') {
+    if (feedback.correction !== null && settings.correction === 'as-given') hintText = feedback.correction;
+    else if (hintRaw) {
+      const picked = selectHint(hintRaw.map(parseHintVote));
+      hintVotes = picked.votes.map((v) => v.score);
+      if (picked.accepted) hintText = picked.hint;
+      else hintOutcome = { accepted: false, reason: picked.reason };
+    } else if (prior?.hint) hintText = prior.hint;
+    else hintOutcome = { accepted: false, reason: 'no correction, and no next state to judge yet' };
+  }
+  const storeAs = input.amendment ? amendedSampleId(sampleId, input.amendment.key) : sampleId;
+  let teacherStored = false;
+  if (hintText !== null) {
+    hintOutcome = { accepted: true };
+    try {
+      await judge.computeTeacherLogprobs({ sampleId, hint: hintText, storeAs });
+      teacherStored = true;
+    } catch (error) {
+      if (!(error instanceof ActivityFailure)) throw error;
+      hintOutcome = { accepted: false, reason: teacherFailure(error) };
+      hintText = null;
+    }
+  }
+
+  const revision = feedback.feedbackIds.length * 2 + (nextSampleId !== null ? 1 : 0);
+  const assembled = await scoring.assembleSample({
+    method,
+    sampleId,
+    evalScore,
+    hint: hintOutcome,
+    teacherStored,
+    judgeRecord: {
+      evalVotes: evalVotes ?? null,
+      hintVotes: hintVotes ?? (hintRaw === null ? (prior?.hintVotes ?? null) : null),
+      hint: hintText,
+      feedback: {
+        rating: feedback.rating,
+        correction: feedback.correction,
+        feedbackIds: feedback.feedbackIds,
+      },
+      ...(nextSampleId !== null && { nextSampleId }),
+    },
+    ...(input.amendment && {
+      amendment: { id: storeAs, revision, feedbackIds: feedback.feedbackIds },
+    }),
+  });
+  return finish(assembled);
+}
+
+/** The id a later scoring of a turn stores its sample under (the trainer reads it like any other). */
+export function amendedSampleId(sampleId: string, key: string): string {
+  return `${sampleId}~${key}`;
 }

@@ -1,11 +1,15 @@
 // Signals and queries of sessionWorkflow, in a file of their own so the gateway can import them without
 // pulling workflow code into its process.
 import { defineQuery, defineSignal } from '@temporalio/workflow';
+import type { FeedbackNote, FeedbackSettings } from '../core/feedback.js';
 import type { PairingState } from '../core/session-pairing.js';
 import type { Method, SupersededPolicy, TurnRef } from '../core/types.js';
 
 /** A main turn was recorded in the sample store; sent by the gateway with signal-with-start. */
 export const turnRecordedSignal = defineSignal<[TurnRef]>('turnRecorded');
+
+/** Explicit feedback on one of the session's turns was stored (`POST /v1/feedback`); sent like turns. */
+export const feedbackSignal = defineSignal<[FeedbackNote]>('feedback');
 
 /** The client said the session is over (`X-Session-Done: true`); settle the last turn now. */
 export const sessionDoneSignal = defineSignal<[]>('sessionDone');
@@ -27,6 +31,9 @@ export interface SessionStatus {
   highestTurn: number;
   /** Times a turn arrived while the session was idle (closed by the idle timer). */
   reopened: number;
+  /** Feedback received, and of it, how much made a turn score again after its first scoring. */
+  feedbackReceived?: number;
+  amendments?: number;
   phase: SessionPhase;
   done: boolean;
 }
@@ -50,6 +57,8 @@ export interface SessionInput {
   /** A sibling nobody continued: an exclusion (default) or a sample with reward -1. */
   superseded?: SupersededPolicy;
   continueAsNewAfterTurns: number;
+  /** How explicit feedback is scored (core/feedback.ts; default: the rating overrides, corrections as given). */
+  feedback?: FeedbackSettings;
   /** Heartbeat timeout of scoring's long activities (default 30 s). */
   heartbeatTimeoutMs?: number;
   /** State carried over continue-as-new; absent on a fresh start. */
@@ -66,6 +75,19 @@ export interface SessionCarry {
   highestTurn: number;
   /** Turns delivered to the run before while it was on its way to this one: taken first. */
   inbox?: TurnRef[];
+  /** Feedback delivered the same way, and what the session remembers of feedback (`SessionFeedback`). */
+  feedbackInbox?: FeedbackNote[];
+  feedback?: SessionFeedbackState;
+}
+
+/** What a session remembers of feedback, carried over continue-as-new (bounded). */
+export interface SessionFeedbackState {
+  /** Feedback ids handled lately: a second delivery is ignored. */
+  seen: string[];
+  /** Turns scored on feedback before their next state, with what their feedback said. */
+  scoredEarly: { sampleId: string; rating: number | null; hasCorrection: boolean }[];
+  /** The next state of turns scored lately (their sample id → the continuing turn's). */
+  nextOf: [string, string][];
 }
 
 /** What runs started before turns were paired by their kept reply carry (they pair in turn order). */

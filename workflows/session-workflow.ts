@@ -24,8 +24,10 @@ import {
 import type { TurnRef } from '../core/types.js';
 import { startScoreTurn } from './score-turn-child.js';
 import type { ScoreTurnInput } from './score-turn-workflow.js';
+import { SessionFeedback } from './session-feedback.js';
 import { sequentialSession } from './session-sequential.js';
 import {
+  feedbackSignal,
   type SequentialSessionCarry,
   type SessionCarry,
   type SessionEnd,
@@ -48,9 +50,16 @@ export const PAIRING_BY_KEPT_REPLY = 'pairing-by-kept-reply';
  */
 export const LATE_SIGNALS_KEPT = 'late-signals-kept';
 
+/**
+ * Marks runs that take explicit feedback: a turn with feedback is scored at once (an open one) or scored again
+ * (one already scored), and the next state of a turn scored early is judged where the method uses it.
+ */
+export const SESSION_FEEDBACK = 'session-feedback';
+
 export async function sessionWorkflow(input: SessionInput): Promise<SessionResult> {
   if (!patched(PAIRING_BY_KEPT_REPLY)) return sequentialSession(input);
   const keepsLateSignals = patched(LATE_SIGNALS_KEPT);
+  const takesFeedback = patched(SESSION_FEEDBACK);
 
   const idleTimeoutMs = input.idleTimeoutMs;
   const horizonMs = Math.max(input.reopenHorizonMs ?? idleTimeoutMs, idleTimeoutMs);
@@ -61,9 +70,13 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
   let turnsThisRun = 0;
   let done = false;
   const inbox: TurnRef[] = [...(carried.inbox ?? [])];
+  const feedback = new SessionFeedback(input, carried.feedback, carried.feedbackInbox);
 
   setHandler(turnRecordedSignal, (ref) => {
     inbox.push(ref);
+  });
+  setHandler(feedbackSignal, (note) => {
+    feedback.inbox.push(note);
   });
   setHandler(sessionDoneSignal, () => {
     done = true;
@@ -79,6 +92,8 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
       turnsSuperseded,
       highestTurn,
       reopened,
+      feedbackReceived: feedback.received,
+      amendments: feedback.amendments,
       phase: done ? ('done' as SessionPhase) : phase,
       done,
     }),
@@ -97,6 +112,8 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
         superseded: { by: settlement.by, as: input.superseded ?? 'exclude' },
       }),
     };
+    if (takesFeedback && settlement.kind === 'next-state')
+      feedback.noteNextState(turn.sampleId, settlement.nextSampleId);
     // Already scored (a duplicate delivery, or an earlier run of this session): the first scoring stands.
     if (!(await startScoreTurn(scoreInput))) return;
     turnsScored++;
@@ -116,6 +133,17 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
         reopened++;
       }
       for (const settlement of settlements) await settle(settlement);
+      // The next state of a turn scored on its feedback: judged now where the method uses it.
+      if (takesFeedback && ref.continues)
+        await feedback.nextStateArrived(ref.continues.sampleId, ref.sampleId);
+    }
+    if (!takesFeedback) return;
+    for (const note of feedback.inbox.splice(0)) {
+      const open = pairing.takeOpen(note.sampleId);
+      if (open !== null) {
+        await feedback.scoreOpenTurn(open, note);
+        turnsScored++;
+      } else await feedback.scoreAgain(note);
     }
   };
 
@@ -125,7 +153,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
       phase === 'active'
         ? idleTimeoutMs
         : Math.max(1, (pairing.latestTurnAt ?? Date.now()) + horizonMs - Date.now());
-    const woke = await condition(() => inbox.length > 0 || done, timeout);
+    const woke = await condition(() => inbox.length > 0 || feedback.inbox.length > 0 || done, timeout);
     await takeInbox();
     if (done) break;
     if (!woke) {
@@ -152,6 +180,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
         reopened,
         highestTurn,
         ...(keepsLateSignals && inbox.length > 0 && { inbox: inbox.splice(0) }),
+        ...(takesFeedback && feedback.carry()),
       };
       await continueAsNew<typeof sessionWorkflow>({ ...input, carried: carry });
     }
@@ -163,7 +192,7 @@ export async function sessionWorkflow(input: SessionInput): Promise<SessionResul
   do {
     await takeInbox();
     for (const settlement of pairing.closeAll()) await settle(settlement);
-  } while (keepsLateSignals && inbox.length > 0);
+  } while (keepsLateSignals && (inbox.length > 0 || (takesFeedback && feedback.inbox.length > 0)));
   return { sessionId: input.sessionId, end, turnsScored };
 }
 

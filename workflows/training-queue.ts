@@ -83,6 +83,12 @@ export class TrainingQueue {
     return removed;
   }
 
+  /** Removes waiting samples matching `predicate` from the head and the tail (not from spilled chunks). */
+  removeEverywhere(predicate: (ref: SampleRef) => boolean): void {
+    this.removeWhere(predicate);
+    if (this.tail.some(predicate)) this.tail = this.tail.filter((ref) => !predicate(ref));
+  }
+
   /**
    * Before continue-as-new: everything beyond CARRIED_MAX references goes to the store (head's overflow before
    * the backlog, the tail after it), and chunks already read back are deleted; `carry()` then is small.

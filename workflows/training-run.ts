@@ -26,8 +26,9 @@ import {
   reconfigurationSchema,
   type trainingInputSchema,
 } from '../core/training-settings.js';
-import type { Method, SampleRef, TrainingStatus } from '../core/types.js';
+import type { Amendment, Method, SampleRef, TrainingStatus } from '../core/types.js';
 import { trainerCalls, trainingStoreWrites } from './activity-options.js';
+import { FeedbackAmendments, trainedVersionIn } from './feedback-amendments.js';
 import { RefusalIsolation } from './refusal-isolation.js';
 import { trainAndPublish } from './train-and-publish.js';
 import { TrainingQueue } from './training-queue.js';
@@ -74,6 +75,8 @@ export interface TrainingBehaviour {
   offPolicyIncarnations?: boolean;
   /** A refused batch is split, so only the samples that cause the refusal become exclusions. */
   isolateRefusals?: boolean;
+  /** Later scorings of a turn (explicit feedback) replace its sample before it trains. */
+  amendments?: boolean;
 }
 
 interface Refusal {
@@ -103,6 +106,9 @@ export class TrainingRun {
   private readonly beginsIncarnation: boolean;
   private readonly behaviour: TrainingBehaviour;
   private readonly isolation: RefusalIsolation;
+  private readonly amendments: FeedbackAmendments;
+  /** The step being trained now: a later scoring of one of its samples is kept against its version. */
+  private inFlight: PlannedStep | null = null;
   private stepsThisRun = 0;
 
   constructor(
@@ -132,6 +138,7 @@ export class TrainingRun {
     this.state = { ...carried, lineage: [...carried.lineage] };
     this.queue = new TrainingQueue(carried);
     this.isolation = new RefusalIsolation(carried.isolation);
+    this.amendments = new FeedbackAmendments(carried.amendments);
     this.recent = new Set(this.state.recentIds);
     this.beginsIncarnation = incarnations && this.state.incarnation === undefined;
     if (this.beginsIncarnation) this.state.incarnation = workflowInfo().firstExecutionRunId;
@@ -160,6 +167,7 @@ export class TrainingRun {
       ...(incarnation !== undefined && { incarnation }),
       backlogSamples: queue.backlogSize,
       lastRefusal: state.lastRefusal ?? null,
+      ...(this.behaviour.amendments && { feedback: this.amendments.status() }),
     };
   }
 
@@ -208,7 +216,12 @@ export class TrainingRun {
    */
   async waitForBatch(): Promise<boolean> {
     const { queue } = this;
-    while (queue.needsRefill(this.batchSize())) await queue.refill(bookkeeping);
+    while (queue.needsRefill(this.batchSize())) {
+      await queue.refill(bookkeeping);
+      // Samples a later scoring replaced while they waited in the store.
+      if (this.behaviour.amendments)
+        queue.removeEverywhere((ref) => this.amendments.isReplaced(ref.sampleId));
+    }
     await condition(() => this.batchReady() || this.historyFull() || queue.needsRefill(this.batchSize()));
     if (this.batchReady()) return true;
     if (this.historyFull()) await this.continueAsNew({ spillBacklog: true });
@@ -243,7 +256,9 @@ export class TrainingRun {
       this.incarnation === undefined
         ? `${this.runId}:v${version}`
         : `${this.runId}:${this.incarnation}:v${version}`;
-    return { batch, sampleIds: batch.map((ref) => ref.sampleId), version, stepId };
+    const step = { batch, sampleIds: batch.map((ref) => ref.sampleId), version, stepId };
+    this.inFlight = step;
+    return step;
   }
 
   /** The trainer's calls under the current settings; a refused step fails at once, unretried. */
@@ -292,13 +307,15 @@ export class TrainingRun {
     };
     const publish = { incarnation: this.incarnation, keepCheckpoints: this.settings.keepCheckpoints };
     try {
-      return await trainAndPublish(
+      const published = await trainAndPublish(
         this.trainer(),
         this.trainStepInput(step, staleness),
         step.version,
         publish,
       );
+      return published;
     } catch (error) {
+      this.inFlight = null;
       const refusal = refusalOf(error);
       if (refusal === null) throw error;
       if (this.behaviour.isolateRefusals) {
@@ -346,6 +363,7 @@ export class TrainingRun {
     await bookkeeping.recordLineage({ runId: this.runId, entry });
 
     this.queue.take(batch.length);
+    this.inFlight = null;
     this.isolation.trained(sampleIds);
     state.policyVersion = version;
     state.stepsCompleted++;
@@ -383,7 +401,13 @@ export class TrainingRun {
       runId: this.runId,
       method: this.method,
       settings: this.settings,
-      carried: { ...this.state, ...this.queue.carry(), recentIds, isolation: this.isolation.carry() },
+      carried: {
+        ...this.state,
+        ...this.queue.carry(),
+        recentIds,
+        isolation: this.isolation.carry(),
+        ...(this.behaviour.amendments && { amendments: this.amendments.carry() }),
+      },
     });
   }
 
@@ -417,8 +441,32 @@ export class TrainingRun {
 
   private receive(delivery: SampleDelivery): void {
     const id = delivery.ok ? delivery.sample.sampleId : delivery.exclusion.sampleId;
+    const amends = delivery.ok ? delivery.sample.amends : delivery.exclusion.amends;
+    if (amends !== undefined && this.behaviour.amendments) {
+      this.receiveAmendment(id, amends, delivery);
+      return;
+    }
     if (this.recent.has(id)) return;
     this.recent.add(id);
+    if (delivery.ok) this.queue.push(delivery.sample);
+    else this.exclude(delivery.exclusion.reason);
+  }
+
+  /**
+   * A later scoring of a turn (explicit feedback): it replaces the turn's waiting sample, or the exclusion the
+   * turn had; once the turn trained (or is in the step being trained), it is kept against that version.
+   */
+  private receiveAmendment(id: string, amends: Amendment, delivery: SampleDelivery): void {
+    if (this.recent.has(id)) return;
+    this.recent.add(id);
+    const decision = this.amendments.decide(id, amends, (ids) => {
+      if (this.inFlight?.sampleIds.some((sampleId) => ids.has(sampleId))) return this.inFlight.version;
+      return trainedVersionIn(this.state.lineage, ids);
+    });
+    if (decision.kind !== 'replace') return;
+    this.queue.removeEverywhere((ref) => decision.remove.has(ref.sampleId));
+    // The first scoring, if it arrives after this one, is not trained either.
+    this.recent.add(amends.sampleId);
     if (delivery.ok) this.queue.push(delivery.sample);
     else this.exclude(delivery.exclusion.reason);
   }

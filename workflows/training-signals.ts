@@ -88,6 +88,28 @@ export interface TrainingCarry {
   lastRefusal?: TrainerRefusal | null;
   /** A refused batch being split to find the samples that cause the refusal (absent or null: none). */
   isolation?: IsolationCarry | null;
+  /** Later scorings of turns (explicit feedback) and what became of them (`FeedbackAmendments`). */
+  amendments?: AmendmentsCarry;
+}
+
+/** What a run keeps of later scorings of turns (bounded; docs/scoring.md#feedback). */
+export interface AmendmentsCarry {
+  /** Per turn: the scoring that stands (its sample id) and its revision. */
+  accepted: { sampleId: string; acceptedId: string; revision: number }[];
+  /** Sample ids a later scoring replaced: never trained, also when they come back from the backlog. */
+  replaced: string[];
+  /** Scorings that came after the turn had trained, with the version it trained into. */
+  afterTraining: FeedbackAfterTraining[];
+  applied: number;
+}
+
+/** A later scoring of a turn that had already trained: kept against the version it trained into. */
+export interface FeedbackAfterTraining {
+  sampleId: string;
+  /** The later scoring's own id (its sample or exclusion is in the store under it). */
+  amendmentId: string;
+  version: number;
+  feedbackIds: string[];
 }
 
 /** The start input: one JSON object, pasteable into the Temporal UI's Start Workflow form. */
@@ -114,6 +136,8 @@ export interface TrainingRunStatus extends TrainingStatus {
   /** Of `pendingSamples`, those spilled to the store (the history carries at most a bound's worth). */
   backlogSamples?: number;
   lastRefusal?: TrainerRefusal | null;
+  /** Explicit feedback: later scorings applied before training, and those that came after (latest last). */
+  feedback?: { amended: number; afterTraining: FeedbackAfterTraining[] };
 }
 
 /** trainingWorkflow's signature: what `temporal/workflow-starts.ts` starts it with (workflows/index.ts checks it). */

@@ -20,6 +20,8 @@ const SIGNAL_V2 = 'training-signal-v2';
 const OFF_POLICY_INCARNATIONS = 'training-off-policy-incarnations';
 /** A refused batch is split so only the samples that cause the refusal become exclusions. */
 const ISOLATE_REFUSALS = 'training-isolate-refusals';
+/** A later scoring of a turn (explicit feedback) replaces its sample while it waits. */
+const FEEDBACK_AMENDMENTS = 'training-feedback-amendments';
 
 export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
   const parsed = trainingInputSchema.safeParse(rawInput);
@@ -34,6 +36,7 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
     incarnations,
     offPolicyIncarnations: incarnations && patched(OFF_POLICY_INCARNATIONS),
     isolateRefusals: incarnations && patched(ISOLATE_REFUSALS),
+    amendments: incarnations && patched(FEEDBACK_AMENDMENTS),
   });
   run.registerHandlers();
   if (!incarnations) return trainBeforeIncarnations(run);

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import OpenAI from 'openai';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import { type CliProcess, freePort, freePortPair, startCli } from '../support/cli-process.js';
 import { engineCalls } from '../support/engine-calls.js';
@@ -25,7 +26,7 @@ describe('openclaw-rl dev', () => {
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  it('starts a frozen judge engine beside the policy and judges and teaches with it', async () => {
+  it('starts a frozen judge engine beside the policy, and with feedback alone (no judge can vote) trains new versions', async () => {
     dir = await mkdtemp(join(tmpdir(), 'dev-command-'));
     const enginePort = await freePortPair(1);
     const engineUrl = `http://127.0.0.1:${enginePort}`;
@@ -44,6 +45,8 @@ describe('openclaw-rl dev', () => {
         inject('temporalAddress'),
         '--run-id',
         `dev-${process.pid}`,
+        '--batch-size',
+        '1',
       ],
       { ...userEnvironment(), OPENCLAW_CONTROL_TASK_QUEUE: uniqueTaskQueue('dev') },
       join(dir, 'dev.log'),
@@ -59,6 +62,39 @@ describe('openclaw-rl dev', () => {
     expect(await engineCalls(engineUrl).request('GET', '/trainer_info')).toMatchObject({
       step_count: 0,
     });
+
+    // A new user rates replies as the README shows (the `openai` package, then curl's request), and the embedded
+    // default, whose tiny judge cannot vote, trains on what they said.
+    const gatewayUrl = /gateway (http:\/\/\S+)\/v1/.exec(output)?.[1];
+    expect(gatewayUrl).toBeDefined();
+    const openai = new OpenAI({ baseURL: `${gatewayUrl}/v1`, apiKey: 'none', maxRetries: 0 });
+    const reply = (await openai.chat.completions.create({
+      model: 'default',
+      messages: [{ role: 'user', content: 'Hello!' }],
+      max_tokens: 8,
+    })) as OpenAI.Chat.ChatCompletion & { turn_id?: string };
+    expect(reply.turn_id).toMatch(/:1-[0-9a-f]{16}$/);
+    await openai.post('/feedback', { body: { turn_id: reply.turn_id, rating: 1 } });
+    await openai.chat.completions.create(
+      { model: 'default', messages: [{ role: 'user', content: 'Hello!' }], max_tokens: 8 },
+      { headers: { 'X-Session-Id': 'my-chat' } },
+    );
+    const curl = await fetch(`${gatewayUrl}/v1/feedback`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        session_id: 'my-chat',
+        rating: -1,
+        correction: 'Greet me back in one short sentence.',
+      }),
+    });
+    expect(curl.status).toBe(200);
+    const policy = engineCalls(engineUrl);
+    const deadline = Date.now() + 120_000;
+    while (Number((await policy.modelInfo()).weight_version) < 2) {
+      if (Date.now() > deadline) throw new Error(`no version 2 was served:\n${dev.tail(40)}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
 
     await dev.stop(30_000);
     expect(await frozen.health()).toBe(false);

@@ -108,6 +108,7 @@ describe('loadConfig defaults', () => {
         superseded: 'exclude',
         continueAsNewAfterTurns: 200,
       },
+      feedback: { rating: 'override', correction: 'as-given' },
     });
   });
 

@@ -188,10 +188,18 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     let content = '';
     let finishReason: string | null = null;
     let chunkCount = 0;
+    let turnId: string | undefined;
     for await (const chunk of stream) {
       chunkCount++;
       expect((chunk as { session_id?: string }).session_id).toBe(sessionId);
       expect(chunk).not.toHaveProperty('usage');
+      // The recorded turn's id comes last, on a chunk without choices.
+      expect(turnId).toBeUndefined();
+      turnId = (chunk as { turn_id?: string }).turn_id;
+      if (turnId !== undefined) {
+        expect(chunk.choices).toEqual([]);
+        continue;
+      }
       const choice = chunk.choices[0];
       expect(choice).not.toHaveProperty('token_ids');
       expect(choice?.logprobs ?? null).toBeNull();
@@ -208,6 +216,7 @@ describe('gateway chat completions against a real engine and Temporal', () => {
     expect(finishReason).toBe('length');
 
     const recorded = await record(sessionId, 1);
+    expect(turnId).toBe(recorded?.sampleId.split('/').slice(1).join('/'));
     const direct = await engineDirect({ ...body, stream: false });
     expect(recorded?.response.content).toBe(content);
     expect(recorded?.promptIds).toEqual(direct.prompt_token_ids);

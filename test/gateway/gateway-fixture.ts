@@ -15,6 +15,7 @@ import {
   startReferenceEngine,
 } from '../../engines/reference-engine-process.js';
 import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
+import { FeedbackDesk } from '../../gateway/feedback-desk.js';
 import { IdempotencyKeys } from '../../gateway/idempotency.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
@@ -86,7 +87,13 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     retry,
     ...(options.idempotencyClock && { clock: options.idempotencyClock }),
   });
-  const app = createGateway({ ...options, recorder, idempotency });
+  const feedback = new FeedbackDesk({
+    store,
+    workflowOf: (sessionId) => recorder.workflowOf(sessionId),
+    retry,
+    onQueued: () => relay.notify(),
+  });
+  const app = createGateway({ ...options, recorder, idempotency, feedback });
   await app.listen({ host: '127.0.0.1', port: 0 });
   relay.start();
   const address = app.server.address();

@@ -18,6 +18,11 @@ describe('workflow replay', () => {
       'session-workflow-reopened',
       'session-workflow-horizon',
       'session-workflow-late-signals',
+      // Explicit feedback: a session whose turns are scored again, the amendment's scoring, and a run that
+      // trains the amendments in place of the exclusions.
+      'session-workflow-feedback',
+      'score-turn-workflow-feedback-amendment',
+      'training-workflow-feedback-amended',
       'score-turn-workflow-superseded',
       'score-turn-workflow-superseded-negative',
       'score-turn-workflow-opd-rl',
