@@ -3,18 +3,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { scopedSessionId } from '../../core/tenant.js';
-import type { TurnRecord } from '../../core/turn-record.js';
+import { feedbackKey, feedbackPrefix } from '../../core/feedback.js';
+import { clientSessionId, scopedSessionId } from '../../core/tenant.js';
+import { sampleKey, type TurnRecord } from '../../core/turn-record.js';
+import type { TrainingSample } from '../../core/types.js';
 import { apiKeyName } from '../../gateway/auth.js';
 import type { FileSampleStore } from '../../store/sample-store.js';
 import { type CliProcess, freePortPair } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
-import {
-  type FeedbackGatewayDouble,
-  startFeedbackGatewayDouble,
-} from '../support/feedback-gateway-double.js';
 import { readGateway } from '../support/gateway-metrics.js';
-import { type ModelCallRecorder, startModelCallRecorder } from '../support/model-call-recorder.js';
+import {
+  type ModelCallRecorder,
+  type RecordedCall,
+  startModelCallRecorder,
+} from '../support/model-call-recorder.js';
 import {
   createOpenClawHome,
   OPENCLAW_PLUGIN_DIR,
@@ -39,6 +41,11 @@ const DaemonRun = z.looseObject({
   status: z.literal('ok'),
   result: z.looseObject({ payloads: z.array(z.looseObject({ text: z.string().nullish() })) }),
 });
+
+/** A stored sample with what scoring noted of the turn's feedback. */
+type RatedSample = TrainingSample & {
+  judge?: { feedback?: { rating: number | null; correction: string | null; feedbackIds: string[] } };
+};
 
 /** What the daemon's `chat.history` method answers (only the fields the test reads). */
 const ChatHistory = z.looseObject({
@@ -69,8 +76,6 @@ describe('the OpenClaw plugin in a daemon: concurrent sessions and feedback comm
   let gatewayUrl: string;
   let recorder: ModelCallRecorder;
   let home: OpenClawHome;
-  // Until the gateway serves /v1/feedback: its stand-in, told each session's latest recorded turn.
-  let feedbackDouble: FeedbackGatewayDouble;
 
   beforeAll(async () => {
     requireOpenClaw();
@@ -79,8 +84,6 @@ describe('the OpenClaw plugin in a daemon: concurrent sessions and feedback comm
     const stack = await startDevStack(dir, { judgeUrl: judge.url, apiKey: API_KEY, batchSize: 1000 });
     ({ dev, gatewayUrl, store } = stack);
     recorder = await startModelCallRecorder(gatewayUrl);
-    feedbackDouble = await startFeedbackGatewayDouble(API_KEY);
-    recorder.route('/v1/feedback', feedbackDouble.url);
     const openclawReady = (async () => {
       home = await createOpenClawHome(
         join(dir, 'openclaw'),
@@ -99,7 +102,6 @@ describe('the OpenClaw plugin in a daemon: concurrent sessions and feedback comm
   afterAll(async () => {
     await daemon?.stop(30_000);
     await recorder?.close();
-    await feedbackDouble?.close();
     await dev?.stop(30_000);
     await judge?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -182,8 +184,6 @@ describe('the OpenClaw plugin in a daemon: concurrent sessions and feedback comm
     const chatsBefore = recorder.calls('/v1/chat/completions').length;
     const [oslo] = await recordedTurns(store, scopedSessionId(TENANT, 'conc-oslo'));
     const [lima] = await recordedTurns(store, scopedSessionId(TENANT, 'conc-lima'));
-    if (oslo) feedbackDouble.addTurn('conc-oslo', oslo.sampleId);
-    if (lima) feedbackDouble.addTurn('conc-lima', lima.sampleId);
 
     const good = await command('conc-oslo', '/good');
     const fix = await command(
@@ -204,12 +204,34 @@ describe('the OpenClaw plugin in a daemon: concurrent sessions and feedback comm
       },
     ]);
     expect(feedback.map((f) => f.headers.authorization)).toEqual([`Bearer ${API_KEY}`, `Bearer ${API_KEY}`]);
-    // The gateway put each on that session's latest main turn.
+    // The gateway put each on that session's latest main turn (named without the tenant), stored it, and
+    // scored the turn at once with the rating as its reward.
     expect(feedback.map((f) => f.status)).toEqual([200, 200]);
     expect(feedback.map((f) => (f.answer as { turn_id: string }).turn_id)).toEqual([
-      oslo?.sampleId,
-      lima?.sampleId,
+      clientSessionId(oslo?.sampleId ?? null),
+      clientSessionId(lima?.sampleId ?? null),
     ]);
+    for (const [index, [turn, rating, correction]] of (
+      [
+        [oslo, 1, null],
+        [lima, -1, 'Lima in May: pack a light jacket, it is the start of winter.'],
+      ] as const
+    ).entries()) {
+      const { sampleId } = turn as TurnRecord;
+      const { id } = (feedback[index] as RecordedCall).answer as { id: string };
+      expect(await store.list(feedbackPrefix(sampleId))).toEqual([feedbackKey(sampleId, id)]);
+      let sample: RatedSample | undefined;
+      await waitFor(
+        async () => {
+          sample = await store.get<RatedSample>(sampleKey(sampleId));
+          return sample !== undefined;
+        },
+        120_000,
+        `the rated turn ${sampleId} scored`,
+      );
+      expect(sample?.reward).toBe(rating);
+      expect(sample?.judge?.feedback).toEqual({ rating, correction, feedbackIds: [id] });
+    }
 
     // A usage mistake is answered by the plugin alone; a session with no turn yet by the gateway's refusal.
     expect(await command('conc-lima', '/rate 7')).toMatch(/^Usage: \/rate /);

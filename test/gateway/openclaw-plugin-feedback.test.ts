@@ -121,7 +121,7 @@ describe('the OpenClaw plugin feedback commands', () => {
     // A user rates a session with no recorded turn yet; a silent failure would look like it counted.
     const none = await run('good', 'no-turns-yet');
     expect(none.sent).toHaveLength(1);
-    expect(none.text).toBe('Feedback not sent: session no-turns-yet has no main turn');
+    expect(none.text).toBe('Feedback not sent: session no-turns-yet has no recorded main turn here');
     const noSession = await run('good', undefined);
     expect(noSession.sent).toEqual([]);
     expect(noSession.text).toMatch(/^Feedback not sent: this conversation has no OpenClaw session/);
@@ -129,7 +129,7 @@ describe('the OpenClaw plugin feedback commands', () => {
       models: { providers: { 'openclaw-rl': { baseUrl: gateway.url, apiKey: 'other' } } },
     }).get('good');
     expect((await wrongKey?.handler({ sessionId: 'chat-1', commandBody: '/good' }))?.text).toBe(
-      'Feedback not sent: Invalid API key',
+      'Feedback not sent: invalid api key',
     );
     const down = loadPlugin({
       models: { providers: { 'openclaw-rl': { baseUrl: 'http://127.0.0.1:1/v1', apiKey: API_KEY } } },

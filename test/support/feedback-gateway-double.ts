@@ -2,8 +2,8 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
 /**
- * A stand-in for the gateway's feedback API (`POST /v1/feedback`), a plain HTTP server that keeps every request
- * it gets. It answers as the gateway's contract says: 401 without the bearer key, 400 for a malformed body, 404
+ * A stand-in for the gateway's feedback API (`POST /v1/feedback`, docs/gateway.md#feedback), a plain HTTP server
+ * that keeps every request it gets. It answers as the gateway does, with the gateway's messages: 401 without the bearer key, 400 for a malformed body, 404
  * when the session has no turn, 200 with the feedback object otherwise. Its sessions' latest main turns are
  * whatever the test gave it (`addTurn`): no model, no store.
  */
@@ -28,7 +28,7 @@ export async function startFeedbackGatewayDouble(apiKey: string): Promise<Feedba
 
   const answer = (path: string, authorization: string | undefined, body: unknown) => {
     if (path !== '/v1/feedback') return error(404, `no route ${path}`, 'not_found_error');
-    if (authorization !== `Bearer ${apiKey}`) return error(401, 'Invalid API key', 'authentication_error');
+    if (authorization !== `Bearer ${apiKey}`) return error(401, 'invalid api key', 'authentication_error');
     if (typeof body !== 'object' || body === null)
       return error(400, 'body must be a JSON object', 'invalid_request_error');
     const { session_id, turn_id, rating, correction } = body as Record<string, unknown>;
@@ -41,7 +41,7 @@ export async function startFeedbackGatewayDouble(apiKey: string): Promise<Feedba
     if (typeof session_id !== 'string' && typeof turn_id !== 'string')
       return error(400, 'session_id or turn_id is required', 'invalid_request_error');
     const turn = typeof turn_id === 'string' ? turn_id : latest.get(session_id as string);
-    if (!turn) return error(404, `session ${session_id} has no main turn`, 'not_found_error');
+    if (!turn) return error(404, `session ${session_id} has no recorded main turn here`, 'not_found_error');
     return {
       status: 200,
       body: {

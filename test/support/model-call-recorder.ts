@@ -20,14 +20,12 @@ export interface RecordedCall {
  *
  * `gatherChats(n)` holds chat-completion requests back (unsent) until `n` different sessions have one waiting,
  * then lets them all go: when it resolves `true`, those sessions' calls were certainly in flight at once.
- * `route(path, origin)` sends one path to another server instead of the gateway.
  */
 export interface ModelCallRecorder {
   /** The base URL a provider config holds (`.../v1`). */
   url: string;
   calls(path?: string): RecordedCall[];
   gatherChats(sessions: number, timeoutMs: number): Promise<boolean>;
-  route(path: string, origin: string): void;
   close(): Promise<void>;
 }
 
@@ -35,7 +33,6 @@ const CHAT = '/v1/chat/completions';
 
 export async function startModelCallRecorder(gatewayUrl: string): Promise<ModelCallRecorder> {
   const gateway = new URL(gatewayUrl).origin;
-  const routes = new Map<string, string>();
   const calls: RecordedCall[] = [];
   let gathering: { sessions: number; waiting: { session: string; go: () => void }[] } | null = null;
 
@@ -43,7 +40,7 @@ export async function startModelCallRecorder(gatewayUrl: string): Promise<ModelC
   let finishGathering: (together: boolean) => void = () => {};
 
   const forward = (call: RecordedCall, raw: Buffer, res: import('node:http').ServerResponse) => {
-    const target = new URL(routes.get(call.path) ?? gateway);
+    const target = new URL(gateway);
     const upstream = httpRequest(
       {
         host: target.hostname,
@@ -143,7 +140,6 @@ export async function startModelCallRecorder(gatewayUrl: string): Promise<ModelC
         };
       });
     },
-    route: (path, origin) => routes.set(path, new URL(origin).origin),
     close: () =>
       new Promise((resolve) => {
         finishGathering(false);
