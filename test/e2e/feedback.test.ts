@@ -119,6 +119,14 @@ describe('explicit feedback through the real gateway', () => {
 
   const sampleIdOf = (turnId: string) => scopedSessionId(LOCAL_TENANT, turnId);
 
+  /** The run's lineage entry of `version`: which samples made it. */
+  async function lineageAt(runId: string, version: number) {
+    const entries = await env.client.workflow
+      .getHandle(trainingWorkflowId(runId))
+      .query(lineageQuery, { version });
+    return entries[0];
+  }
+
   it('rl: a thumbs-down right after a reply trains it at once with reward -1; sending it twice changes nothing; a rating after training is kept against the version', async () => {
     // A user says 👎 before the conversation goes on: no judge can vote here, yet the turn must train now, once.
     const config = configFor('rl', 1);
@@ -200,9 +208,7 @@ describe('explicit feedback through the real gateway', () => {
 
       const status = await untilTrainingStatus(env.client, config.runId, (s) => s.policyVersion >= 1);
       expect(status.feedback?.amended).toBe(2);
-      const [entry] = await env.client.workflow
-        .getHandle(trainingWorkflowId(config.runId))
-        .query(lineageQuery, { version: 1 });
+      const entry = await lineageAt(config.runId, 1);
       const trained = entry?.sampleIds ?? [];
       expect(trained).toHaveLength(2);
       expect(trained.every((id) => id.includes('~fb-'))).toBe(true);
@@ -272,9 +278,7 @@ describe('explicit feedback through the real gateway', () => {
       const d = await chat(stack, 'fix-d', question);
       await feedback(stack.gateway.url, { turn_id: d.turnId, rating: 1 });
       await untilTrainingStatus(env.client, config.runId, (s) => s.policyVersion >= 2);
-      const [entry] = await env.client.workflow
-        .getHandle(trainingWorkflowId(config.runId))
-        .query(lineageQuery, { version: 2 });
+      const entry = await lineageAt(config.runId, 2);
       const later = entry?.sampleIds.find((id) => id.startsWith(`${sampleIdOf(c.turnId)}~fb-`)) ?? '';
       expect(await stack.store.get(sampleKey(later))).toMatchObject({ kind: 'opd+rl', reward: 0.5 });
       // A rating alone on an open turn: combine trains it as rl, without a teacher.
@@ -308,9 +312,7 @@ describe('explicit feedback through the real gateway', () => {
       await feedback(stack.gateway.url, { turn_id: now.turnId, correction: 'Blue, and say why.' });
       const status = await untilTrainingStatus(env.client, config.runId, (s) => s.policyVersion >= 1);
       expect(status.exclusionsByReason['no-hint']).toBe(1);
-      const [entry] = await env.client.workflow
-        .getHandle(trainingWorkflowId(config.runId))
-        .query(lineageQuery, { version: 1 });
+      const entry = await lineageAt(config.runId, 1);
       const trained = [...(entry?.sampleIds ?? [])].sort();
       expect(trained).toHaveLength(2);
       expect(trained[0]).toMatch(new RegExp(`^${sampleIdOf(turn.turnId)}~fb-[0-9a-f]{16}$`));
