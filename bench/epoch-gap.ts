@@ -25,6 +25,7 @@ import { trainingInputFromConfig } from '../workers/control-worker.js';
 import type { TrainingWorkflow } from '../workflows/training-signals.js';
 import { sampleScoredSignal, trainingStatusQuery } from '../workflows/training-signals.js';
 import { type ActivitySpan, activitySpans, historyChain } from './support/history.js';
+import { reportLoad } from './support/machine-load.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import { intOptions, median, ms, p99, printTable, ratio, runConcurrently } from './support/stats.js';
 
@@ -260,8 +261,10 @@ async function main(): Promise<void> {
   console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
+const loadAtEnd = reportLoad('epoch-gap bench');
 try {
   await main();
 } finally {
   await stack?.close();
 }
+loadAtEnd();

@@ -11,7 +11,7 @@
 // next weight version (its /model_info), and the feedback request itself. Prints medians, p99 and the load
 // average before and after; never passes or fails on time (figures are quiet only under a load of 2).
 
-import { loadavg } from 'node:os';
+import { reportLoad } from './support/machine-load.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import { intOptions, median, ms, p99, printTable } from './support/stats.js';
 
@@ -19,11 +19,6 @@ const options = intOptions({ rounds: 5, maxTokens: 16 }, 'npx tsx bench/feedback
 
 let stack = null as Stack | null;
 stopOnSignal(() => stack);
-
-const load = () =>
-  loadavg()
-    .map((value) => value.toFixed(2))
-    .join(' ');
 
 async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
   const response = await fetch(url, {
@@ -95,7 +90,8 @@ async function measure(batch: number): Promise<Figures> {
   return figures;
 }
 
-console.log(`feedback bench: load average at start ${load()}; ${options.rounds} rounds per batch size`);
+const loadAtEnd = reportLoad('feedback bench');
+console.log(`${options.rounds} rounds per batch size`);
 const results: Figures[] = [];
 for (const batch of [1, 4]) results.push(await measure(batch));
 printTable(
@@ -108,6 +104,5 @@ printTable(
     ms(p99(r.feedbackMs)),
   ]),
 );
-const [end] = loadavg();
-console.log(`load average at end ${load()}${(end ?? 0) < 2 ? '' : ' (above 2: not a quiet-machine figure)'}`);
+loadAtEnd();
 process.exit(0);

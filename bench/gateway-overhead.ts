@@ -25,6 +25,7 @@
 
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
 import { timedChat } from './support/chat-client.js';
+import { reportLoad } from './support/machine-load.js';
 import { type BenchGateway, type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
   intOptions,
@@ -354,8 +355,10 @@ async function main(): Promise<void> {
   console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
+const loadAtEnd = reportLoad('gateway bench');
 try {
   await main();
 } finally {
   await stack?.close();
 }
+loadAtEnd();

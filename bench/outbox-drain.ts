@@ -12,6 +12,7 @@
 // drained. Figures only; never passes or fails.
 
 import { packingConversation, timedChat } from './support/chat-client.js';
+import { reportLoad } from './support/machine-load.js';
 import { type BenchGateway, type Stack, startStack, stopOnSignal } from './support/stack.js';
 import { intOptions, median, ms, p99, printTable } from './support/stats.js';
 
@@ -140,8 +141,10 @@ async function main(): Promise<void> {
   console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
+const loadAtEnd = reportLoad('outage bench');
 try {
   await main();
 } finally {
   await stack?.close();
 }
+loadAtEnd();

@@ -13,6 +13,7 @@ import { PayloadEncryptionPlugin } from '../security/payload-encryption.js';
 import { newPayloadKey } from '../security/payload-keys.js';
 import { signalWithStartSession } from '../temporal/workflow-starts.js';
 import { startDevServerProcess } from './support/dev-server-process.js';
+import { reportLoad } from './support/machine-load.js';
 import { intOptions, median, ms, p99, printTable, ratio } from './support/stats.js';
 
 const options = intOptions(
@@ -38,6 +39,7 @@ async function timePerCall(calls: number, call: () => Promise<unknown>): Promise
   return times;
 }
 
+const loadAtEnd = reportLoad('encryption bench');
 console.log('## codec alone: one payload per call (encode then decode)\n');
 const codecRows: string[][] = [];
 for (const bytes of [200, 4 * 1024, 64 * 1024, 1024 * 1024]) {
@@ -118,3 +120,4 @@ try {
   await sealedConnection.close();
   await server.stop();
 }
+loadAtEnd();

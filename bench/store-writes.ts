@@ -25,6 +25,7 @@ import { PostgresSampleStore } from '../store/postgres-store.js';
 import { FileSampleStore, type SampleStore } from '../store/sample-store.js';
 import { testTurnEntry } from '../test/support/outbox-entries.js';
 import { startPostgres } from '../test/support/postgres-server.js';
+import { reportLoad } from './support/machine-load.js';
 import { intOptions, median, ms, p99, printTable, runConcurrently } from './support/stats.js';
 
 const options = intOptions(
@@ -211,4 +212,6 @@ async function main(): Promise<void> {
   }
 }
 
+const loadAtEnd = reportLoad('store bench');
 await main();
+loadAtEnd();

@@ -12,7 +12,7 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmod, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
-import { cpus, loadavg, tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,7 @@ import { startTemporalCluster } from '../test/support/temporal-cluster.js';
 import type { AgenticTrainingInput, AgenticTrainingWorkflow } from '../workflows/agentic-signals.js';
 import { startDevServerProcess } from './support/dev-server-process.js';
 import { historyTotals, workflowPayloadBytes } from './support/history-figures.js';
+import { reportLoad } from './support/machine-load.js';
 import { benchPayloadKeysEnv } from './support/payload-keys.js';
 import { mib, readMemory, sampleMemory, treePss } from './support/process-memory.js';
 import { intOptions, printTable, ratio } from './support/stats.js';
@@ -241,9 +242,9 @@ const load = () =>
   loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
+const loadAtEnd = reportLoad('fan-out bench');
 console.log(
-  `fan-out bench: ${cpus().length} cores, load average at start ${load()}; in flight ${options.inFlight}, ` +
-    `${options.samples} samples per task, ${options.perBatch} per batch`,
+  `in flight ${options.inFlight}, ${options.samples} samples per task, ${options.perBatch} per batch`,
 );
 const servers: ServerKind[] = [
   ...(options.dev ? (['dev'] as const) : []),
@@ -345,4 +346,4 @@ if (servers.length === 2) {
     ),
   );
 }
-console.log(`load average at end ${load()}`);
+loadAtEnd();

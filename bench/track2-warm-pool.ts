@@ -7,11 +7,11 @@
 // Prints medians, p99s and warm/cold ratios. Needs openclaw/sandbox-python (built if missing).
 //   npm run bench:warm-pool -- [--samples 20] [--concurrency 4] [--rollouts 32] [--blocks 2] [--pool 4]
 
-import { cpus, loadavg } from 'node:os';
 import { DockerSandboxProvider } from '../environments/docker-sandbox.js';
 import type { EpisodeContext, ToolCallAction } from '../environments/environment.js';
 import { ToolcallEnvironment } from '../environments/toolcall/toolcall-environment.js';
 import { ensureImage } from '../test/support/sandbox-fixture.js';
+import { reportLoad } from './support/machine-load.js';
 import { intOptions, median, ms, now, p99, printTable, ratio, runConcurrently } from './support/stats.js';
 
 const options = intOptions(
@@ -73,11 +73,8 @@ async function shortRollout(provider: DockerSandboxProvider): Promise<void> {
   await provider.release(rolloutId);
 }
 
-console.log(
-  `warm-pool bench: ${cpus().length} cores, load average at start ${loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')}; image ${spec.image}, pool ${options.pool}, concurrency ${options.concurrency}`,
-);
+const loadAtEnd = reportLoad('warm-pool bench');
+console.log(`image ${spec.image}, pool ${options.pool}, concurrency ${options.concurrency}`);
 try {
   // Warm-up: the image's layers and Docker's caches, for both paths.
   await warm.prewarm(spec);
@@ -157,8 +154,4 @@ try {
 } finally {
   await warm.close();
 }
-console.log(
-  `\nload average at end ${loadavg()
-    .map((l) => l.toFixed(2))
-    .join(' ')}`,
-);
+loadAtEnd();

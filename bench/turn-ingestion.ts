@@ -26,6 +26,7 @@ import { LOCAL_TENANT, scopedSessionId } from '../core/tenant.js';
 import { sessionWorkflowId } from '../temporal/workflow-ids.js';
 import { type ChatTiming, packingConversation, timedChat } from './support/chat-client.js';
 import { signalDeliveries } from './support/history.js';
+import { reportLoad } from './support/machine-load.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
   intOptions,
@@ -304,8 +305,10 @@ async function main(): Promise<void> {
   console.log(`\ntotal ${((Date.now() - started) / 1000).toFixed(0)} s`);
 }
 
+const loadAtEnd = reportLoad('ingestion bench');
 try {
   await main();
 } finally {
   await stack?.close();
 }
+loadAtEnd();
