@@ -5,17 +5,18 @@
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { ParentClosePolicy, startChild, WorkflowIdReusePolicy } from '@temporalio/workflow';
 import { scoreTurnWorkflowId } from '../temporal/workflow-ids.js';
-import { type ScoreTurnInput, scoreTurnWorkflow } from './score-turn-workflow.js';
+import { amendedSampleId, type ScoreTurnInput, scoreTurnWorkflow } from './score-turn-workflow.js';
 
 /** Starts scoring `input.turn`; false when it was scored already (the first scoring stands). */
 export async function startScoreTurn(input: ScoreTurnInput): Promise<boolean> {
   try {
     await startChild(scoreTurnWorkflow, {
       // A later scoring of the same turn (feedback) has an id of its own: one per piece of feedback.
-      workflowId:
+      workflowId: scoreTurnWorkflowId(
         input.amendment === undefined
-          ? scoreTurnWorkflowId(input.turn.sampleId)
-          : `${scoreTurnWorkflowId(input.turn.sampleId)}~${input.amendment.key}`,
+          ? input.turn.sampleId
+          : amendedSampleId(input.turn.sampleId, input.amendment.key),
+      ),
       args: [input],
       parentClosePolicy: ParentClosePolicy.ABANDON,
       workflowIdReusePolicy: WorkflowIdReusePolicy.REJECT_DUPLICATE,

@@ -307,13 +307,12 @@ export class TrainingRun {
     };
     const publish = { incarnation: this.incarnation, keepCheckpoints: this.settings.keepCheckpoints };
     try {
-      const published = await trainAndPublish(
+      return await trainAndPublish(
         this.trainer(),
         this.trainStepInput(step, staleness),
         step.version,
         publish,
       );
-      return published;
     } catch (error) {
       this.inFlight = null;
       const refusal = refusalOf(error);

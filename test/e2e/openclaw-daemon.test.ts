@@ -9,15 +9,14 @@ import { apiKeyName } from '../../gateway/auth.js';
 import type { FileSampleStore } from '../../store/sample-store.js';
 import { sessionWorkflowId } from '../../temporal/workflow-ids.js';
 import type { sessionWorkflow } from '../../workflows/session-workflow.js';
-import { type CliProcess, freePortPair } from '../support/cli-process.js';
+import type { CliProcess } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { type GatewayReading, readGateway } from '../support/gateway-metrics.js';
 import {
-  createOpenClawHome,
   expectExactIds,
-  OPENCLAW_PLUGIN_DIR,
   type OpenClawHome,
   requireOpenClaw,
+  startOpenClawDaemon,
 } from '../support/openclaw-agent.js';
 import { startDevStack } from '../support/openclaw-dev-stack.js';
 import { connectTestClient } from '../support/temporal.js';
@@ -77,17 +76,11 @@ describe('the real OpenClaw agent through its own Gateway daemon', () => {
     ({ dev, engineUrl, gatewayUrl, store, temporalAddress } = stack);
     // OpenClaw's home and daemon come up while the stack does: the daemon needs the gateway only per turn.
     const openclawReady = (async () => {
-      home = await createOpenClawHome(
-        join(dir, 'openclaw'),
+      ({ home, daemon } = await startOpenClawDaemon(
+        dir,
         { baseUrl: gatewayUrl, apiKey: API_KEY },
-        // The daemon also listens on port + 2 (its browser control service).
-        { port: await freePortPair(2), token: 'openclaw-daemon-e2e-token' },
-      );
-      await home.cli(['plugins', 'install', '--force', '--accept-capabilities', OPENCLAW_PLUGIN_DIR]);
-      await home.configure({
-        plugins: { entries: { 'openclaw-rl': { hooks: { allowConversationAccess: true } } } },
-      });
-      daemon = await home.startGateway(join(dir, 'openclaw-gateway.log'));
+        'openclaw-daemon-e2e-token',
+      ));
     })();
     await Promise.all([stack.ready(), openclawReady]);
   }, 600_000);

@@ -9,7 +9,7 @@ import { sampleKey, type TurnRecord } from '../../core/turn-record.js';
 import type { TrainingSample } from '../../core/types.js';
 import { apiKeyName } from '../../gateway/auth.js';
 import type { FileSampleStore } from '../../store/sample-store.js';
-import { type CliProcess, freePortPair } from '../support/cli-process.js';
+import type { CliProcess } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import { readGateway } from '../support/gateway-metrics.js';
 import {
@@ -17,12 +17,7 @@ import {
   type RecordedCall,
   startModelCallRecorder,
 } from '../support/model-call-recorder.js';
-import {
-  createOpenClawHome,
-  OPENCLAW_PLUGIN_DIR,
-  type OpenClawHome,
-  requireOpenClaw,
-} from '../support/openclaw-agent.js';
+import { type OpenClawHome, requireOpenClaw, startOpenClawDaemon } from '../support/openclaw-agent.js';
 import { startDevStack } from '../support/openclaw-dev-stack.js';
 import { recordedTurns } from '../support/turn-lookup.js';
 import { waitFor } from '../support/wait-for.js';
@@ -85,16 +80,11 @@ describe('the OpenClaw plugin in a daemon: concurrent sessions and feedback comm
     ({ dev, gatewayUrl, store } = stack);
     recorder = await startModelCallRecorder(gatewayUrl);
     const openclawReady = (async () => {
-      home = await createOpenClawHome(
-        join(dir, 'openclaw'),
+      ({ home, daemon } = await startOpenClawDaemon(
+        dir,
         { baseUrl: recorder.url, apiKey: API_KEY },
-        { port: await freePortPair(2), token: 'openclaw-feedback-e2e-token' },
-      );
-      await home.cli(['plugins', 'install', '--force', '--accept-capabilities', OPENCLAW_PLUGIN_DIR]);
-      await home.configure({
-        plugins: { entries: { 'openclaw-rl': { hooks: { allowConversationAccess: true } } } },
-      });
-      daemon = await home.startGateway(join(dir, 'openclaw-gateway.log'));
+        'openclaw-feedback-e2e-token',
+      ));
     })();
     await Promise.all([stack.ready(), openclawReady]);
   }, 600_000);

@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import { z } from 'zod';
 import type { TurnRecord } from '../../core/turn-record.js';
-import { type CliProcess, superviseChild } from './cli-process.js';
+import { type CliProcess, freePortPair, superviseChild } from './cli-process.js';
 
 const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
@@ -205,6 +205,28 @@ function merge(base: Record<string, unknown>, patch: Record<string, unknown>): R
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/**
+ * A scratch OpenClaw home whose provider is the gateway at `baseUrl`, with this repository's plugin installed (its
+ * run triggers granted) and OpenClaw's own Gateway daemon started on a free port pair (the daemon also listens on
+ * port + 2, its browser control service).
+ */
+export async function startOpenClawDaemon(
+  dir: string,
+  provider: { baseUrl: string; apiKey: string },
+  token: string,
+): Promise<{ home: OpenClawHome; daemon: CliProcess }> {
+  const home = await createOpenClawHome(join(dir, 'openclaw'), provider, {
+    port: await freePortPair(2),
+    token,
+  });
+  await home.cli(['plugins', 'install', '--force', '--accept-capabilities', OPENCLAW_PLUGIN_DIR]);
+  await home.configure({
+    plugins: { entries: { 'openclaw-rl': { hooks: { allowConversationAccess: true } } } },
+  });
+  const daemon = await home.startGateway(join(dir, 'openclaw-gateway.log'));
+  return { home, daemon };
 }
 
 /**
