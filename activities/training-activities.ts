@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { LossMethod } from '../core/loss-settings.js';
 import { beginIncarnationRecord, type RunRecord } from '../core/run-record.js';
+import { adapterName } from '../core/tenant-adapters.js';
 import { lineageKey, runRecordKey } from '../core/training-keys.js';
 import { exclusionKey, sampleKey } from '../core/turn-record.js';
 import type {
@@ -26,6 +27,11 @@ import { TRAINER_LOST_STEP } from './training-errors.js';
 export interface TrainingDependencies {
   store: SampleStore;
   trainer: TrainerBackend;
+  /**
+   * The trainer of a run, where runs train different things: a tenant's adapter run (core/tenant-adapters.ts)
+   * trains that adapter only. Absent: every run trains `trainer`.
+   */
+  trainerOf?: (runId: string) => TrainerBackend;
   /** The serving engine that receives each new policy version. */
   serving: EngineAdapter;
   /** Checkpoints go under `<checkpointDir>/<runId>/<incarnation>/v<version>`. */
@@ -90,7 +96,16 @@ export function checkpointPath(
  * weights. Both are written atomically, so one that is there is complete.
  */
 export function isPublishedVersion(path: string): boolean {
-  return existsSync(join(path, 'config.json')) || existsSync(join(path, TINKER_SAMPLER_FILE));
+  return (
+    existsSync(join(path, 'config.json')) ||
+    existsSync(join(path, TINKER_SAMPLER_FILE)) ||
+    existsSync(join(adapterFolder(path), 'adapter_config.json'))
+  );
+}
+
+/** The PEFT adapter folder inside a LoRA checkpoint (the reference trainer's layout, engine/TRAINING.md). */
+export function adapterFolder(checkpoint: string): string {
+  return join(checkpoint, 'adapter');
 }
 
 interface StoredTeacher {
@@ -110,7 +125,8 @@ async function sampleIdsOf(store: SampleStore, input: TrainStepInput): Promise<s
 }
 
 export function createTrainingActivities(deps: TrainingDependencies) {
-  const { store, trainer } = deps;
+  const { store } = deps;
+  const trainerOf = deps.trainerOf ?? (() => deps.trainer);
 
   /** The trainer's view of a stored sample for this step: its flags, its teacher, its top-K rows. */
   async function trainerSample(
@@ -193,6 +209,7 @@ export function createTrainingActivities(deps: TrainingDependencies) {
 
   return {
     async trainStep(input: TrainStepInput): Promise<Record<string, number>> {
+      const trainer = trainerOf(input.runId);
       return withHeartbeats(input.stepId, async () => {
         const { lastStepId, lastCheckpoint, fromBase } = input.resume;
         if (!(await trainer.hasApplied(input.stepId))) {
@@ -236,6 +253,8 @@ export function createTrainingActivities(deps: TrainingDependencies) {
      * incarnation's older checkpoint folders beyond `keepCheckpoints`. Idempotent.
      */
     async publishWeights(input: PublishInput): Promise<string> {
+      const trainer = trainerOf(input.runId);
+      const adapter = adapterName(input.runId);
       return withHeartbeats(`publish v${input.version}`, async () => {
         const path = checkpointPath(deps.checkpointDir, input.runId, input.version, input.incarnation);
         if (await trainer.hasApplied(input.stepId)) {
@@ -248,8 +267,15 @@ export function createTrainingActivities(deps: TrainingDependencies) {
             TRAINER_LOST_STEP,
           );
         }
-        // Checkpoints are written atomically, so one that exists is whole: (re)load it into serving.
-        await deps.serving.publishWeights({ path, version: String(input.version) });
+        // Checkpoints are written atomically, so one that exists is whole: (re)load it into serving. A tenant's
+        // adapter is loaded under the tenant's name; nobody else's serving pauses for it.
+        if (adapter === null) await deps.serving.publishWeights({ path, version: String(input.version) });
+        else
+          await deps.serving.loadLoraAdapter({
+            name: adapter,
+            path: adapterFolder(path),
+            version: String(input.version),
+          });
         if (input.incarnation !== undefined) await markServing(input.runId, input.incarnation);
         if (input.keepCheckpoints) await pruneCheckpoints(input, input.keepCheckpoints);
         return path;

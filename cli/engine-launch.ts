@@ -1,7 +1,9 @@
+import { readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { referenceTrainerUrl } from '../activities/trainer-backends/trainer-from-config.js';
-import type { RunRecord } from '../activities/training-activities.js';
+import { adapterFolder, type RunRecord } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
+import { hasOwnAdapter, parseAdapterRunId } from '../core/tenant-adapters.js';
 import { runRecordKey } from '../core/training-keys.js';
 import { createEngineAdapter, withEngineAuth } from '../engines/engine-adapters.js';
 import {
@@ -13,6 +15,7 @@ import { ensureVllmInstalled, startVllm } from '../engines/vllm-process.js';
 import { splitArgs } from '../engines/vllm-server-args.js';
 import { engineAccessEnv, engineToken } from '../security/engine-token.js';
 import { isLoopbackHost } from '../security/loopback-host.js';
+import type { SampleStore } from '../store/sample-store.js';
 import { storeFromConfig } from '../store/store-from-config.js';
 import type { LineageEntry } from '../workflows/training-signals.js';
 
@@ -34,20 +37,70 @@ export async function resolveModel(config: OpenClawConfig): Promise<string> {
  * before incarnations have none, and their entries have no incarnation either). Another incarnation's
  * versions are never returned: a run id started again must not serve the weights of the one before.
  */
-export async function latestPublished(config: OpenClawConfig): Promise<LineageEntry | null> {
+export async function latestPublished(
+  config: OpenClawConfig,
+  runId = config.runId,
+): Promise<LineageEntry | null> {
   const store = storeFromConfig(config);
   try {
-    const run = await store.get<RunRecord>(runRecordKey(config.runId));
-    const keys = await store.list(`lineage/${encodeURIComponent(config.runId)}`);
-    let latest: LineageEntry | null = null;
-    for (const key of keys) {
-      const entry = await store.get<LineageEntry>(key);
-      if (!entry || entry.incarnation !== run?.incarnation) continue;
-      if (latest === null || entry.version > latest.version) latest = entry;
-    }
-    return latest;
+    return await newestOf(store, runId);
   } finally {
     await store.close?.();
+  }
+}
+
+async function newestOf(store: SampleStore, runId: string): Promise<LineageEntry | null> {
+  const run = await store.get<RunRecord>(runRecordKey(runId));
+  // The trailing `/`: `lineage/default` must not also list `lineage/default~alice`, a tenant's adapter run.
+  const keys = await store.list(`lineage/${encodeURIComponent(runId)}/`);
+  let latest: LineageEntry | null = null;
+  for (const key of keys) {
+    const entry = await store.get<LineageEntry>(key);
+    if (!entry || entry.incarnation !== run?.incarnation) continue;
+    if (latest === null || entry.version > latest.version) latest = entry;
+  }
+  return latest;
+}
+
+/**
+ * The newest published version of every tenant's adapter run (core/tenant-adapters.ts) of this run id whose
+ * tenant still has an adapter, so a restarted engine serves each tenant what its run last published.
+ */
+export async function latestAdapters(
+  config: OpenClawConfig,
+): Promise<{ runId: string; tenant: string; latest: LineageEntry }[]> {
+  if (config.adapters.tenants.length === 0) return [];
+  const store = storeFromConfig(config);
+  try {
+    const found: { runId: string; tenant: string; latest: LineageEntry }[] = [];
+    for (const key of await store.list(`runs/${encodeURIComponent(config.runId)}~`)) {
+      const runId = decodeURIComponent(key.slice('runs/'.length));
+      const adapter = parseAdapterRunId(runId);
+      if (adapter === null || adapter.sharedRunId !== config.runId) continue;
+      if (!hasOwnAdapter(config.adapters, adapter.tenant)) continue;
+      const latest = await newestOf(store, runId);
+      if (latest) found.push({ runId, tenant: adapter.tenant, latest });
+    }
+    return found;
+  } finally {
+    await store.close?.();
+  }
+}
+
+/** vLLM takes these max LoRA ranks only: the smallest that holds `rank`. */
+function vllmLoraRank(rank: number): number {
+  return [1, 8, 16, 32, 64, 128, 256, 320, 512].find((allowed) => allowed >= rank) ?? rank;
+}
+
+/** The base model an adapter was trained on, as PEFT recorded it (`base_model_name_or_path`). */
+async function adapterBase(folder: string): Promise<string | null> {
+  try {
+    const config = JSON.parse(await readFile(join(folder, 'adapter_config.json'), 'utf8')) as {
+      base_model_name_or_path?: unknown;
+    };
+    return typeof config.base_model_name_or_path === 'string' ? config.base_model_name_or_path : null;
+  } catch {
+    return null;
   }
 }
 
@@ -95,6 +148,10 @@ function startReferenceAt(
     trainer,
     device: config.engine.device,
     ...(trainer && { loraRank: config.engine.loraRank }),
+    ...(config.adapters.tenants.length > 0 && {
+      maxLoras: config.adapters.maxLoaded,
+      ...(trainer && { adapterRank: config.adapters.rank }),
+    }),
     onLine: log,
     readyTimeoutMs: 600_000,
     checkpointRoots: [join(config.dataDir, 'checkpoints')],
@@ -156,6 +213,9 @@ export async function launchEngine(
           port,
           device: config.engine.device,
           extraArgs: splitArgs(config.engine.args),
+          ...(config.adapters.tenants.length > 0 && {
+            lora: { maxRank: vllmLoraRank(config.adapters.rank), maxLoras: config.adapters.maxLoaded },
+          }),
           apiKey: engineToken(config),
           onLine: log,
         }),
@@ -163,12 +223,24 @@ export async function launchEngine(
     }
     const engine = processes.at(-1) as EngineProcess;
     const latest = options.resume === false ? null : await latestPublished(config);
-    if (latest) {
-      await createEngineAdapter(config.engine.kind, engine.url, withEngineAuth(config)).publishWeights({
-        path: latest.checkpoint,
-        version: String(latest.version),
-      });
-    }
+    const serving = createEngineAdapter(config.engine.kind, engine.url, withEngineAuth(config));
+    if (latest) await serving.publishWeights({ path: latest.checkpoint, version: String(latest.version) });
+    // Every tenant's adapter, at its run's newest version (onBaseChange `reset`: none of another base).
+    if (options.resume !== false)
+      for (const adapter of await latestAdapters(config)) {
+        const base = await adapterBase(adapterFolder(adapter.latest.checkpoint));
+        if (config.adapters.onBaseChange === 'reset' && base !== null && resolve(base) !== resolve(model)) {
+          log(
+            `not serving ${adapter.tenant}'s adapter v${adapter.latest.version}: it was trained on ${base}`,
+          );
+          continue;
+        }
+        await serving.loadLoraAdapter({
+          name: adapter.tenant,
+          path: adapterFolder(adapter.latest.checkpoint),
+          version: String(adapter.latest.version),
+        });
+      }
     return { processes, url: engine.url, trainerUrl, model, version: latest?.version ?? 0 };
   } catch (error) {
     for (const started of processes.reverse()) await started.stop().catch(() => undefined);

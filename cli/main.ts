@@ -1,7 +1,9 @@
 // `openclaw-rl`: one command per process (gateway, control worker, engine), `dev` for all of Track 1 on one
 // machine, and `train` to look at and steer a training run. Every flag has an environment variable.
+
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Command, Option } from 'commander';
+import { adapterRunId } from '../core/tenant-adapters.js';
 import type { EngineProcess } from '../engines/reference-engine-process.js';
 import { DockerSandboxProvider } from '../environments/docker-sandbox.js';
 import { startGateway } from '../gateway/main.js';
@@ -260,6 +262,7 @@ train
     "print a run's state: policy version, epochs, samples waiting and trained, exclusions, metrics",
   )
   .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
+  .addOption(new Option('--tenant <name>', "the run of this tenant's adapter (`<run>~<tenant>`)"))
   .addOption(common.temporal())
   .addOption(common.dataDir())
   .option('--json', 'print JSON')
@@ -267,6 +270,7 @@ train
   .action(
     async (flags: {
       run?: string;
+      tenant?: string;
       temporalAddress?: string;
       dataDir?: string;
       json?: boolean;
@@ -278,17 +282,18 @@ train
         dataDir: flags.dataDir,
       });
       // The outbox first: it is read from the store, so it shows even while Temporal is down.
+      const runId = flags.tenant ? adapterRunId(config.runId, flags.tenant) : config.runId;
       const outbox = await readOutboxStatus(config);
       if (!flags.json && !flags.watch) console.log(formatOutboxStatus(outbox));
       const { client, close } = await connectClient(config);
       try {
         const status = flags.watch
-          ? await followTrainingRun(client, config.runId, {
+          ? await followTrainingRun(client, runId, {
               stop: untilStopped(),
               progress: { enabled: !flags.json },
             })
-          : await readTrainingStatus(client, config.runId);
-        const trained = await readTrainedByTenant(client, config.runId);
+          : await readTrainingStatus(client, runId);
+        const trained = await readTrainedByTenant(client, runId);
         if (flags.json) console.log(JSON.stringify({ ...status, outbox, trainedByTenant: trained }, null, 2));
         else {
           if (flags.watch) console.log(formatOutboxStatus(await readOutboxStatus(config)));

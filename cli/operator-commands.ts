@@ -1,6 +1,7 @@
 // What an operator runs besides `train status|pause|resume`: start a training run (with the same JSON the
 // Temporal UI's Start Workflow form takes, and optionally wait for its first steps), list the runs, list the
 // sessions. Human tables by default, `--json` for scripts, a progress bar for anything that waits.
+
 import { readFile } from 'node:fs/promises';
 import type { Client } from '@temporalio/client';
 import { type Command, Option } from 'commander';
@@ -16,6 +17,7 @@ import {
   TENANT_NAME_RULE,
   tenantOfSession,
 } from '../core/tenant.js';
+import { adapterRunId } from '../core/tenant-adapters.js';
 import { describeZodError, trainingInputSchema } from '../core/training-settings.js';
 import { connectClient } from '../temporal/connection.js';
 import { sessionWorkflowId, trainingWorkflowId } from '../temporal/workflow-ids.js';
@@ -415,13 +417,15 @@ export function registerOperatorCommands(
     .command('lineage')
     .description("list a run's published versions (the newest 100): the samples that made each, by tenant")
     .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
+    .addOption(new Option('--tenant <name>', "the run of this tenant's adapter (`<run>~<tenant>`)"))
     .addOption(temporalAddressOption())
     .option('--json', 'print JSON')
-    .action(async (flags: { run?: string; temporalAddress?: string; json?: boolean }) => {
+    .action(async (flags: { run?: string; tenant?: string; temporalAddress?: string; json?: boolean }) => {
       const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });
+      const runId = flags.tenant ? adapterRunId(config.runId, flags.tenant) : config.runId;
       const { client, close } = await connectClient(config);
       try {
-        const entries = await client.workflow.getHandle(trainingWorkflowId(config.runId)).query(lineageQuery);
+        const entries = await client.workflow.getHandle(trainingWorkflowId(runId)).query(lineageQuery);
         console.log(flags.json ? JSON.stringify(entries, null, 2) : formatLineage(entries));
       } finally {
         await close();

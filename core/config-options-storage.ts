@@ -157,6 +157,34 @@ export const STORAGE_OPTIONS = [
       'How a correction sent to `POST /v1/feedback` becomes the hindsight hint for opd and combine: `as-given` (the teacher prompt carries it verbatim) or `judged` (the hint judge reads it as the next state and writes the hint).',
   },
   {
+    key: 'adapters.tenants',
+    env: 'OPENCLAW_ADAPTER_TENANTS',
+    kind: 'string-list',
+    description:
+      'Tenants that get a policy of their own: a LoRA adapter on the shared base, trained only from their turns and feedback (run `<runId>~<tenant>`) and serving only their requests; `*` gives every tenant one. Others are served and trained by the shared run (docs/tenants.md).',
+  },
+  {
+    key: 'adapters.rank',
+    env: 'OPENCLAW_ADAPTER_RANK',
+    kind: 'integer',
+    description:
+      "LoRA rank of the tenants' adapters (alpha 2×rank), on the reference engine's adapter trainers.",
+  },
+  {
+    key: 'adapters.maxLoaded',
+    env: 'OPENCLAW_ADAPTER_MAX_LOADED',
+    kind: 'integer',
+    description:
+      "Adapters the policy engine holds at once (the reference engine's `--max-loras`, vLLM's `--max-loras` and `--max-cpu-loras`).",
+  },
+  {
+    key: 'adapters.onBaseChange',
+    env: 'OPENCLAW_ADAPTER_ON_BASE_CHANGE',
+    kind: 'enum',
+    description:
+      "What a tenant's adapter does when the base model (`engine.model`) is no longer the one it was trained on: `keep` (served and trained on over the new base) or `reset` (not served; the tenant is served by the base and its run starts anew).",
+  },
+  {
     key: 'session.continueAsNewAfterTurns',
     env: 'OPENCLAW_SESSION_CONTINUE_AS_NEW_TURNS',
     kind: 'integer',

@@ -8,6 +8,8 @@ import { FEEDBACK_CORRECTION_MODES, FEEDBACK_RATING_MODES } from './feedback.js'
 import { lossSettingsSchema, type OptimizerSettings, optimizerSettingsSchema } from './loss-settings.js';
 import { CONTROL_TASK_QUEUE } from './task-queue-names.js';
 import { teacherTemperatureRefusal } from './teacher-temperature.js';
+import { TENANT_NAME_RULE } from './tenant.js';
+import { ADAPTER_BASE_CHANGE_POLICIES, ADAPTER_TENANT_PATTERN } from './tenant-adapters.js';
 import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
@@ -200,6 +202,15 @@ const configObject = z.strictObject({
       correction: z.enum(FEEDBACK_CORRECTION_MODES).default('as-given'),
     })
     .prefault({}),
+  adapters: z
+    .strictObject({
+      // Tenant names, or `*` for every tenant: each gets a LoRA adapter of its own (core/tenant-adapters.ts).
+      tenants: z.array(z.string().regex(ADAPTER_TENANT_PATTERN, TENANT_NAME_RULE)).default([]),
+      rank: z.number().int().min(1).max(256).default(8),
+      maxLoaded: z.number().int().min(1).max(1024).default(16),
+      onBaseChange: z.enum(ADAPTER_BASE_CHANGE_POLICIES).default('keep'),
+    })
+    .prefault({}),
 });
 
 /** Tinker's losses have no KL term: a KL coefficient would be ignored, so it is refused instead. */
@@ -289,6 +300,24 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
     });
 }
 
+/** Tenants' adapters train on the reference trainer's adapter routes and load into an engine that takes them. */
+function checkAdapters(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (config.adapters.tenants.length === 0) return;
+  if (config.trainer.backend !== 'reference')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['adapters', 'tenants'],
+      message: `tenants' adapters train on the reference trainer only (trainer.backend is ${config.trainer.backend})`,
+    });
+  if (config.engine.kind === 'sglang')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['adapters', 'tenants'],
+      message:
+        "tenants' adapters are served by the reference engine or vLLM; SGLang's adapter routes are not checked against a running SGLang here",
+    });
+}
+
 /**
  * The schema: validates, fills defaults, then fills the defaults that depend on other options: the judge's
  * by method, and the frozen judge engine (judge and teacher point at it unless set).
@@ -298,6 +327,7 @@ export const configSchema = configObject
   .superRefine(checkTopK)
   .superRefine(checkTeacherTemperature)
   .superRefine(checkStore)
+  .superRefine(checkAdapters)
   .transform((config) => {
     const frozen = judgeEngineUrl(config);
     return {

@@ -94,6 +94,15 @@ export interface PublishRequest {
 
 export interface LoraAdapterRequest {
   name: string;
+  /** The PEFT adapter folder (adapter_config.json and its weights), on the engine's machine. */
+  path: string;
+  /** The adapter's weight version, as text (the reference engine names it on answers it serves). */
+  version?: string;
+}
+
+/** A LoRA adapter the engine serves, from its `GET /v1/models` (`parent` set, `root` its folder). */
+export interface LoadedAdapter {
+  name: string;
   path: string;
 }
 

@@ -1,7 +1,7 @@
 // The project's reference engine (engine/): it serves the SGLang subset the project uses, in SGLang's
 // spelling, so its adapter is SGLang's with what differs: it names the weight version on every answer,
-// streams included; it always parses tool calls and reasoning; it has no LoRA adapters to load (its trainer
-// exports whole model folders); it scores a teacher prefill at the temperature asked for, unless it was
+// streams included (an adapter's own version on the answers that adapter served); it always parses tool calls
+// and reasoning; a LoRA adapter loaded again under its name replaces it, with the version given; it scores a teacher prefill at the temperature asked for, unless it was
 // started with `--return-original-logprob` (then every log-prob is at temperature 1, and it says so).
 
 import type { EngineFeatures, EngineKind, LoraAdapterRequest } from './engine-adapter.js';
@@ -12,7 +12,7 @@ export class ReferenceAdapter extends SglangAdapter {
   override readonly kind: EngineKind = 'reference';
   override readonly features: EngineFeatures = {
     weightVersionInResponse: { stream: true, nonStream: true },
-    loraAdapters: false,
+    loraAdapters: true,
     prefillTemperature: true,
     chatFromTokenIds: true,
   };
@@ -31,9 +31,15 @@ export class ReferenceAdapter extends SglangAdapter {
       );
   }
 
-  override async loadLoraAdapter(_request: LoraAdapterRequest): Promise<void> {
-    throw new EngineFeatureError(
-      'the reference engine loads no LoRA adapters: publish the merged model folder (publishWeights)',
+  /** `/load_lora_adapter` with the adapter's weight version, which SGLang's route does not take. */
+  override async loadLoraAdapter(request: LoraAdapterRequest, signal?: AbortSignal): Promise<void> {
+    await this.loadAdapter(
+      {
+        lora_name: request.name,
+        lora_path: request.path,
+        ...(request.version !== undefined && { weight_version: request.version }),
+      },
+      signal,
     );
   }
 }

@@ -63,6 +63,10 @@ export interface EngineProcessOptions {
   port?: number;
   trainer?: boolean;
   loraRank?: number;
+  /** LoRA rank of the tenants' adapter trainers (`--adapter-rank`; with `trainer`). */
+  adapterRank?: number;
+  /** Adapters served at once (`--max-loras`). */
+  maxLoras?: number;
   device?: 'cpu' | 'cuda';
   /** The `weight_version` the engine reports before any update (default "0"). */
   weightVersion?: string;
@@ -92,6 +96,8 @@ export function startReferenceEngine(options: EngineProcessOptions): Promise<Eng
   args.push('--host', options.host ?? '127.0.0.1', '--port', String(options.port ?? 0));
   if (options.trainer) args.push('--trainer');
   if (options.loraRank) args.push('--lora-rank', String(options.loraRank));
+  if (options.trainer && options.adapterRank) args.push('--adapter-rank', String(options.adapterRank));
+  if (options.maxLoras) args.push('--max-loras', String(options.maxLoras));
   if (options.device) args.push('--device', options.device);
   if (options.weightVersion) args.push('--weight-version', options.weightVersion);
   if (options.maxBodyMb !== undefined) args.push('--max-body-mb', String(options.maxBodyMb));

@@ -274,7 +274,10 @@ export class SglangAdapter implements EngineAdapter {
   }
 
   async loadLoraAdapter(request: LoraAdapterRequest, signal?: AbortSignal): Promise<void> {
-    const body = { lora_name: request.name, lora_path: request.path };
+    await this.loadAdapter({ lora_name: request.name, lora_path: request.path }, signal);
+  }
+
+  protected async loadAdapter(body: Record<string, unknown>, signal?: AbortSignal): Promise<void> {
     const result = updateSchema.parse(await this.http.json('POST', '/load_lora_adapter', body, { signal }));
     if (!result.success)
       throw new EngineHttpError('client_error', `load_lora_adapter failed: ${result.message ?? ''}`, 200);

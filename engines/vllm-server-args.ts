@@ -43,6 +43,8 @@ export interface VllmServerSettings {
   /** The KV cache on CPU, in bytes (default 1 GiB). */
   cpuKvCacheBytes?: number;
   maxModelLen?: number;
+  /** LoRA adapters loaded at run time (tenants' policies): the largest rank and how many at once. */
+  lora?: { maxRank: number; maxLoras: number };
   /** Appended last: vLLM's argument parser keeps the last value of a repeated flag. */
   extraArgs?: readonly string[];
 }
@@ -73,6 +75,16 @@ export function vllmServerArgs(settings: VllmServerSettings): string[] {
   if (settings.tensorParallel && settings.tensorParallel > 1)
     args.push('--tensor-parallel-size', String(settings.tensorParallel));
   if (settings.maxModelLen) args.push('--max-model-len', String(settings.maxModelLen));
+  if (settings.lora)
+    args.push(
+      '--enable-lora',
+      '--max-lora-rank',
+      String(settings.lora.maxRank),
+      '--max-loras',
+      String(settings.lora.maxLoras),
+      '--max-cpu-loras',
+      String(settings.lora.maxLoras),
+    );
   if (settings.device === 'cpu')
     args.push(
       '--dtype',

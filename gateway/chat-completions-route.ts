@@ -32,6 +32,7 @@ import {
 import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
 import { explicitSampling } from './sampling.js';
 import { relayStream } from './stream-relay.js';
+import type { AdapterRoute } from './tenant-routing.js';
 
 /**
  * What the gateway learnt about a request before its handler ran: who sent it (session ids and
@@ -78,6 +79,7 @@ export function chatCompletionsHandler(
     const sampling = explicitSampling(chat, deps.sampling);
     const engine = deps.upstream.engine;
     const clientSignal = clientSignalOf(reply);
+    const route = await routeOf(deps, context.tenant, chat.model, clientSignal);
     // Read before the engine is asked, so the version recorded is never newer than the one that answered.
     const versionBefore =
       main && !answerNamesWeightVersion(engine, chat.stream === true)
@@ -90,8 +92,9 @@ export function chatCompletionsHandler(
       wants: clientWantsOf(chat),
       sampling,
       idempotency: claim,
-      engineBody: engineRequestBody(engine, chat, main, sampling),
+      engineBody: withModel(engineRequestBody(engine, chat, main, sampling), route),
       versionBefore,
+      route,
       clientSignal,
       startedAt: context.startedAt,
       log: request.log.child({ sessionId: identity.sessionId, turnType: main ? 'main' : 'side' }),
@@ -109,6 +112,25 @@ export function chatCompletionsHandler(
       });
     }
   };
+}
+
+/** The tenant's own policy, if it has one (a request naming another tenant's adapter is refused here). */
+async function routeOf(
+  deps: ChatDeps,
+  tenant: string,
+  model: string | undefined,
+  signal: AbortSignal,
+): Promise<AdapterRoute | null> {
+  if (!deps.routing?.enabled) return null;
+  try {
+    return await deps.routing.route(tenant, model, signal);
+  } catch (error) {
+    throw deps.upstream.failure(error, signal);
+  }
+}
+
+function withModel(body: Record<string, unknown>, route: AdapterRoute | null): Record<string, unknown> {
+  return route?.model ? { ...body, model: route.model } : body;
 }
 
 async function beginIdempotent(deps: ChatDeps, tenant: string, key: string, fingerprint: string) {

@@ -14,6 +14,7 @@ import type { IdempotencyClaim, IdempotencyKeys, StoredResponse } from './idempo
 import type { GatewayMetrics } from './metrics.js';
 import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
 import type { ExplicitSampling, SamplingDefaults } from './sampling.js';
+import type { AdapterRoute, TenantRouting } from './tenant-routing.js';
 import type { RecordedTurn, TurnRecorder } from './turn-recorder.js';
 
 export interface ChatDeps {
@@ -23,6 +24,8 @@ export interface ChatDeps {
   /** What the gateway sends for sampling fields a client leaves out. */
   sampling: SamplingDefaults;
   idempotency: IdempotencyKeys;
+  /** Which policy serves each tenant (absent: the engine's one policy serves everyone). */
+  routing?: TenantRouting;
 }
 
 export interface ChatTurn {
@@ -43,6 +46,11 @@ export interface ChatTurn {
    * the version read after the answer.
    */
   versionBefore: string | null;
+  /**
+   * For a tenant with an adapter of its own: what serves it (its adapter, or the base before its run published
+   * one), and that policy's version read before the engine was asked. Its turns record that version.
+   */
+  route: AdapterRoute | null;
   /** Aborted when the client disconnects before its response completed. */
   clientSignal: AbortSignal;
   /** `process.hrtime.bigint()` when the request arrived. */
@@ -74,6 +82,18 @@ export function answerNamesWeightVersion(engine: EngineAdapter, stream: boolean)
 }
 
 /**
+ * The version of a tenant's own policy that served a turn: 0 for the base (its adapter run's version 0 is the
+ * base: a fresh adapter adds nothing); the adapter's, as the answer names it (the reference engine), else the
+ * older of the reads before and after the answer (vLLM names none; its adapter's folder says which).
+ */
+async function routedVersion(deps: ChatDeps, route: AdapterRoute, named: number | null): Promise<number> {
+  if (route.adapter === null) return 0;
+  if (named !== null) return named;
+  const after = await deps.routing?.adapterVersion(route.adapter, AbortSignal.timeout(10_000));
+  return after === null || after === undefined ? route.versionBefore : Math.min(route.versionBefore, after);
+}
+
+/**
  * Writes the turn to the sample store and hands it to its session workflow. Throws the error the client
  * should get when that fails: the response must not complete without its turn.
  */
@@ -94,14 +114,15 @@ export async function recordMainTurn(
   const { sessionId } = identity;
   const legacySessionId = identity.source === 'derived' ? identity.legacySessionId : null;
   try {
-    const policyVersion =
-      captured.turn.policyVersion ??
-      parsePolicyVersion(
-        olderWeightVersion(
-          turn.versionBefore,
-          await deps.upstream.currentWeightVersion(AbortSignal.timeout(10_000)),
-        ),
-      );
+    const policyVersion = turn.route
+      ? await routedVersion(deps, turn.route, captured.turn.policyVersion)
+      : (captured.turn.policyVersion ??
+        parsePolicyVersion(
+          olderWeightVersion(
+            turn.versionBefore,
+            await deps.upstream.currentWeightVersion(AbortSignal.timeout(10_000)),
+          ),
+        ));
     if (policyVersion === null) throw new Error('the engine reports no weight version');
     const recordStarted = performance.now();
     const recorded = await deps.recorder.record(

@@ -3,6 +3,7 @@
 // to its session workflow whenever Temporal can take it, so serving never waits on Temporal.
 
 import type { OpenClawConfig } from '../core/config.js';
+import { type AdapterSettings, runIdOfSession } from '../core/tenant-adapters.js';
 import { type OutboxWorkflow, sessionDoneEntry, turnEntry } from '../store/outbox.js';
 import type { SampleStore } from '../store/sample-store.js';
 import { CONTROL_TASK_QUEUE } from '../temporal/task-queues.js';
@@ -36,6 +37,8 @@ export interface DurableTurnRecorderOptions {
   retry?: RetryOptions;
   /** Called after an entry was queued (the gateway nudges its relay). */
   onQueued?: () => void;
+  /** Tenants with an adapter of their own: their sessions train their adapter's run (core/tenant-adapters.ts). */
+  adapters?: AdapterSettings;
 }
 
 export class DurableTurnRecorder implements TurnRecorder {
@@ -67,7 +70,9 @@ export class DurableTurnRecorder implements TurnRecorder {
 
   /** The session workflow a session's outbox entries start (turns, done, feedback). */
   workflowOf(sessionId: string): OutboxWorkflow {
-    const input: SessionInput = { sessionId, ...this.options.session };
+    const session = this.options.session;
+    const runId = runIdOfSession(this.options.adapters ?? { tenants: [] }, session.runId, sessionId);
+    const input: SessionInput = { sessionId, ...session, runId };
     return { taskQueue: this.taskQueue, input };
   }
 }

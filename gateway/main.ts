@@ -139,6 +139,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     const durable = new DurableTurnRecorder({
       store,
       session: sessionSettingsFromConfig(config),
+      adapters: config.adapters,
       taskQueue: deps.taskQueue ?? config.temporal.taskQueue,
       onQueued: () => started.notify(),
     });
@@ -162,6 +163,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     bodyLimitBytes: deps.bodyLimitBytes ?? config.gateway.bodyLimitBytes,
     rateLimitPerMinute: config.gateway.rateLimitPerMinute,
     metricsNeedKey: apiKeys.keys.length > 0 && !isLoopbackHost(config.gateway.host),
+    adapters: config.adapters,
     ...(deps.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: deps.upstreamTimeoutMs } : {}),
     logger: deps.logger ?? { level: 'info' },
     metrics,

@@ -12,6 +12,7 @@ import Fastify, {
 import type { LoggerOptions } from 'pino';
 import type { EngineKind } from '../core/engine-kinds.js';
 import { type ApiKey, LOCAL_TENANT } from '../core/tenant.js';
+import type { AdapterSettings } from '../core/tenant-adapters.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import { createEngineAdapter } from '../engines/engine-adapters.js';
 import { type ApiKeyCheck, type Caller, createApiKeyCheck } from './auth.js';
@@ -31,6 +32,7 @@ import {
   rateLimited,
 } from './openai-errors.js';
 import { NEUTRAL_SAMPLING, type SamplingDefaults } from './sampling.js';
+import { TenantRouting } from './tenant-routing.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
 export interface GatewayOptions {
@@ -76,6 +78,8 @@ export interface GatewayOptions {
    * counts, outbox depth) are not for anyone who can reach the port.
    */
   metricsNeedKey?: boolean;
+  /** Tenants with an adapter of their own: served by it, and nobody else is (gateway/tenant-routing.ts). */
+  adapters?: AdapterSettings;
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -101,6 +105,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
     timeoutMs,
     onError: (kind) => metrics.upstreamError(kind),
   });
+  const routing = new TenantRouting(options.adapters ?? { tenants: [] }, engine);
   const auth = createApiKeyCheck(options.apiKeys ?? []);
   // Routes anyone may call: liveness for orchestrators (which says no more than that without a key), and metrics
   // for scrapers unless they need a key.
@@ -173,8 +178,11 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
       return metrics.registry.metrics();
     });
 
-    // The engine's own list: the gateway serves whatever model the engine serves.
-    routes.get('/v1/models', (_request, reply) => upstream.models(clientSignalOf(reply)));
+    // The engine's own list: the gateway serves whatever model the engine serves, but no tenant's adapter
+    // to anyone else.
+    routes.get('/v1/models', async (request, reply) =>
+      routing.visibleModels(contextOf(request).tenant, await upstream.models(clientSignalOf(reply))),
+    );
 
     routes.post(
       CHAT_ROUTE,
@@ -185,6 +193,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
           metrics,
           sampling: options.sampling ?? NEUTRAL_SAMPLING,
           idempotency: options.idempotency,
+          routing,
         },
         contextOf,
       ),

@@ -4,7 +4,7 @@ import { type NativeConnection, Worker, type WorkerOptions } from '@temporalio/w
 import { type Judge, OpenAIJudge } from '../activities/judge-client.js';
 import { createScoringActivities } from '../activities/scoring-activities.js';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
-import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
+import { trainerForRun, trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { optimizerSettingsOf } from '../core/config-schema.js';
@@ -85,6 +85,7 @@ export async function createControlWorker(
     ...createTrainingActivities({
       store,
       trainer,
+      trainerOf: trainerForRun(config, trainer),
       serving: engine,
       checkpointDir: `${config.dataDir}/checkpoints`,
     }),

@@ -5,7 +5,7 @@
 import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { TrainerBackend } from '../activities/trainer-backend.js';
-import { trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
+import { trainerForRun, trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
 import { policyEngineFromConfig } from '../engines/engine-adapters.js';
@@ -29,6 +29,7 @@ export async function createTrainerWorker(
   const { trainStep, publishWeights } = createTrainingActivities({
     store,
     trainer,
+    trainerOf: trainerForRun(config, trainer),
     serving: policyEngineFromConfig(config),
     checkpointDir: `${config.dataDir}/checkpoints`,
   });

@@ -6,6 +6,7 @@
 
 import { join, resolve } from 'node:path';
 import type { OpenClawConfig } from '../../core/config.js';
+import { adapterName } from '../../core/tenant-adapters.js';
 import { engineAuthHeaders } from '../../security/engine-token.js';
 import type { TrainerBackend } from '../trainer-backend.js';
 import { ReferenceTrainerBackend } from './reference-trainer.js';
@@ -67,4 +68,28 @@ export function trainerFromConfig(
         engineAuthHeaders(config),
       );
   }
+}
+
+/**
+ * The trainer of run `runId`: a tenant's adapter run (core/tenant-adapters.ts) trains its adapter on the
+ * reference trainer's `/adapters/<tenant>` routes, which speak the same contract; any other run trains `shared`.
+ */
+export function trainerForRun(
+  config: OpenClawConfig,
+  shared: TrainerBackend,
+): (runId: string) => TrainerBackend {
+  const adapters = new Map<string, TrainerBackend>();
+  return (runId) => {
+    const name = adapterName(runId);
+    if (name === null) return shared;
+    let trainer = adapters.get(name);
+    if (trainer === undefined) {
+      trainer = new ReferenceTrainerBackend(
+        `${referenceTrainerUrl(config)}/adapters/${encodeURIComponent(name)}`,
+        engineAuthHeaders(config),
+      );
+      adapters.set(name, trainer);
+    }
+    return trainer;
+  };
 }

@@ -109,6 +109,7 @@ describe('loadConfig defaults', () => {
         continueAsNewAfterTurns: 200,
       },
       feedback: { rating: 'override', correction: 'as-given' },
+      adapters: { tenants: [], rank: 8, maxLoaded: 16, onBaseChange: 'keep' },
     });
   });
 
