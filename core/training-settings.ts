@@ -24,7 +24,13 @@ export const trainingSettingsSchema = z.strictObject({
 
 export const trainingInputSchema = z
   .strictObject({
-    runId: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'use 1-64 letters, digits, ".", "_" or "-"'),
+    // A run id as configured, or a tenant's adapter run `<runId>~<tenant>` (core/tenant-adapters.ts).
+    runId: z
+      .string()
+      .regex(
+        /^[A-Za-z0-9._-]{1,64}(~[A-Za-z0-9][A-Za-z0-9._@-]{0,63})?$/,
+        'use 1-64 letters, digits, ".", "_" or "-" (and `~<tenant>` for a tenant\'s adapter)',
+      ),
     method: z.enum(['rl', 'opd', 'combine']),
     settings: trainingSettingsSchema.prefault({}),
     initialPolicyVersion: z.number().int().min(0).default(0),

@@ -32,7 +32,7 @@ import {
 import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
 import { explicitSampling } from './sampling.js';
 import { relayStream } from './stream-relay.js';
-import type { AdapterRoute } from './tenant-routing.js';
+import type { TenantRoute } from './tenant-routing.js';
 
 /**
  * What the gateway learnt about a request before its handler ran: who sent it (session ids and
@@ -79,7 +79,7 @@ export function chatCompletionsHandler(
     const sampling = explicitSampling(chat, deps.sampling);
     const engine = deps.upstream.engine;
     const clientSignal = clientSignalOf(reply);
-    const route = await routeOf(deps, context.tenant, chat.model, clientSignal);
+    const { model, own } = await routeOf(deps, context.tenant, chat.model, clientSignal);
     // Read before the engine is asked, so the version recorded is never newer than the one that answered.
     const versionBefore =
       main && !answerNamesWeightVersion(engine, chat.stream === true)
@@ -92,9 +92,9 @@ export function chatCompletionsHandler(
       wants: clientWantsOf(chat),
       sampling,
       idempotency: claim,
-      engineBody: withModel(engineRequestBody(engine, chat, main, sampling), route),
+      engineBody: withModel(engineRequestBody(engine, chat, main, sampling), model),
       versionBefore,
-      route,
+      route: own,
       clientSignal,
       startedAt: context.startedAt,
       log: request.log.child({ sessionId: identity.sessionId, turnType: main ? 'main' : 'side' }),
@@ -120,8 +120,8 @@ async function routeOf(
   tenant: string,
   model: string | undefined,
   signal: AbortSignal,
-): Promise<AdapterRoute | null> {
-  if (!deps.routing?.enabled) return null;
+): Promise<TenantRoute> {
+  if (!deps.routing?.enabled) return { model: null, own: null };
   try {
     return await deps.routing.route(tenant, model, signal);
   } catch (error) {
@@ -129,8 +129,8 @@ async function routeOf(
   }
 }
 
-function withModel(body: Record<string, unknown>, route: AdapterRoute | null): Record<string, unknown> {
-  return route?.model ? { ...body, model: route.model } : body;
+function withModel(body: Record<string, unknown>, model: string | null): Record<string, unknown> {
+  return model ? { ...body, model } : body;
 }
 
 async function beginIdempotent(deps: ChatDeps, tenant: string, key: string, fingerprint: string) {

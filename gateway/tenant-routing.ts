@@ -58,6 +58,13 @@ export interface AdapterRoute {
   versionBefore: number;
 }
 
+/** What serves a request: the model id the engine is asked for (null: the client's), and the tenant's own policy. */
+export interface TenantRoute {
+  model: string | null;
+  /** Set for a tenant with an adapter of its own: its turns record that policy's version. */
+  own: AdapterRoute | null;
+}
+
 export class TenantRouting {
   private cached: { models: EngineModels; at: number } | null = null;
 
@@ -73,14 +80,20 @@ export class TenantRouting {
   }
 
   /**
-   * The route of a request by `tenant` that names `model`; null for a tenant without an adapter (served as
-   * before). Throws the 404 a client gets for another tenant's adapter.
+   * The route of a request by `tenant` that names `model`; for a tenant without an adapter, the base (whose
+   * turns record the engine's version, as without adapters). Throws the 404 a client gets for another tenant's
+   * adapter. The engine is always told which model: one holding adapters refuses names it does not know.
    */
-  async route(tenant: string, model: string | undefined, signal: AbortSignal): Promise<AdapterRoute | null> {
-    if (!this.enabled) return null;
+  async route(tenant: string, model: string | undefined, signal: AbortSignal): Promise<TenantRoute> {
+    if (!this.enabled) return { model: null, own: null };
     const models = await this.models(signal, this.maxAgeMs);
     this.refuseForeign(tenant, model, models);
-    if (!hasOwnAdapter(this.settings, tenant)) return null;
+    if (!hasOwnAdapter(this.settings, tenant)) return { model: models.base, own: null };
+    const own = this.ownRoute(tenant, models);
+    return { model: own.model, own };
+  }
+
+  private ownRoute(tenant: string, models: EngineModels): AdapterRoute {
     const folder = models.adapters.get(tenant);
     if (folder === undefined) return { adapter: null, model: models.base, versionBefore: 0 };
     return { adapter: tenant, model: tenant, versionBefore: adapterVersionOf(folder) ?? 0 };
