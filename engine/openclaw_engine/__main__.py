@@ -74,6 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--trainer", action="store_true", help="also mount the training routes")
     serve.add_argument("--lora-rank", type=int, default=0, help="trainer LoRA rank (0: full fine-tuning)")
     serve.add_argument("--lora-alpha", type=int, default=None, help="trainer LoRA alpha")
+    serve.add_argument(
+        "--adapter-rank", type=int, default=8, help="LoRA rank of the per-tenant /adapters/{name}/ trainers"
+    )
+    serve.add_argument("--adapter-alpha", type=int, default=None, help="their LoRA alpha (default 2 x rank)")
     epoch = sub.add_parser("train-epoch", help="train one batch file from a checkpoint into the next one")
     epoch.add_argument("--base", required=True, help="base Hugging Face model folder")
     epoch.add_argument("--checkpoint-in", required=True, help="checkpoint to resume from, or none")
@@ -113,13 +117,19 @@ def _serve(args: argparse.Namespace) -> None:
     routers = []
     if args.trainer:
         # Imported only on demand: the serving half must not depend on the training half.
+        from .adapter_trainer import SharedLoraBase
         from .trainer import Trainer
-        from .training_routes import make_training_router
+        from .training_routes import make_adapter_router, make_training_router
 
         trainer = Trainer(
             args.model, device=args.device, lora_rank=args.lora_rank, lora_alpha=args.lora_alpha
         )
         routers.append(make_training_router(trainer, access.roots, int(args.max_body_mb * 1024 * 1024)))
+        # The adapters share one base model of their own, loaded on the first adapter's first use.
+        adapters = SharedLoraBase(
+            args.model, device=args.device, lora_rank=args.adapter_rank, lora_alpha=args.adapter_alpha
+        )
+        routers.append(make_adapter_router(adapters, access.roots, int(args.max_body_mb * 1024 * 1024)))
     app = create_app(
         runner,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),

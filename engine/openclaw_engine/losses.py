@@ -207,7 +207,8 @@ def compute_loss(
     student_topk_log_probs: Tensor | None = None,
     teacher_topk_log_probs: Tensor | None = None,
     config: LossHyperParams | None = None,
-    batch_size: int | None = None,
+    batch_size: float | None = None,
+    weights: Tensor | None = None,
 ) -> tuple[Tensor, dict[str, Tensor]]:
     """Total loss L = L_main − entropy_coef·H + kl_coef·KL for one (micro-)batch, plus detached metrics.
 
@@ -220,6 +221,10 @@ def compute_loss(
     student's top-K log-probs (spec 6.6), and `entropy` is not used.
     Metrics (all divided by batch_size, so they add up over micro-batches): loss, pg_loss, pg_clipfrac,
     ppo_kl, kl_loss, entropy.
+    `weights` [B] (optional): each sample's loss weight; every per-token term of sample i is multiplied by
+    w_i before the reduction, and the caller passes batch_size = Σ w over the whole batch, so that
+    L = Σ_i w_i·mean_t(ℓ_it) / Σ_i w_i (weight 2 = the sample twice, weight 0 = the sample absent).
+    None is weight 1 everywhere and leaves the arithmetic exactly as without it.
     """
     config = config if config is not None else LossHyperParams()
     denom = float(batch_size if batch_size is not None else log_probs.shape[0])
@@ -227,6 +232,8 @@ def compute_loss(
     zero = log_probs.new_zeros(())
 
     def reduce(x: Tensor) -> Tensor:
+        if weights is not None:
+            x = x * weights.to(x.dtype)[:, None]
         return sum_of_sample_mean(x, mask) / denom
 
     ppo_kl_tok = old_log_probs - log_probs

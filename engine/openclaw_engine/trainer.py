@@ -62,6 +62,9 @@ class StepRecord:
 class Trainer:
     """Trains a causal LM from `model_dir` (full fine-tune, or LoRA when lora_rank > 0); thread-safe."""
 
+    # The PEFT adapter this trainer trains when it is a LoRA trainer (adapter_trainer.py trains others).
+    _adapter_name = "default"
+
     def __init__(
         self,
         model_dir: str,
@@ -186,12 +189,7 @@ class Trainer:
         state = json.loads(state_path.read_text())
         if state.get("format") != CHECKPOINT_FORMAT:
             raise EngineError(f"unsupported checkpoint format {state.get('format')!r}", param="path")
-        if state.get("lora") != self._lora_info():
-            raise EngineError(
-                f"checkpoint LoRA settings {state.get('lora')} differ from the trainer's {self._lora_info()}",
-                param="path",
-                status=409,
-            )
+        self._check_checkpoint_state(state)
         with self._lock:
             # Read and check everything first, then apply: a bad file fails before the live state is touched.
             try:
@@ -216,7 +214,7 @@ class Trainer:
 
             with torch.no_grad():
                 if self.is_lora:
-                    set_peft_model_state_dict(self.model, weights)
+                    set_peft_model_state_dict(self.model, weights, adapter_name=self._adapter_name)
                 else:
                     # In-place copy keeps the Parameter objects, so the optimizer still points at them.
                     self.model.load_state_dict(weights)
@@ -231,13 +229,25 @@ class Trainer:
                 "lora": self._lora_info(),
             }
 
+    def _check_checkpoint_state(self, state: dict[str, Any]) -> None:
+        """Refuse a checkpoint this trainer cannot resume (read before anything is loaded)."""
+        if state.get("lora") != self._lora_info():
+            raise EngineError(
+                f"checkpoint LoRA settings {state.get('lora')} differ from the trainer's {self._lora_info()}",
+                param="path",
+                status=409,
+            )
+
+    def _trainable_parameters(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
     def _read_weights(self, root: Path) -> dict[str, Tensor]:
         """The checkpoint's trainable weights, checked by name and shape against the live model."""
         if self.is_lora:
             weights = load_file(
                 str(root / ADAPTER_DIR / "adapter_model.safetensors"), device=str(self.device)
             )
-            expected = get_peft_model_state_dict(self.model)
+            expected = get_peft_model_state_dict(self.model, adapter_name=self._adapter_name)
         else:
             weights = AutoModelForCausalLM.from_pretrained(str(root), dtype=torch.float32).state_dict()
             expected = self.model.state_dict()
@@ -257,6 +267,10 @@ class Trainer:
         optimizer = self._configure_optimizer(req.optimizer)
         optimizer.zero_grad(set_to_none=True)
         n = len(req.samples)
+        # Sample weights (engine/TRAINING.md): the loss is Σ w_i·mean_t ℓ_it / Σ w_i. All weights 1 takes the
+        # unweighted path, so such a step is bit-identical to one of a trainer without weights.
+        weighted = any(sample.weight != 1.0 for sample in req.samples)
+        denom = sum(sample.weight for sample in req.samples) if weighted else n
         totals: dict[str, float] = {}
         abs_diff = 0.0
         tokens = 0
@@ -308,7 +322,8 @@ class Trainer:
                 student_topk_log_probs=student_topk,
                 teacher_topk_log_probs=batch.get("topk_lp"),
                 config=hp,
-                batch_size=n,
+                batch_size=denom,
+                weights=torch.tensor([sample.weight], device=self.device) if weighted else None,
             )
             loss.backward()
             for key, value in m.items():
@@ -316,7 +331,7 @@ class Trainer:
             abs_diff += float(sum_of_sample_mean((lp.detach() - batch["rollout"]).abs(), batch["mask"])) / n
             tokens += int(batch["mask"].sum())
 
-        params = [p for p in self.model.parameters() if p.requires_grad]
+        params = self._trainable_parameters()
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, GRAD_CLIP))
         if not math.isfinite(grad_norm):
             # A NaN/inf step would poison every weight; refuse it and leave the model as it was.
@@ -382,10 +397,9 @@ class Trainer:
 
     def _new_optimizer(self, cfg: OptimizerRequest) -> torch.optim.AdamW:
         decay, no_decay = [], []
-        for p in self.model.parameters():
-            if p.requires_grad:
-                # Megatron's rule (slime): no weight decay on biases and norm scales (1-D parameters).
-                (decay if p.ndim >= 2 else no_decay).append(p)
+        for p in self._trainable_parameters():
+            # Megatron's rule (slime): no weight decay on biases and norm scales (1-D parameters).
+            (decay if p.ndim >= 2 else no_decay).append(p)
         groups = [{"params": decay, "weight_decay": cfg.weight_decay, "name": "decay"}]
         if no_decay:
             groups.append({"params": no_decay, "weight_decay": 0.0, "name": "no_decay"})
@@ -438,6 +452,10 @@ class Trainer:
                 and not src.name.endswith(_WEIGHT_SUFFIXES)
             ):
                 shutil.copy2(src, out / src.name)
+        self._write_training_state(out)
+
+    def _write_training_state(self, out: Path, **extra: Any) -> None:
+        """`trainer_state/`: optimizer, RNG and state.json (format, lineage of step ids, `extra` fields)."""
         state_dir = out / STATE_DIR
         state_dir.mkdir()
         if self._optimizer is not None:
@@ -455,6 +473,7 @@ class Trainer:
                 sid: {"metrics": rec.metrics, "fingerprint": rec.fingerprint}
                 for sid, rec in self._steps.items()
             },
+            **extra,
         }
         write_state(out, state)
 

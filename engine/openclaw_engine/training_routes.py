@@ -7,12 +7,14 @@ lock serialises the training calls.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from fastapi import APIRouter
 from starlette.concurrency import run_in_threadpool
 
 from .access import PathRoots
+from .adapter_trainer import SharedLoraBase, check_adapter_name
 from .step_parts import StepParts
 from .trainer import Trainer
 from .training_schemas import CheckpointRequest, TrainStepPartRequest, TrainStepRequest
@@ -56,6 +58,61 @@ def make_training_router(trainer: Trainer, roots: PathRoots, max_body_bytes: int
     @router.get("/trainer_info")
     async def trainer_info() -> dict[str, Any]:
         info = trainer.info()
+        return info if max_body_bytes is None else {**info, "max_body_bytes": max_body_bytes}
+
+    return router
+
+
+def make_adapter_router(
+    adapters: SharedLoraBase, roots: PathRoots, max_body_bytes: int | None = None
+) -> APIRouter:
+    """The same six routes under `/adapters/{name}/`, each bound to that name's adapter trainer.
+
+    A client of the top-level routes works unchanged with the base URL `.../adapters/<name>`. Every adapter
+    shares one base model (adapter_trainer.py); an adapter is created on its first use (trainer_info of a
+    never-used name answers step_count 0 without creating it).
+    """
+    router = APIRouter(prefix="/adapters/{name}", tags=["adapter training"])
+    parts: dict[str, StepParts] = {}
+    parts_lock = threading.Lock()
+
+    def parts_of(name: str) -> StepParts:
+        check_adapter_name(name)
+        with parts_lock:
+            return parts.setdefault(name, StepParts())
+
+    @router.post("/train_step")
+    async def train_step(name: str, request: TrainStepRequest) -> dict[str, Any]:
+        check_adapter_name(name)
+        return await run_in_threadpool(lambda: adapters.trainer(name).train_step(request))
+
+    @router.post("/train_step_part")
+    async def train_step_part(name: str, request: TrainStepPartRequest) -> dict[str, Any]:
+        ready = parts_of(name).add(request)
+        if isinstance(ready, dict):
+            return ready
+        return await run_in_threadpool(lambda: adapters.trainer(name).train_step(ready))
+
+    @router.post("/save_checkpoint")
+    async def save_checkpoint(name: str, request: CheckpointRequest) -> dict[str, Any]:
+        check_adapter_name(name)
+        path = str(roots.writable(request.path, "path"))
+        return await run_in_threadpool(lambda: adapters.trainer(name).save_checkpoint(path))
+
+    @router.post("/load_checkpoint")
+    async def load_checkpoint(name: str, request: CheckpointRequest) -> dict[str, Any]:
+        check_adapter_name(name)
+        path = str(roots.readable(request.path, "path"))
+        return await run_in_threadpool(lambda: adapters.trainer(name).load_checkpoint(path))
+
+    @router.post("/reset_to_base")
+    async def reset_to_base(name: str) -> dict[str, Any]:
+        check_adapter_name(name)
+        return await run_in_threadpool(lambda: adapters.trainer(name).reset())
+
+    @router.get("/trainer_info")
+    async def trainer_info(name: str) -> dict[str, Any]:
+        info = adapters.info(name)
         return info if max_body_bytes is None else {**info, "max_body_bytes": max_body_bytes}
 
     return router

@@ -100,6 +100,9 @@ class TrainSample(_Strict):
     # Per sample π_old: None follows `loss.use_rollout_logprobs`; True uses this sample's rollout log-probs
     # (a sample too many policy versions old), False the trainer's recomputed ones.
     use_rollout_logprobs: bool | None = None
+    # The sample's loss weight: its per-token loss terms count w times in the step's mean (engine/TRAINING.md,
+    # "Sample weights"); 0 leaves it out of the step, 1 (the default) is the unweighted loss.
+    weight: float = Field(1.0, ge=0.0, le=1e6)
 
     @field_validator("response_length")
     @classmethod
@@ -193,6 +196,8 @@ def check_for_method(request: TrainStepRequest) -> None:
 
     A combine sample without teacher log-probs is one of combine's RL-only rows: its teacher term is 0.
     """
+    if all(sample.weight == 0.0 for sample in request.samples):
+        raise EngineError("every sample has weight 0: the step would train nothing", param="samples")
     method = request.loss.method
     for i, sample in enumerate(request.samples):
         if method == "opd" and sample.teacher_log_probs is None:

@@ -378,3 +378,48 @@ def test_compute_loss_rejects_missing_inputs() -> None:
         compute_loss("bogus", **base, rewards=t(REWARDS))  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         compute_loss("grpo", **base, rewards=t(REWARDS), config=LossHyperParams(kl_coef=0.1))
+
+
+# ---- per-sample weights -------------------------------------------------------------------------------
+
+
+def _loss_of(rows: list[int], weights: list[float] | None = None) -> tuple[torch.Tensor, dict]:
+    pick = lambda x: t([x[i] for i in rows])  # noqa: E731
+    hp = LossHyperParams(kl_coef=0.05, entropy_coef=0.01)
+    return compute_loss(
+        "combine",
+        log_probs=pick(LP),
+        old_log_probs=pick(OLD),
+        mask=pick(MASK),
+        rewards=pick(REWARDS),
+        teacher_log_probs=pick(TEACHER),
+        ref_log_probs=pick(REF),
+        entropy=pick(ENTROPY),
+        config=hp,
+        batch_size=sum(weights) if weights is not None else None,
+        weights=t(weights) if weights is not None else None,
+    )
+
+
+def test_weight_two_is_the_sample_twice_and_weight_zero_is_the_sample_absent() -> None:
+    loss, metrics = _loss_of([0, 1], [2.0, 1.0])
+    twice, twice_metrics = _loss_of([0, 0, 1])
+    close(loss, float(twice))
+    for key, value in twice_metrics.items():
+        close(metrics[key], float(value))
+    loss, metrics = _loss_of([0, 1], [0.0, 1.0])
+    alone, alone_metrics = _loss_of([1])
+    close(loss, float(alone))
+    for key, value in alone_metrics.items():
+        close(metrics[key], float(value))
+    # Fractional weights: Σ_i w_i·mean_t ℓ_it / Σ_i w_i, against the per-sample losses.
+    (l0, _), (l1, _) = _loss_of([0]), _loss_of([1])
+    close(_loss_of([0, 1], [0.25, 1.5])[0], (0.25 * float(l0) + 1.5 * float(l1)) / 1.75)
+
+
+def test_unit_weights_are_bit_identical_to_no_weights() -> None:
+    loss, metrics = _loss_of([0, 1], [1.0, 1.0])
+    plain, plain_metrics = _loss_of([0, 1])
+    assert torch.equal(loss, plain)
+    for key, value in plain_metrics.items():
+        assert torch.equal(metrics[key], value), key

@@ -156,6 +156,41 @@ def test_repeated_step_id_changes_nothing(model_dir: Path) -> None:
     assert_same_weights(w, weights(trainer.model))
 
 
+def test_unit_weights_train_bit_identically_and_hash_as_before(model_dir: Path) -> None:
+    plain, weighted = Trainer(str(model_dir)), Trainer(str(model_dir))
+    samples = [sample(plain, [70, 71]), sample(plain, [72, 73, 74], reward=-1.0)]
+    loss = {"method": "grpo", "kl_coef": 0.1, "entropy_coef": 0.01}
+    request = {"step_id": "w1", "samples": samples, "loss": loss, "optimizer": LR}
+    first = plain.train_step(request)
+    second = weighted.train_step({**request, "samples": [{**s, "weight": 1.0} for s in samples]})
+    assert first == second
+    assert_same_weights(weights(plain.model), weights(weighted.model))
+    # An explicit weight of 1 is the same batch as no weight: the same step id is a duplicate, not a 409.
+    assert plain.train_step({**request, "samples": [{**s, "weight": 1} for s in samples]})["duplicate"]
+
+
+def test_weight_two_is_the_sample_twice_and_zero_leaves_it_out(model_dir: Path) -> None:
+    probe = Trainer(str(model_dir))
+    s0, s1 = sample(probe, [70, 71]), sample(probe, [72, 73, 74], reward=-1.0)
+    loss = {"method": "grpo", "kl_coef": 0.1}
+    cases = [
+        ([{**s0, "weight": 2.0}, s1], [s0, s0, s1]),
+        ([s0, {**s1, "weight": 0.0}], [s0]),
+    ]
+    for weighted_samples, plain_samples in cases:
+        a, b = Trainer(str(model_dir)), Trainer(str(model_dir))
+        ma = a.train_step({"step_id": "w", "samples": weighted_samples, "loss": loss, "optimizer": LR})
+        mb = b.train_step({"step_id": "w", "samples": plain_samples, "loss": loss, "optimizer": LR})
+        for key in ("loss", "pg_loss", "kl_loss", "entropy", "grad_norm"):
+            assert ma[key] == pytest.approx(mb[key], rel=1e-5, abs=1e-7), key
+        wa, wb = weights(a.model), weights(b.model)
+        for key in wa:
+            assert torch.allclose(wa[key], wb[key], atol=1e-6), key
+        assert not torch.equal(
+            wa["model.embed_tokens.weight"], weights(probe.model)["model.embed_tokens.weight"]
+        )
+
+
 def test_non_finite_gradient_is_refused_and_not_recorded(
     model_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -441,6 +476,12 @@ BAD_REQUESTS = [
     ("topk without arrays", body(loss={"method": "topk_distill"}), "samples[0].teacher_topk_log_probs"),
     ("bad lr", body(optimizer={"lr": -1.0}), "optimizer.lr"),
     ("bad betas", body(optimizer={"betas": [0.9, 1.5]}), "optimizer.betas[1]"),
+    ("negative weight", body(sample={"weight": -1.0}), "samples[1].weight"),
+    (
+        "all weights zero",
+        body(sample={"weight": 0.0}) | {"samples": [good_sample() | {"weight": 0}] * 2},
+        "samples",
+    ),
 ]
 
 
