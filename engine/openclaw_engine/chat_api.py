@@ -100,7 +100,12 @@ def plan(
 
 
 def lora_of_model(model: str | None, runner: ServedPolicy) -> str | None:
-    """The adapter `model` names (`name` or SGLang's `served:name`); None for the base; else a 404."""
+    """The adapter `model` names (`name` or SGLang's `served:name`); None for the base.
+
+    Until an adapter has been loaded any name serves the base, as before (clients name the base freely);
+    from then on a name that is neither the base's nor a loaded adapter's is a 404, as in vLLM and SGLang,
+    so a request meant for an adapter that is gone never silently samples the base.
+    """
     if not model or model in (runner.served_model_name, runner.model_path):
         return None
     adapters = runner.lora_adapters
@@ -109,6 +114,8 @@ def lora_of_model(model: str | None, runner: ServedPolicy) -> str | None:
     prefix = f"{runner.served_model_name}:"
     if model.startswith(prefix) and model[len(prefix) :] in adapters:
         return model[len(prefix) :]
+    if not runner.lora_used and not model.startswith(prefix):
+        return None
     raise EngineError(
         f"The model `{model}` does not exist.", param="model", status=404, type_="NotFoundError"
     )

@@ -144,9 +144,14 @@ class LoraSet:
     def __init__(self, max_loras: int = DEFAULT_MAX_LORAS) -> None:
         self.max_loras = max_loras
         self.adapters: dict[str, LoraAdapter] = {}
+        self.used = False  # an adapter was loaded once
         self.active: Groups = []
         self._hooked: dict[int, set[str]] = {}  # id(model) -> names of its hooked modules
         self._handles: list[Any] = []
+
+    def add(self, adapter: LoraAdapter) -> None:
+        self.adapters = {**self.adapters, adapter.name: adapter}  # a new dict: readers see old or new
+        self.used = True
 
     def hook(self, model: torch.nn.Module, names: set[str]) -> None:
         """Hook `names` of `model` (those not hooked yet)."""

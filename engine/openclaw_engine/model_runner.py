@@ -203,6 +203,10 @@ class ModelRunner(TokenizerMethods):
             a.name: {"path": a.path, "weight_version": a.weight_version} for a in self.lora.adapters.values()
         }
 
+    @property
+    def lora_used(self) -> bool:
+        return self.lora.used
+
     def load_lora_adapter(self, name: str, path: str, weight_version: str | None) -> tuple[bool, str]:
         """Load (or replace) adapter `name`; swapped in between two steps. (success, message)."""
         if not ADAPTER_NAME.match(name):
@@ -221,7 +225,7 @@ class ModelRunner(TokenizerMethods):
                 return False, f"failed to load LoRA adapter {name!r} from {path!r}: {exc}"
             with self.gate.exclusive():  # requests of a replaced adapter prefill again under the new one
                 self.lora.hook(self.model, set(adapter.weights))
-                self.lora.adapters = {**self.lora.adapters, name: adapter}
+                self.lora.add(adapter)
             if previous is not None:
                 self.prefix_cache.drop(previous.cache_key)
             verb = "Replaced" if previous is not None else "Loaded"

@@ -279,9 +279,8 @@ def _routes(runner: ServedPolicy, *, strict: bool, access: EngineAccess) -> APIR
         body = await parse_body(request, LoadLoraAdapterIn)
         try:
             lora_path = str(access.roots.readable(body.lora_path, "lora_path"))
-        except (
-            EngineError
-        ) as exc:  # outside the roots: update_weights_from_disk's refusal (403), plus success
+        except EngineError as exc:
+            # Outside the roots: update_weights_from_disk's refusal (403), with SGLang's success field.
             content = {"success": False, "message": exc.message}
             content.update(error_body(exc.message, param=exc.param, status=exc.status, type_=exc.type))
             return JSONResponse(content, status_code=exc.status)

@@ -154,6 +154,10 @@ class TinkerRunner(TokenizerMethods):
     def lora_adapters(self) -> dict[str, dict[str, str]]:
         return {}
 
+    @property
+    def lora_used(self) -> bool:
+        return False
+
     def load_lora_adapter(self, name: str, path: str, weight_version: str | None) -> tuple[bool, str]:
         return False, "this engine serves through Tinker, which does not load LoRA adapters per request"
 

@@ -218,6 +218,15 @@ def test_replace_while_running_reprefills_under_the_new_weights(
     assert replaced.output_logprobs[10:29] == pytest.approx(after_swap, abs=1e-4)
 
 
+def test_model_names_before_any_adapter_serve_the_base(tiny_model_dir: Path) -> None:
+    fresh = ModelRunner(str(tiny_model_dir), served_model_name=SERVED)
+    client = TestClient(create_app(fresh, max_body_bytes=1 << 20))
+    chat = {"messages": [{"role": "user", "content": "hi"}], "max_tokens": 2}
+    assert client.post("/v1/chat/completions", json={**chat, "model": "anything"}).status_code == 200
+    assert client.post("/v1/chat/completions", json={**chat, "model": f"{SERVED}:x"}).status_code == 404
+    assert client.post("/generate", json={"input_ids": PROMPT, "lora_path": "x"}).status_code == 404
+
+
 def test_adapter_routes(
     client: TestClient, runner: ModelRunner, adapters: dict[str, Path], tmp_path: Path
 ) -> None:
@@ -307,6 +316,7 @@ def test_adapter_routes(
         "code": 404,
     }
     assert client.post("/v1/chat/completions", json={**chat, "model": f"{SERVED}:b"}).status_code == 404
+    assert client.post("/v1/chat/completions", json={**chat, "model": "never-loaded"}).status_code == 404
     assert client.post("/generate", json={**generate, "lora_path": "b"}).status_code == 404
     assert [c["id"] for c in client.get("/v1/models").json()["data"]] == [SERVED, "a"]
 

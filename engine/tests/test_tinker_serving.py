@@ -381,4 +381,4 @@ def test_lora_adapter_loads_are_refused(served, tmp_path: Path) -> None:
     assert "Tinker" in answer.json()["message"]
     assert client.post("/unload_lora_adapter", json={"lora_name": "a"}).status_code == 400
     assert runner.lora_adapters == {}
-    assert client.post("/v1/chat/completions", json={"messages": MESSAGES, "model": "a"}).status_code == 404
+    assert runner.lora_used is False  # any model name still serves the base
