@@ -61,6 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--prefix-cache-mb", type=float, default=1024, help="KV memory for cached prompt prefixes (0: none)"
     )
+    serve.add_argument(
+        "--max-loras", type=int, default=8, help="LoRA adapters loaded at once (/load_lora_adapter)"
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.add_argument(
         "--strict",
@@ -113,6 +116,7 @@ def _serve(args: argparse.Namespace) -> None:
         max_batch_tokens=args.max_batch_tokens,
         max_running=args.max_running_requests,
         prefix_cache_mb=args.prefix_cache_mb,
+        max_loras=args.max_loras,
     )
     routers = []
     if args.trainer:

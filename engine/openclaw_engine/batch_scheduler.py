@@ -39,6 +39,7 @@ from .generation_events import (
     TokenStep,
     TopEntry,
 )
+from .lora_serving import LoraAdapter
 from .packed_attention import PackedBatch, PackedSegment, SequenceKV
 from .prefix_cache import PrefixCache
 from .sampling import make_generator, sample_tokens, top_logprobs
@@ -79,6 +80,11 @@ class _Sequence:
     prompt_tops: list[TopEntry | None] = field(default_factory=list)
     cached_tokens: int = 0
     weight_version: str = ""
+    adapter: LoraAdapter | None = None  # the load of req.lora_name its KV is built under
+
+    @property
+    def cache_key(self) -> tuple[str, int] | None:
+        return self.adapter.cache_key if self.adapter is not None else None
 
     @property
     def prompt_len(self) -> int:
@@ -214,16 +220,31 @@ class BatchScheduler:
 
     def _sync_epoch(self) -> None:
         """New weights or a retract: cached KV is stale; running requests prefill again first."""
+        self._sync_adapters()
         epoch = self._runner.cache_epoch
         if epoch == self._epoch:
             return
         self._epoch = epoch
         self.prefix_cache.clear()
         for seq in self._running:
-            seq.kv = None
-            if not seq.prompt_done:
-                seq.prompt_entries.clear()
-                seq.prompt_tops.clear()
+            _forget_kv(seq)
+
+    def _sync_adapters(self) -> None:
+        """Each request takes its adapter's current load; a replaced adapter's requests prefill again."""
+        adapters = self._runner.lora.adapters
+        for seq in list(self._running):
+            name = seq.req.lora_name
+            if name is None:
+                continue
+            current = adapters.get(name)
+            if current is None:
+                reason = {"type": "abort", "message": f"LoRA adapter {name!r} is not loaded"}
+                self._finish(seq, Finished(reason, "", seq.weight_version, seq.cached_tokens))
+            elif current is not seq.adapter:
+                if seq.adapter is not None:
+                    _forget_kv(seq)  # built under the adapter's previous weights
+                seq.adapter = current
+                seq.weight_version = current.weight_version
 
     def _plan(self) -> _Step:
         step = _Step([], [], [], [], PackedBatch([]))
@@ -252,7 +273,7 @@ class BatchScheduler:
         limit = (
             min(seq.first_needed, len(seq.ids) - 1) if seq.collecting_prompt_logprobs else len(seq.ids) - 1
         )
-        matched, segments = self.prefix_cache.match(seq.ids, limit)
+        matched, segments = self.prefix_cache.match(seq.ids, limit, seq.cache_key)
         if matched > 0:
             seq.kv.load(segments)
             if not seq.prompt_done:
@@ -268,6 +289,8 @@ class BatchScheduler:
             first_kept = end  # nothing needed from this chunk
         offset = len(step.input_ids)
         step.batch.segments.append(PackedSegment(seq.kv, offset, count))
+        if seq.adapter is not None:
+            step.batch.lora.append((offset, offset + count, seq.adapter))
         step.input_ids.extend(seq.ids[start:end])
         step.positions.extend(range(start, end))
         step.keep.extend(range(offset + first_kept - start, offset + count))
@@ -295,8 +318,8 @@ class BatchScheduler:
                     self._emit(
                         seq, PromptLogprobs(seq.req.logprob_start_len, seq.prompt_entries, seq.prompt_tops)
                     )
-                self.prefix_cache.insert(seq.ids, seq.kv, seq.kv.length)
-            seq.weight_version = version
+                self.prefix_cache.insert(seq.ids, seq.kv, seq.kv.length, seq.cache_key)
+            seq.weight_version = version if seq.adapter is None else seq.adapter.weight_version
             if len(seq.output) >= seq.req.sampling.max_new_tokens:  # prefill only (max_new_tokens 0)
                 self._finish_length(seq)
             else:
@@ -313,7 +336,7 @@ class BatchScheduler:
             forced = seq.req.forced_output
             if len(seq.output) < len(forced):
                 token = forced[len(seq.output)]
-            self._take_token(seq, token, logprobs, version)
+            self._take_token(seq, token, logprobs, seq.weight_version)
 
     def _collect_prompt_logprobs(self, seq: _Sequence, slot: _Slot, rows: torch.Tensor) -> None:
         """Row for position p is log p(ids[p + 1] | ids[:p + 1]); prompt positions only."""
@@ -371,7 +394,7 @@ class BatchScheduler:
     # ------------------------------------------------------------------ leaving
     def _finish(self, seq: _Sequence, event: Finished) -> None:
         if seq.kv is not None and seq.prompt_done and self._epoch == self._runner.cache_epoch:
-            self.prefix_cache.insert(seq.ids, seq.kv, seq.kv.length)
+            self.prefix_cache.insert(seq.ids, seq.kv, seq.kv.length, seq.cache_key)
         self._emit(seq, event)
         self._release(seq)
 
@@ -390,6 +413,13 @@ class BatchScheduler:
 def _deliver(items: list[tuple[_Sequence, Item]]) -> None:
     for seq, item in items:
         seq.channel.queue.put_nowait(item)
+
+
+def _forget_kv(seq: _Sequence) -> None:
+    seq.kv = None
+    if not seq.prompt_done:
+        seq.prompt_entries.clear()
+        seq.prompt_tops.clear()
 
 
 def _whole(seq: _Sequence) -> _Slot:

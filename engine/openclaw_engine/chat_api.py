@@ -80,6 +80,7 @@ def plan(
         return_logprob=body.logprobs,
         top_logprobs_num=(body.top_logprobs or 0) if body.logprobs else 0,
         forced_output=_forced_tool_call(body, raw, runner) if tools_on else (),
+        lora_name=lora_of_model(body.model, runner),
         **({"rid": body.rid} if body.rid else {}),
     )
     try:
@@ -95,6 +96,28 @@ def plan(
         completion_id=f"chatcmpl-{request.rid}",
         created=int(time.time()),
         strict=strict,
+    )
+
+
+def lora_of_model(model: str | None, runner: ServedPolicy) -> str | None:
+    """The adapter `model` names (`name` or SGLang's `served:name`); None for the base.
+
+    Until an adapter has been loaded any name serves the base, as before (clients name the base freely);
+    from then on a name that is neither the base's nor a loaded adapter's is a 404, as in vLLM and SGLang,
+    so a request meant for an adapter that is gone never silently samples the base.
+    """
+    if not model or model in (runner.served_model_name, runner.model_path):
+        return None
+    adapters = runner.lora_adapters
+    if model in adapters:
+        return model
+    prefix = f"{runner.served_model_name}:"
+    if model.startswith(prefix) and model[len(prefix) :] in adapters:
+        return model[len(prefix) :]
+    if not runner.lora_used and not model.startswith(prefix):
+        return None
+    raise EngineError(
+        f"The model `{model}` does not exist.", param="model", status=404, type_="NotFoundError"
     )
 
 

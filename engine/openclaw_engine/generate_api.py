@@ -27,6 +27,13 @@ def check_token_ids(ids: list[int], runner: ServedPolicy, param: str) -> None:
             )
 
 
+def check_lora(name: str | None, runner: ServedPolicy, param: str) -> str | None:
+    """`name` if it is a loaded adapter (None stays None: the base); else a 404 naming `param`."""
+    if name is None or name in runner.lora_adapters:
+        return name
+    raise EngineError(f"LoRA adapter `{name}` is not loaded.", param=param, status=404, type_="NotFoundError")
+
+
 def build_request(body: GenerateIn, runner: ServedPolicy) -> GenerationRequest:
     if body.input_ids is not None:
         check_token_ids(body.input_ids, runner, "input_ids")
@@ -59,6 +66,7 @@ def build_request(body: GenerateIn, runner: ServedPolicy) -> GenerationRequest:
         return_logprob=body.return_logprob,
         logprob_start_len=body.logprob_start_len,
         top_logprobs_num=body.top_logprobs_num if body.return_logprob else 0,
+        lora_name=check_lora(body.lora_path, runner, "lora_path"),
         **({"rid": body.rid} if body.rid else {}),
     )
     try:

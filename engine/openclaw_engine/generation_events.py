@@ -22,6 +22,8 @@ class GenerationRequest:
     rid: str = field(default_factory=lambda: uuid.uuid4().hex)
     # Tokens the reply must begin with (a forced tool call): fed, not sampled; log-probs are the model's.
     forced_output: tuple[int, ...] = ()
+    # A loaded LoRA adapter's name (lora_serving.py); None: the base model.
+    lora_name: str | None = None
 
 
 @dataclass

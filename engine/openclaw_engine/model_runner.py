@@ -33,6 +33,7 @@ from .generation_events import (
     TopEntry,
     fit_to_context,
 )
+from .lora_serving import ADAPTER_NAME, DEFAULT_MAX_LORAS, AdapterError, LoraSet, read_adapter
 from .packed_attention import PACKED_ATTENTION, PackedBatch
 from .prefix_cache import PrefixCache
 from .step_gate import StepGate
@@ -79,6 +80,7 @@ class ModelRunner(TokenizerMethods):
         max_batch_tokens: int = DEFAULT_MAX_BATCH_TOKENS,
         max_running: int = DEFAULT_MAX_RUNNING,
         prefix_cache_mb: float = DEFAULT_PREFIX_CACHE_MB,
+        max_loras: int = DEFAULT_MAX_LORAS,
     ) -> None:
         hf_logging.disable_progress_bar()
         self.device = torch.device(device)
@@ -105,7 +107,8 @@ class ModelRunner(TokenizerMethods):
         self.cache_epoch = 0  # bumped when KV caches built so far become invalid
         self.gate = StepGate()
         self._cancels: dict[str, threading.Event] = {}  # rid -> cancel flag, for /abort_request
-        self._control_lock = threading.Lock()  # serialises weight updates
+        self._control_lock = threading.Lock()  # serialises weight updates and adapter loads
+        self.lora = LoraSet(max_loras)
         self.prefix_cache = PrefixCache(int(prefix_cache_mb * 1024 * 1024) // self._kv_bytes_per_token())
         self.scheduler = BatchScheduler(
             self, max_batch_tokens=max_batch_tokens, max_running=max_running, prefix_cache=self.prefix_cache
@@ -188,9 +191,55 @@ class ModelRunner(TokenizerMethods):
                 self.model_path = str(model_path)
                 self.weight_version = weight_version or _bump_version(self.weight_version)
                 self.cache_epoch += 1  # the scheduler drops the prefix cache and re-prefills running requests
+                self.lora.rehook(new_model)  # loaded adapters apply to the new base
             del old
             self.flush_cache()
             return True, "Succeeded to update model weights.", num_paused
+
+    # ------------------------------------------------------------------ LoRA adapters
+    @property
+    def lora_adapters(self) -> dict[str, dict[str, str]]:
+        return {
+            a.name: {"path": a.path, "weight_version": a.weight_version} for a in self.lora.adapters.values()
+        }
+
+    @property
+    def lora_used(self) -> bool:
+        return self.lora.used
+
+    def load_lora_adapter(self, name: str, path: str, weight_version: str | None) -> tuple[bool, str]:
+        """Load (or replace) adapter `name`; swapped in between two steps. (success, message)."""
+        if not ADAPTER_NAME.match(name):
+            return False, f"lora_name {name!r} must match {ADAPTER_NAME.pattern}"
+        with self._control_lock:
+            previous = self.lora.adapters.get(name)
+            if previous is None and len(self.lora.adapters) >= self.lora.max_loras:
+                return False, (
+                    f"cannot load {name!r}: {len(self.lora.adapters)} adapters are loaded, the limit "
+                    f"(--max-loras) is {self.lora.max_loras}; unload one first"
+                )
+            version = weight_version or ("1" if previous is None else _bump_version(previous.weight_version))
+            try:
+                adapter = read_adapter(name, path, version, self.model, self.dtype)
+            except AdapterError as exc:
+                return False, f"failed to load LoRA adapter {name!r} from {path!r}: {exc}"
+            with self.gate.exclusive():  # requests of a replaced adapter prefill again under the new one
+                self.lora.hook(self.model, set(adapter.weights))
+                self.lora.add(adapter)
+            if previous is not None:
+                self.prefix_cache.drop(previous.cache_key)
+            verb = "Replaced" if previous is not None else "Loaded"
+            return True, f"{verb} LoRA adapter {name!r} (weight_version {version})."
+
+    def unload_lora_adapter(self, name: str) -> tuple[bool, str]:
+        with self._control_lock:
+            adapter = self.lora.adapters.get(name)
+            if adapter is None:
+                return False, f"LoRA adapter {name!r} is not loaded"
+            with self.gate.exclusive():  # its running requests end with finish_reason abort
+                self.lora.adapters = {k: v for k, v in self.lora.adapters.items() if k != name}
+            self.prefix_cache.drop(adapter.cache_key)
+            return True, f"Unloaded LoRA adapter {name!r}."
 
     # ------------------------------------------------------------------ generation
     def validate(self, req: GenerationRequest) -> GenerationRequest:
@@ -225,7 +274,7 @@ class ModelRunner(TokenizerMethods):
         ids = torch.tensor([input_ids], dtype=torch.long, device=self.device)
         pos = torch.tensor([positions], dtype=torch.long, device=self.device)
         rows = torch.tensor(keep, dtype=torch.long, device=self.device)
-        with torch.inference_mode():
+        with torch.inference_mode(), self.lora.applied(batch.lora, self.device):
             out = self.model(
                 input_ids=ids, position_ids=pos, use_cache=False, logits_to_keep=rows, packed_batch=batch
             )
@@ -254,6 +303,8 @@ class ModelRunner(TokenizerMethods):
             "max_running_requests": self.scheduler.max_running,
             "prefix_cache_tokens": self.prefix_cache.tokens,
             "prefix_cache_budget_tokens": self.prefix_cache.budget_tokens,
+            "lora_adapters": self.lora_adapters,
+            "max_loras": self.lora.max_loras,
             "started_at": _STARTED_AT,
         }
 

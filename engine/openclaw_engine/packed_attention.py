@@ -14,7 +14,7 @@ prefix taken from the prefix cache is copied in once (`load`), never gathered ag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -88,6 +88,8 @@ class PackedSegment:
 @dataclass(frozen=True)
 class PackedBatch:
     segments: list[PackedSegment]
+    # LoRA ranges of the packed row: (start, end, adapter) of requests served with one (lora_serving.py)
+    lora: list[tuple[int, int, Any]] = field(default_factory=list)
 
 
 def _causal_mask(past: int, count: int, window: int | None, device: torch.device) -> torch.Tensor:

@@ -2,6 +2,8 @@
 
 SGLang's RadixAttention idea at token granularity: a finished prompt (and a finished sequence) is inserted
 once; a new request copies the KV of its longest cached prefix into its own cache and prefills only the rest.
+Each LoRA adapter load has its own tree (`key`: (adapter name, load epoch); None for the base), so KV built
+under one adapter is never reused under another.
 OpenClaw's system prompt and tools are the same every turn, and a conversation's next prompt extends its last
 one, so most of a turn's prompt is found here. Entries hold KV computed under one set of weights: the runner
 clears the cache whenever the weights change. Least-recently-used leaves are evicted to stay within a budget
@@ -13,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import threading
+from collections.abc import Hashable
 
 import torch
 
@@ -47,7 +50,7 @@ class PrefixCache:
     def __init__(self, budget_tokens: int) -> None:
         self.budget_tokens = max(0, budget_tokens)
         self.lock = threading.Lock()
-        self._root = _Node([], [], None)
+        self._roots: dict[Hashable, _Node] = {}
         self._tokens = 0
         self._clock = itertools.count(1)
 
@@ -57,14 +60,23 @@ class PrefixCache:
 
     def clear(self) -> None:
         with self.lock:
-            self._root = _Node([], [], None)
+            self._roots = {}
             self._tokens = 0
 
-    def match(self, ids: list[int], limit: int) -> tuple[int, list[LayerKV]]:
-        """The longest cached prefix of ids[:limit]: its length and its KV segments, in order."""
+    def drop(self, key: Hashable) -> None:
+        """Forget every prefix cached under `key` (an unloaded or replaced adapter)."""
+        with self.lock:
+            root = self._roots.pop(key, None)
+            if root is not None:
+                self._tokens -= sum(len(n.key) for n in _walk(root) if n is not root)
+
+    def match(self, ids: list[int], limit: int, key: Hashable = None) -> tuple[int, list[LayerKV]]:
+        """The longest cached prefix of ids[:limit] under `key`: its length and its KV segments, in order."""
         with self.lock:
             now = next(self._clock)
-            node, pos, segments = self._root, 0, []
+            node, pos, segments = self._roots.get(key), 0, []
+            if node is None:
+                return 0, []
             while pos < limit:
                 child = node.children.get(ids[pos])
                 if child is None:
@@ -80,13 +92,13 @@ class PrefixCache:
                 node = child
             return pos, segments
 
-    def insert(self, ids: list[int], kv: SequenceKV, length: int) -> None:
-        """Cache ids[:length], whose KV is positions [0, length) of `kv`; only uncached tokens are copied."""
+    def insert(self, ids: list[int], kv: SequenceKV, length: int, key: Hashable = None) -> None:
+        """Cache ids[:length] under `key`; its KV is positions [0, length) of `kv` (copied if new)."""
         if self.budget_tokens <= 0 or length <= 0:
             return
         with self.lock:
             now = next(self._clock)
-            node, pos = self._root, 0
+            node, pos = self._roots.setdefault(key, _Node([], [], None)), 0
             while pos < length:
                 child = node.children.get(ids[pos])
                 if child is None:
@@ -107,7 +119,8 @@ class PrefixCache:
 
     def _evict(self) -> None:
         while self._tokens > self.budget_tokens:
-            leaves = [n for n in _walk(self._root) if not n.children and n is not self._root]
+            roots = list(self._roots.values())
+            leaves = [n for r in roots for n in _walk(r) if not n.children and n is not r]
             if not leaves:
                 return
             victim = min(leaves, key=lambda n: n.last_used)

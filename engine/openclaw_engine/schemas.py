@@ -113,6 +113,7 @@ class GenerateIn(_Strict):
     return_text_in_logprobs: bool = False
     stream: bool = False
     rid: str | None = Field(None, max_length=256)
+    lora_path: str | None = None  # SGLang's field: the name of a loaded LoRA adapter (None: the base)
 
     @model_validator(mode="after")
     def _one_prompt(self) -> GenerateIn:
@@ -346,6 +347,16 @@ class UpdateWeightsFromDiskIn(_Strict):
         if self.load_format not in (None, "auto", "safetensors"):
             raise FieldProblem("load_format", f"load_format {self.load_format!r} is not supported")
         return self
+
+
+class LoadLoraAdapterIn(_Lenient):
+    lora_name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")
+    lora_path: str = Field(min_length=1)
+    weight_version: str | None = Field(None, min_length=1, max_length=256)
+
+
+class UnloadLoraAdapterIn(_Lenient):
+    lora_name: str = Field(min_length=1)
 
 
 class PauseIn(_Strict):

@@ -34,8 +34,10 @@ from .schemas import (
     ContinueIn,
     DetokenizeIn,
     GenerateIn,
+    LoadLoraAdapterIn,
     PauseIn,
     TokenizeIn,
+    UnloadLoraAdapterIn,
     UpdateWeightsFromDiskIn,
     parse_body,
 )
@@ -169,7 +171,21 @@ def _routes(runner: ServedPolicy, *, strict: bool, access: EngineAccess) -> APIR
             "root": runner.model_path,
             "max_model_len": runner.context_length,
         }
-        return {"object": "list", "data": [card]}
+        cards = [card]
+        for name, adapter in runner.lora_adapters.items():  # as vLLM lists LoRA modules
+            cards.append(
+                {
+                    "id": name,
+                    "object": "model",
+                    "created": int(info["started_at"]),
+                    "owned_by": "openclaw-engine",
+                    "root": adapter["path"],
+                    "parent": runner.served_model_name,
+                    "max_model_len": runner.context_length,
+                    "weight_version": adapter["weight_version"],
+                }
+            )
+        return {"object": "list", "data": cards}
 
     # ---------------------------------------------------------------- tokenizer
     @r.post("/tokenize")
@@ -256,6 +272,35 @@ def _routes(runner: ServedPolicy, *, strict: bool, access: EngineAccess) -> APIR
             return JSONResponse(content)
         # SGLang answers 400 with {success: false, message}; the error object is added for our clients.
         content.update(error_body(message, param="model_path", status=400, type_="invalid_request_error"))
+        return JSONResponse(content, status_code=400)
+
+    @r.post("/load_lora_adapter")
+    async def load_lora_adapter(request: Request) -> JSONResponse:
+        body = await parse_body(request, LoadLoraAdapterIn)
+        try:
+            lora_path = str(access.roots.readable(body.lora_path, "lora_path"))
+        except EngineError as exc:
+            # Outside the roots: update_weights_from_disk's refusal (403), with SGLang's success field.
+            content = {"success": False, "message": exc.message}
+            content.update(error_body(exc.message, param=exc.param, status=exc.status, type_=exc.type))
+            return JSONResponse(content, status_code=exc.status)
+        ok, message = await asyncio.to_thread(
+            runner.load_lora_adapter, body.lora_name, lora_path, body.weight_version
+        )
+        return _lora_answer(ok, message, "lora_path")
+
+    @r.post("/unload_lora_adapter")
+    async def unload_lora_adapter(request: Request) -> JSONResponse:
+        body = await parse_body(request, UnloadLoraAdapterIn)
+        ok, message = await asyncio.to_thread(runner.unload_lora_adapter, body.lora_name)
+        return _lora_answer(ok, message, "lora_name")
+
+    def _lora_answer(ok: bool, message: str, param: str) -> JSONResponse:
+        content: dict[str, Any] = {"success": ok, "message": message}
+        if ok:
+            content["lora_adapters"] = runner.lora_adapters
+            return JSONResponse(content)
+        content.update(error_body(message, param=param, status=400, type_="invalid_request_error"))
         return JSONResponse(content, status_code=400)
 
     @r.get("/flush_cache")

@@ -10,6 +10,7 @@ from typing import Protocol
 
 import torch
 
+from .lora_serving import LoraSet
 from .packed_attention import PackedBatch
 from .step_gate import StepGate
 
@@ -22,6 +23,7 @@ class StepModel(Protocol):
     weight_version: str  # the weights the next step runs with
     cache_epoch: int  # bumped when KV built so far is stale (new weights, or a retract)
     gate: StepGate  # each step is taken under it; pauses and weight swaps hold it between steps
+    lora: LoraSet  # the loaded LoRA adapters (changed only between steps, under the gate)
 
     def decode(self, ids: list[int], *, skip_special_tokens: bool = False) -> str: ...
 

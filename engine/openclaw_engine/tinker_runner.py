@@ -150,6 +150,20 @@ class TinkerRunner(TokenizerMethods):
     def flush_cache(self) -> None:
         """Nothing is cached here; Tinker manages its own prefix cache."""
 
+    @property
+    def lora_adapters(self) -> dict[str, dict[str, str]]:
+        return {}
+
+    @property
+    def lora_used(self) -> bool:
+        return False
+
+    def load_lora_adapter(self, name: str, path: str, weight_version: str | None) -> tuple[bool, str]:
+        return False, "this engine serves through Tinker, which does not load LoRA adapters per request"
+
+    def unload_lora_adapter(self, name: str) -> tuple[bool, str]:
+        return False, f"LoRA adapter {name!r} is not loaded (the Tinker runner serves none)"
+
     def update_weights_from_disk(self, model_path: str, weight_version: str | None) -> tuple[bool, str, int]:
         """Serve the export in `model_path` (its `tinker-sampler.json`) from now on."""
         with self._control_lock:

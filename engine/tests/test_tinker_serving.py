@@ -372,3 +372,13 @@ def test_abort_ends_a_waiting_request(served) -> None:
     thread.join(10)
     client.post("/continue_generation", json={}).raise_for_status()
     assert done["response"].json()["meta_info"]["finish_reason"]["type"] == "abort"
+
+
+def test_lora_adapter_loads_are_refused(served, tmp_path: Path) -> None:
+    client, runner = served
+    answer = client.post("/load_lora_adapter", json={"lora_name": "a", "lora_path": str(tmp_path)})
+    assert answer.status_code == 400 and answer.json()["success"] is False
+    assert "Tinker" in answer.json()["message"]
+    assert client.post("/unload_lora_adapter", json={"lora_name": "a"}).status_code == 400
+    assert runner.lora_adapters == {}
+    assert runner.lora_used is False  # any model name still serves the base
