@@ -73,7 +73,8 @@ export async function latestAdapters(
   const store = storeFromConfig(config);
   try {
     const found: { runId: string; tenant: string; latest: LineageEntry }[] = [];
-    for (const key of await store.list(`runs/${encodeURIComponent(config.runId)}~`)) {
+    // Listed whole: the file store lists folders, not key prefixes (one record per run: a short list).
+    for (const key of await store.list('runs')) {
       const runId = decodeURIComponent(key.slice('runs/'.length));
       const adapter = parseAdapterRunId(runId);
       if (adapter === null || adapter.sharedRunId !== config.runId) continue;

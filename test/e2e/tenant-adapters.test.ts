@@ -20,6 +20,26 @@ import { type ControlStack, startControlStack, untilTrainingStatus } from '../su
 import { freePortPair } from '../support/free-port.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
 
+/**
+ * Two answers are the same when their tokens are and their log-probs agree to 1e-4: a prompt prefix the engine
+ * reuses from its cache is computed in another order than a fresh one, which moves a log-prob by ~1e-6.
+ */
+function expectSame(actual: Probe, expected: Probe): void {
+  expect(actual.tokens).toEqual(expected.tokens);
+  expect(maxDifference(actual, expected)).toBeLessThan(1e-4);
+}
+
+/** Training moved it: some log-prob by far more than the engine's own noise. */
+function expectMoved(actual: Probe, before: Probe): void {
+  expect(actual.tokens.length === before.tokens.length ? maxDifference(actual, before) : 1).toBeGreaterThan(
+    1e-3,
+  );
+}
+
+function maxDifference(a: Probe, b: Probe): number {
+  return Math.max(...a.logprobs.map((value, i) => Math.abs(value - (b.logprobs[i] ?? Number.NaN))));
+}
+
 const KEYS = { alice: 'key-of-alice-0123456789', bob: 'key-of-bob-0123456789' } as const;
 type Tenant = keyof typeof KEYS;
 
@@ -110,26 +130,28 @@ describe.each(['reference', 'vllm'] as const)(
 
     const runOf = (tenant: Tenant) => adapterRunId(config.runId, tenant);
 
+    /** Until `tenant`'s run published `version` and the gateway routes to it (it rereads the engine's list each second). */
     async function untilVersion(tenant: Tenant, version: number): Promise<void> {
       await untilTrainingStatus(env.client, runOf(tenant), (s) => s.policyVersion >= version, 180_000);
+      await new Promise((resolve) => setTimeout(resolve, 1_200));
     }
 
     it("each tenant's feedback trains only its own adapter, and each is served only by its own", async () => {
       const before = { alice: await probe('alice'), bob: await probe('bob') };
       // Before anything trained, both are served by the base: the same answer.
-      expect(before.alice).toEqual(before.bob);
+      expectSame(before.alice, before.bob);
 
       await rateOneTurn('alice', 'alice-1');
       await untilVersion('alice', 1);
       const afterAlice = { alice: await probe('alice'), bob: await probe('bob') };
-      expect(afterAlice.alice.logprobs).not.toEqual(before.alice.logprobs);
-      expect(afterAlice.bob).toEqual(before.bob);
+      expectMoved(afterAlice.alice, before.alice);
+      expectSame(afterAlice.bob, before.bob);
 
       await rateOneTurn('bob', 'bob-1');
       await untilVersion('bob', 1);
       const afterBob = { alice: await probe('alice'), bob: await probe('bob') };
-      expect(afterBob.bob.logprobs).not.toEqual(before.bob.logprobs);
-      expect(afterBob.alice).toEqual(afterAlice.alice);
+      expectMoved(afterBob.bob, before.bob);
+      expectSame(afterBob.alice, afterAlice.alice);
 
       // The shared run trained nothing: every turn went to its tenant's own run.
       const shared = await env.client.workflow
@@ -169,14 +191,16 @@ describe.each(['reference', 'vllm'] as const)(
       const before = { alice: await probe('alice'), bob: await probe('bob') };
       for (const process of [...(engine?.processes ?? [])].reverse()) await process.stop();
       engine = await launchEngine(config);
-      expect({ alice: await probe('alice'), bob: await probe('bob') }).toEqual(before);
+      const restarted = { alice: await probe('alice'), bob: await probe('bob') };
+      expectSame(restarted.alice, before.alice);
+      expectSame(restarted.bob, before.bob);
 
       // The restarted trainer lost Alice's adapter; her run brings it back from its checkpoint and trains v2.
       await rateOneTurn('alice', 'alice-2');
       await untilVersion('alice', 2);
       const after = { alice: await probe('alice'), bob: await probe('bob') };
-      expect(after.alice.logprobs).not.toEqual(before.alice.logprobs);
-      expect(after.bob).toEqual(before.bob);
+      expectMoved(after.alice, before.alice);
+      expectSame(after.bob, before.bob);
     }, 400_000);
   },
 );
