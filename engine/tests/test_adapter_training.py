@@ -232,3 +232,19 @@ def test_no_trainer_means_404(model_dir: Path) -> None:
     app.include_router(make_training_router(Trainer(str(model_dir)), PathRoots.of([], [])))
     assert client.get("/trainer_info").status_code == 200
     assert client.get("/adapters/a/trainer_info").status_code == 404
+
+
+def test_kl_reference_is_the_base_for_every_adapter(http: tuple[TestClient, SharedLoraBase]) -> None:
+    client, adapters = http
+    kl = {"loss": {"method": "grpo", "kl_coef": 0.5, "entropy_coef": 0.01}}
+    client.post("/adapters/a/train_step", json=step("a0"))
+    client.post("/adapters/b/reset_to_base")  # creates b
+    a_weights = snapshot(adapters)
+    # b has never trained: it is the base, so its KL to the reference (the base) is 0 even while a has moved.
+    first = client.post("/adapters/b/train_step", json={**step("b0"), **kl}).json()
+    assert first["kl_loss"] == pytest.approx(0.0, abs=1e-7)
+    second = client.post("/adapters/b/train_step", json={**step("b1"), **kl}).json()
+    assert second["kl_loss"] > 0
+    after = snapshot(adapters)
+    slot_b = adapters.trainer("b")._adapter_name
+    assert {k for k in changed(a_weights, after) if f".{slot_b}." not in k} == set()
