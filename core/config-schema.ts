@@ -123,6 +123,9 @@ const configObject = z.strictObject({
       continueAsNewAfterSteps: z.number().int().min(1).default(50),
       continueAsNewAfterEvents: z.number().int().min(200).max(40_000).default(10_000),
       keepCheckpoints: z.number().int().min(0).default(3),
+      // Group training (docs/operations.md#group-training): a cap per tenant per batch (0: none), loss weights.
+      maxSamplesPerTenant: z.number().int().min(0).default(0),
+      tenantWeights: z.record(z.string().min(1), z.number().min(0)).default({}),
     })
     .prefault({}),
   loss: lossSettingsSchema.prefault({}),
