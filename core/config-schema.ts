@@ -277,6 +277,13 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
       path: ['loss', 'klCoef'],
       message: TINKER_NO_KL,
     });
+  const weighted = Object.values(config.training.tenantWeights).some((weight) => weight !== 1);
+  if (weighted && (config.trainer.backend === 'tinker' || config.trainer.backend === 'slime'))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['training', 'tenantWeights'],
+      message: `the ${config.trainer.backend} trainer cannot weigh samples: set every weight to 1, or use the reference trainer`,
+    });
   if (config.trainer.backend !== 'slime') return;
   if (!config.trainer.image)
     ctx.addIssue({
