@@ -14,7 +14,10 @@ export function tenantOfSample(sampleId: string): string {
 export interface FormedBatch<T> {
   /** The batch, in queue order. */
   batch: T[];
-  /** Per tenant, its waiting samples the cap passed over for this batch (they wait for the next ones). */
+  /**
+   * Per tenant, its samples the cap moved to a later batch: those among the first `batchSize` waiting (the
+   * batch without a cap) that are not in this one. Tenants with none are left out.
+   */
   heldBack: Record<string, number>;
 }
 
@@ -46,7 +49,7 @@ export function formCappedBatch<T extends { sampleId: string }>(
     taken.add(i);
   }
   const heldBack: Record<string, number> = {};
-  for (const i of skipped) {
+  for (let i = 0; i < Math.min(batchSize, waiting.length); i++) {
     if (taken.has(i)) continue;
     const tenant = tenantOfSample((waiting[i] as T).sampleId);
     heldBack[tenant] = (heldBack[tenant] ?? 0) + 1;
@@ -55,7 +58,10 @@ export function formCappedBatch<T extends { sampleId: string }>(
 }
 
 /** The loss weight of a tenant's samples: its entry in `weights`, else 1. */
-export function tenantWeight(weights: Readonly<Record<string, number>> | undefined, sampleId: string): number {
+export function tenantWeight(
+  weights: Readonly<Record<string, number>> | undefined,
+  sampleId: string,
+): number {
   return weights?.[tenantOfSample(sampleId)] ?? 1;
 }
 

@@ -44,6 +44,9 @@ export const reconfigurationSchema = z.strictObject({
   maxPolicyLag: z.number().int().min(0).optional(),
   stalenessPolicy: z.enum(['drop', 'rollout-logprobs']).optional(),
   keepCheckpoints: z.number().int().min(0).optional(),
+  maxSamplesPerTenant: z.number().int().min(0).optional(),
+  /** Replaces the weights whole. */
+  tenantWeights: z.record(z.string().min(1), z.number().min(0)).optional(),
   loss: lossSettingsSchema.partial().strict().optional(),
   optimizer: optimizerSettingsSchema.partial().strict().optional(),
 });

@@ -11,19 +11,34 @@ describe('formCappedBatch', () => {
   });
 
   it('holds a tenant at the cap while others wait, keeping queue order', () => {
-    const waiting = ['alice/1:1', 'alice/1:2', 'alice/1:3', 'alice/1:4', 'bob/1:1', 'alice/1:5', 'bob/1:2'].map(
-      ref,
-    );
+    const waiting = [
+      'alice/1:1',
+      'alice/1:2',
+      'alice/1:3',
+      'alice/1:4',
+      'bob/1:1',
+      'alice/1:5',
+      'bob/1:2',
+    ].map(ref);
     const { batch, heldBack } = formCappedBatch(waiting, 4, 2);
     expect(ids(batch)).toEqual(['alice/1:1', 'alice/1:2', 'bob/1:1', 'bob/1:2']);
-    expect(heldBack).toEqual({ alice: 3 });
+    // alice 3 and 4 would have been in the batch without the cap.
+    expect(heldBack).toEqual({ alice: 2 });
   });
 
   it('tops a short batch up with the oldest held-back samples when nobody else waits', () => {
+    const later = formCappedBatch(
+      ['alice/1:3', 'alice/1:4', 'alice/1:5', 'alice/1:6', 'bob/1:2'].map(ref),
+      4,
+      2,
+    );
+    expect(ids(later.batch)).toEqual(['alice/1:3', 'alice/1:4', 'alice/1:5', 'bob/1:2']);
+    expect(later.heldBack).toEqual({ alice: 1 });
     const waiting = ['alice/1:1', 'alice/1:2', 'alice/1:3', 'bob/1:1', 'alice/1:4', 'alice/1:5'].map(ref);
     const { batch, heldBack } = formCappedBatch(waiting, 4, 2);
     expect(ids(batch)).toEqual(['alice/1:1', 'alice/1:2', 'alice/1:3', 'bob/1:1']);
-    expect(heldBack).toEqual({ alice: 2 });
+    // The same batch as without the cap: nothing was held back.
+    expect(heldBack).toEqual({});
     // Only one person talking: batches stay full.
     const alone = formCappedBatch(['alice/1:1', 'alice/1:2', 'alice/1:3', 'alice/1:4'].map(ref), 4, 1);
     expect(alone.batch).toHaveLength(4);
@@ -34,7 +49,7 @@ describe('formCappedBatch', () => {
     const waiting = ['roll-1', 'roll-2', 'roll-3', 'carol/s:1'].map(ref);
     const { batch, heldBack } = formCappedBatch(waiting, 2, 1);
     expect(ids(batch)).toEqual(['roll-1', 'carol/s:1']);
-    expect(heldBack).toEqual({ '-': 2 });
+    expect(heldBack).toEqual({ '-': 1 });
   });
 
   it('returns fewer than batchSize only when fewer wait', () => {
