@@ -155,7 +155,7 @@ export const TRAINING_OPTIONS = [
     env: 'OPENCLAW_MAX_SAMPLES_PER_TENANT',
     kind: 'integer',
     description:
-      "Group training: a batch takes at most this many samples of one tenant (the gateway key's tenant; `-` for Track 2) while other tenants' samples wait; the rest wait, in order, for later batches, never dropped. When nobody else has samples waiting the batch is filled with them anyway, so one person talking alone still trains. 0: no cap.",
+      "Group training: a batch takes at most this many samples of one tenant (the gateway key's tenant; `-` for Track 2) while other tenants' samples wait; the rest wait, in order, for later batches, never dropped. When nobody else has samples waiting the batch is filled with them anyway, so one person talking alone still trains. 0: no cap. docs/operations.md#group-training.",
   },
   {
     key: 'training.tenantWeights',
@@ -163,7 +163,7 @@ export const TRAINING_OPTIONS = [
     kind: 'number-map',
     defaultNote: '(none)',
     description:
-      'Group training: loss weight of each tenant\'s samples, `alice=2,bob=0.5` (a tenant not listed: 1; 0 trains nothing from them). The reference trainer multiplies each sample\'s token losses by it; slime and Tinker refuse a step with a weight other than 1.',
+      "Group training: loss weight of each tenant's samples, `alice=2,bob=0.5` (a tenant not listed: 1; 0 trains nothing from them). The reference trainer multiplies each sample's token losses by it; slime and Tinker cannot, so a weight other than 1 with them is a configuration error (and a step that carries one, after a reconfigure, is refused). docs/operations.md#group-training.",
   },
   {
     key: 'loss.epsClip',

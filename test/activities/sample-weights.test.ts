@@ -20,7 +20,7 @@ const sample: TrainerSample = {
   reward: 1,
 };
 
-const loss = { ...defaultLossConfig, method: 'rl' } as Parameters<typeof trainStepRequest>[2];
+const loss: Parameters<typeof trainStepRequest>[2] = { ...defaultLossConfig, method: 'grpo' };
 
 describe('sample weights', () => {
   it('are sent as `weight` on each weighted sample, and left out at 1', () => {
