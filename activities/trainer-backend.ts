@@ -30,9 +30,12 @@ export type TrainerSample = Pick<
   weight?: number;
 };
 
-/** Group training's loss weights: what a trainer that cannot weigh samples refuses, naming the option. */
-export const NO_SAMPLE_WEIGHTS = (trainer: string) =>
-  `the ${trainer} trainer cannot weigh samples: remove training.tenantWeights (OPENCLAW_TENANT_WEIGHTS) or set every weight to 1, or use the reference trainer`;
+/**
+ * Group training's loss weights: what a trainer that cannot weigh samples refuses, naming the option and the
+ * weighted samples by position (so the run excludes only them, trainer-refusal.ts `refusedSamplesNamed`).
+ */
+export const NO_SAMPLE_WEIGHTS = (trainer: string, positions: readonly number[]) =>
+  `the ${trainer} trainer cannot weigh samples: remove training.tenantWeights (OPENCLAW_TENANT_WEIGHTS) or set every weight to 1, or use the reference trainer (weighted: ${positions.map((i) => `samples[${i}]`).join(', ')})`;
 
 /** The positions of the samples weighted other than 1. */
 export function weightedSamples(samples: readonly TrainerSample[]): number[] {

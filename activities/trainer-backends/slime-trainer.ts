@@ -119,7 +119,8 @@ export class SlimeTrainerBackend implements TrainerBackend {
     optimizer: OptimizerConfig,
   ): Promise<TrainStepMetrics> {
     // slime's loss has no per-sample weight: refuse rather than train the samples unweighted.
-    if (weightedSamples(samples).length > 0) throw trainerRefusal(NO_SAMPLE_WEIGHTS('slime'));
+    const weighted = weightedSamples(samples);
+    if (weighted.length > 0) throw trainerRefusal(NO_SAMPLE_WEIGHTS('slime', weighted));
     const current = await this.currentCheckpoint();
     const done = current ? await this.recordedMetrics(current, stepId) : undefined;
     if (done) return { ...done, duplicate: true };

@@ -38,7 +38,8 @@ export class TinkerTrainerBackend extends ReferenceTrainerBackend {
       );
     // A reconfigure may set a KL coefficient after the configuration was checked: refuse, never drop it.
     if (loss.klCoef > 0) throw trainerRefusal(TINKER_NO_KL);
-    if (weightedSamples(samples).length > 0) throw trainerRefusal(NO_SAMPLE_WEIGHTS('Tinker'));
+    const weighted = weightedSamples(samples);
+    if (weighted.length > 0) throw trainerRefusal(NO_SAMPLE_WEIGHTS('Tinker', weighted));
     return super.trainStep(stepId, samples, loss, optimizer);
   }
 

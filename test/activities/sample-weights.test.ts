@@ -8,6 +8,7 @@ import {
 import { SlimeTrainerBackend } from '../../activities/trainer-backends/slime-trainer.js';
 import { TinkerTrainerBackend } from '../../activities/trainer-backends/tinker-trainer.js';
 import { trainStepRequest } from '../../activities/trainer-backends/train-step-request.js';
+import { asTrainerRefusal } from '../../activities/trainer-refusal.js';
 import { TRAINER_REFUSED } from '../../activities/training-errors.js';
 import { loadConfig } from '../../core/config.js';
 
@@ -50,6 +51,8 @@ describe('sample weights', () => {
       expect((error as ApplicationFailure).type).toBe(TRAINER_REFUSED);
       expect((error as ApplicationFailure).nonRetryable).toBe(true);
       expect((error as Error).message).toContain('training.tenantWeights (OPENCLAW_TENANT_WEIGHTS)');
+      // The weighted samples are named, so a run excludes only them.
+      expect(asTrainerRefusal(error, ['a', 'b'])).toMatchObject({ details: [{ refusedSampleIds: ['b'] }] });
     }
   });
 
