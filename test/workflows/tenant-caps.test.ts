@@ -66,7 +66,7 @@ describe('group training (a cap per tenant per batch, weights per tenant)', () =
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  async function sample(sampleId: string): Promise<SampleRef> {
+  async function sample(sampleId: string, reward = 1): Promise<SampleRef> {
     const stored: TrainingSample = {
       sampleId,
       sessionId: sampleId.split(':')[0] ?? sampleId,
@@ -75,13 +75,13 @@ describe('group training (a cap per tenant per batch, weights per tenant)', () =
       responseLength: 2,
       lossMask: [1, 1],
       rolloutLogProbs: [-0.5, -0.7],
-      reward: 1,
+      reward,
       policyVersion: 0,
       method: 'rl',
       kind: 'rl',
     };
     await store.put(sampleKey(sampleId), stored);
-    return { sampleId, method: 'rl', kind: 'rl', policyVersion: 0, reward: 1, responseLength: 2 };
+    return { sampleId, method: 'rl', kind: 'rl', policyVersion: 0, reward, responseLength: 2 };
   }
 
   async function waitFor(runId: string, done: (s: TrainingRunStatus) => boolean) {
@@ -169,6 +169,37 @@ describe('group training (a cap per tenant per batch, weights per tenant)', () =
     // `RECORD_HISTORIES=1` records this run (samples held back by the cap) for the replay test.
     if (process.env.RECORD_HISTORIES)
       await saveHistory(env, trainingWorkflowId(runId), 'training-workflow-tenant-caps');
+  });
+
+  it('splits a refused batch formed under the cap by its own samples, not the queue front', async () => {
+    const runId = `tenant-caps-refused-${process.pid}`;
+    const handle = await env.client.workflow.start('trainingWorkflow', {
+      workflowId: trainingWorkflowId(runId),
+      taskQueue,
+      args: [
+        { runId, method: 'rl', settings: { batchSize: 4, maxSamplesPerTenant: 2 } } satisfies TrainingInput,
+      ],
+    });
+    await handle.executeUpdate(pauseUpdate);
+    const a = (n: number) => `alice/split:${n}`;
+    const b = (n: number) => `bob/split:${n}`;
+    // bob's first sample makes the trainer refuse any batch holding it (naming nothing).
+    for (const [id, reward] of [
+      [a(1), 1],
+      [a(2), 1],
+      [a(3), 1],
+      [a(4), 1],
+      [b(1), 1e30],
+      [b(2), 1],
+    ] as const)
+      await handle.signal(sampleScoredSignal, { ok: true, sample: await sample(id, reward) });
+    await waitFor(runId, (s) => s.pendingSamples === 6);
+    await handle.executeUpdate(resumeUpdate);
+    // The batch alice 1, alice 2, bob 1, bob 2 is refused and split: its halves are tried, never alice 3 or 4.
+    const done = await waitFor(runId, (s) => s.samplesExcluded === 1 && s.stepsCompleted === 2);
+    expect(done).toMatchObject({ samplesTrained: 3, pendingSamples: 2 });
+    const lineage = await handle.query(lineageQuery);
+    expect(lineage.map((e) => e.sampleIds)).toEqual([[a(1), a(2)], [b(2)]]);
   });
 
   it('takes the cap and the weights from the configuration into a run it starts', () => {
