@@ -26,7 +26,21 @@ export type TrainerSample = Pick<
 > & {
   /** This sample's π_old is its rollout log-probs (it is more than `maxPolicyLag` versions old). */
   useRolloutLogprobs?: boolean;
+  /** Group training: this sample's token losses count this many times (its tenant's weight; absent: 1). */
+  weight?: number;
 };
+
+/**
+ * Group training's loss weights: what a trainer that cannot weigh samples refuses, naming the option and the
+ * weighted samples by position (so the run excludes only them, trainer-refusal.ts `refusedSamplesNamed`).
+ */
+export const NO_SAMPLE_WEIGHTS = (trainer: string, positions: readonly number[]) =>
+  `the ${trainer} trainer cannot weigh samples: remove training.tenantWeights (OPENCLAW_TENANT_WEIGHTS) or set every weight to 1, or use the reference trainer (weighted: ${positions.map((i) => `samples[${i}]`).join(', ')})`;
+
+/** The positions of the samples weighted other than 1. */
+export function weightedSamples(samples: readonly TrainerSample[]): number[] {
+  return samples.flatMap((s, i) => (s.weight !== undefined && s.weight !== 1 ? [i] : []));
+}
 
 /** A step's loss: the run's loss settings (core/loss-settings.ts) with its method and π_old's source. */
 export type LossConfig = TrainerLoss;

@@ -5,6 +5,7 @@ import { ApplicationFailure } from '@temporalio/activity';
 import type { LossMethod } from '../core/loss-settings.js';
 import { beginIncarnationRecord, type RunRecord } from '../core/run-record.js';
 import { adapterName } from '../core/tenant-adapters.js';
+import { tenantWeight } from '../core/tenant-caps.js';
 import { lineageKey, runRecordKey } from '../core/training-keys.js';
 import { exclusionKey, sampleKey } from '../core/turn-record.js';
 import type {
@@ -56,6 +57,8 @@ export interface TrainStepInput {
   staleSampleIds?: string[];
   /** opd with K > 0: top-K distillation against the teacher's K best log-probs (spec 6.6). */
   distillTopK?: number;
+  /** Group training: each tenant's samples' loss weight (a tenant not listed: 1). */
+  tenantWeights?: Record<string, number>;
   /**
    * The run's last trained step and its checkpoint: a trainer that restarted is brought back to them first.
    * `fromBase`: the first step of a run (id) started anew, which trains from the base model whatever the
@@ -225,7 +228,11 @@ export function createTrainingActivities(deps: TrainingDependencies) {
         const stale = new Set(input.staleSampleIds ?? []);
         const sampleIds = await sampleIdsOf(store, input);
         const samples: TrainerSample[] = [];
-        for (const sampleId of sampleIds) samples.push(await trainerSample(sampleId, stale, topK));
+        for (const sampleId of sampleIds) {
+          const sample = await trainerSample(sampleId, stale, topK);
+          const weight = tenantWeight(input.tenantWeights, sampleId);
+          samples.push(weight === 1 ? sample : { ...sample, weight });
+        }
         let metrics: Awaited<ReturnType<TrainerBackend['trainStep']>>;
         try {
           metrics = await trainer.trainStep(

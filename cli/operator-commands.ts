@@ -8,9 +8,7 @@ import { type Command, Option } from 'commander';
 import type { z } from 'zod';
 import type { OpenClawConfig } from '../core/config.js';
 import {
-  formatTenantCounts,
   NO_TENANT,
-  samplesByTenant,
   scopedSessionId,
   splitSessionId,
   TENANT_NAME,
@@ -34,7 +32,13 @@ import {
 import { configFromFlags } from './cli-config.js';
 import { temporalAddressOption } from './options.js';
 import { drawsProgress, type ProgressFlags, type ProgressStream } from './progress.js';
-import { followTrainingRun, formatTrainingStatus, STATUS_QUERY_TIMEOUT_MS } from './train-status.js';
+import {
+  contributionOf,
+  followTrainingRun,
+  formatContribution,
+  formatTrainingStatus,
+  STATUS_QUERY_TIMEOUT_MS,
+} from './train-status.js';
 
 type Json = Record<string, unknown>;
 
@@ -236,7 +240,7 @@ export function formatLineage(entries: readonly LineageEntry[]): string {
         `v${entry.version}`,
         entry.stepId,
         String(entry.sampleIds.length),
-        formatTenantCounts(entry.tenants ?? samplesByTenant(entry.sampleIds)),
+        formatContribution(contributionOf(entry)),
         entry.checkpoint,
       ]),
   );

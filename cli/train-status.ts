@@ -3,7 +3,12 @@ import type { OpenClawConfig } from '../core/config.js';
 import { formatTenantCounts, samplesByTenant } from '../core/tenant.js';
 import { storeFromConfig } from '../store/store-from-config.js';
 import { trainingWorkflowId } from '../temporal/workflow-ids.js';
-import { lineageQuery, type TrainingRunStatus, trainingStatusQuery } from '../workflows/training-signals.js';
+import {
+  type LineageEntry,
+  lineageQuery,
+  type TrainingRunStatus,
+  trainingStatusQuery,
+} from '../workflows/training-signals.js';
 import { type ProgressStream, progressBar } from './progress.js';
 
 export async function readTrainingStatus(client: Client, runId: string): Promise<TrainingRunStatus> {
@@ -14,20 +19,63 @@ export async function readTrainingStatus(client: Client, runId: string): Promise
 export interface TrainedByTenant {
   versions: number;
   tenants: Record<string, number>;
+  /** Who shaped each of the newest versions (newest first; group training). */
+  recent?: VersionContribution[];
+}
+
+/** Of one version: its samples per tenant, those the cap per tenant held back, and the weights other than 1. */
+export interface VersionContribution {
+  version: number;
+  tenants: Record<string, number>;
+  heldBack?: Record<string, number>;
+  weights?: Record<string, number>;
+}
+
+/** Versions `train status` shows one by one. */
+export const RECENT_VERSIONS_SHOWN = 5;
+
+export function contributionOf(entry: LineageEntry): VersionContribution {
+  return {
+    version: entry.version,
+    tenants: entry.tenants ?? samplesByTenant(entry.sampleIds),
+    ...(entry.heldBack && Object.keys(entry.heldBack).length > 0 && { heldBack: entry.heldBack }),
+    ...(entry.weights && Object.keys(entry.weights).length > 0 && { weights: entry.weights }),
+  };
+}
+
+/** `alice 2, bob 2 (held back: alice 2; weights: alice 0.5)`: who shaped one version. */
+export function formatContribution(contribution: VersionContribution): string {
+  const notes = [
+    ...(contribution.heldBack ? [`held back: ${formatTenantCounts(contribution.heldBack)}`] : []),
+    ...(contribution.weights ? [`weights: ${formatTenantCounts(contribution.weights)}`] : []),
+  ];
+  const counts = formatTenantCounts(contribution.tenants);
+  return notes.length > 0 ? `${counts} (${notes.join('; ')})` : counts;
 }
 
 export async function readTrainedByTenant(client: Client, runId: string): Promise<TrainedByTenant> {
   const entries = await client.workflow.getHandle(trainingWorkflowId(runId)).query(lineageQuery);
+  return trainedByTenantOf(entries);
+}
+
+export function trainedByTenantOf(entries: readonly LineageEntry[]): TrainedByTenant {
   const tenants: Record<string, number> = {};
-  for (const entry of entries)
-    for (const [tenant, count] of Object.entries(entry.tenants ?? samplesByTenant(entry.sampleIds)))
+  const contributions = entries.map(contributionOf);
+  for (const contribution of contributions)
+    for (const [tenant, count] of Object.entries(contribution.tenants))
       tenants[tenant] = (tenants[tenant] ?? 0) + count;
-  return { versions: entries.length, tenants };
+  const recent = contributions.slice(-RECENT_VERSIONS_SHOWN).reverse();
+  return { versions: entries.length, tenants, recent };
 }
 
 export function formatTrainedByTenant(trained: TrainedByTenant): string {
   if (trained.versions === 0) return 'by tenant        nothing trained yet';
-  return `by tenant        ${formatTenantCounts(trained.tenants)} (samples of the last ${trained.versions} version${trained.versions === 1 ? '' : 's'})`;
+  const lines = [
+    `by tenant        ${formatTenantCounts(trained.tenants)} (samples of the last ${trained.versions} version${trained.versions === 1 ? '' : 's'})`,
+  ];
+  for (const contribution of trained.recent ?? [])
+    lines.push(`  ${`v${contribution.version}`.padEnd(15)} ${formatContribution(contribution)}`);
+  return lines.join('\n');
 }
 
 /** What the gateways still have to hand to session workflows (read from the store, so Temporal may be down). */

@@ -9,7 +9,9 @@ export type ConfigValueKind =
   | 'boolean'
   | 'enum'
   | 'string-list'
-  | 'number-pair';
+  | 'number-pair'
+  /** `alice=2,bob=0.5`: names and numbers. */
+  | 'number-map';
 
 export interface ConfigOption {
   /** Dotted path into the config object. */

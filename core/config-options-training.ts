@@ -151,6 +151,21 @@ export const TRAINING_OPTIONS = [
       'Published versions whose checkpoint folders are kept, the newest (the run resumes from the last); older folders are deleted after each publish. 0 keeps all. Lineage records are always kept.',
   },
   {
+    key: 'training.maxSamplesPerTenant',
+    env: 'OPENCLAW_MAX_SAMPLES_PER_TENANT',
+    kind: 'integer',
+    description:
+      "Group training: a batch takes at most this many samples of one tenant (the gateway key's tenant; `-` for Track 2) while other tenants' samples wait; the rest wait, in order, for later batches, never dropped. When nobody else has samples waiting the batch is filled with them anyway, so one person talking alone still trains. 0: no cap. docs/operations.md#group-training.",
+  },
+  {
+    key: 'training.tenantWeights',
+    env: 'OPENCLAW_TENANT_WEIGHTS',
+    kind: 'number-map',
+    defaultNote: '(none)',
+    description:
+      "Group training: loss weight of each tenant's samples, `alice=2,bob=0.5` (a tenant not listed: 1; 0 trains nothing from them). The reference trainer multiplies each sample's token losses by it; slime and Tinker cannot, so a weight other than 1 with them is a configuration error (and a step that carries one, after a reconfigure, is refused). docs/operations.md#group-training.",
+  },
+  {
     key: 'loss.epsClip',
     env: 'OPENCLAW_EPS_CLIP',
     kind: 'number',

@@ -125,6 +125,9 @@ const configObject = z.strictObject({
       continueAsNewAfterSteps: z.number().int().min(1).default(50),
       continueAsNewAfterEvents: z.number().int().min(200).max(40_000).default(10_000),
       keepCheckpoints: z.number().int().min(0).default(3),
+      // Group training (docs/operations.md#group-training): a cap per tenant per batch (0: none), loss weights.
+      maxSamplesPerTenant: z.number().int().min(0).default(0),
+      tenantWeights: z.record(z.string().min(1), z.number().min(0)).default({}),
     })
     .prefault({}),
   loss: lossSettingsSchema.prefault({}),
@@ -284,6 +287,13 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
       code: 'custom',
       path: ['loss', 'klCoef'],
       message: TINKER_NO_KL,
+    });
+  const weighted = Object.values(config.training.tenantWeights).some((weight) => weight !== 1);
+  if (weighted && (config.trainer.backend === 'tinker' || config.trainer.backend === 'slime'))
+    ctx.addIssue({
+      code: 'custom',
+      path: ['training', 'tenantWeights'],
+      message: `the ${config.trainer.backend} trainer cannot weigh samples: set every weight to 1, or use the reference trainer`,
     });
   if (config.trainer.backend !== 'slime') return;
   if (!config.trainer.image)

@@ -66,6 +66,17 @@ function parseEnvValue(kind: ConfigValueKind, raw: string): unknown {
         .split(',')
         .map((item) => item.trim())
         .filter((item) => item !== '');
+    case 'number-map': {
+      const entries = raw
+        .split(',')
+        .map((item) => item.trim())
+        .filter((item) => item !== '')
+        .map((item) => {
+          const eq = item.lastIndexOf('=');
+          return [item.slice(0, eq).trim(), eq > 0 ? toNumber(item.slice(eq + 1).trim()) : null] as const;
+        });
+      return entries.every(([, n]) => n !== null) ? Object.fromEntries(entries) : raw;
+    }
     case 'number-pair': {
       const numbers = raw.split(',').map((item) => toNumber(item.trim()));
       return numbers.every((n) => n !== null) ? numbers : raw;

@@ -18,6 +18,10 @@ export const trainingSettingsSchema = z.strictObject({
   heartbeatTimeoutMs: z.number().int().min(500).default(30_000),
   /** Where training steps and publishing run (`openclaw-rl worker trainer`); absent: the run's own queue. */
   trainerTaskQueue: z.string().min(1).optional(),
+  /** Group training: at most this many samples of one tenant per batch while others wait (absent or 0: no cap). */
+  maxSamplesPerTenant: z.number().int().min(0).optional(),
+  /** Group training: each tenant's samples' loss weight (a tenant not listed: 1). */
+  tenantWeights: z.record(z.string().min(1), z.number().min(0)).optional(),
   loss: lossSettingsSchema.prefault({}),
   optimizer: optimizerSettingsSchema.prefault({}),
 });
@@ -46,6 +50,9 @@ export const reconfigurationSchema = z.strictObject({
   maxPolicyLag: z.number().int().min(0).optional(),
   stalenessPolicy: z.enum(['drop', 'rollout-logprobs']).optional(),
   keepCheckpoints: z.number().int().min(0).optional(),
+  maxSamplesPerTenant: z.number().int().min(0).optional(),
+  /** Replaces the weights whole. */
+  tenantWeights: z.record(z.string().min(1), z.number().min(0)).optional(),
   loss: lossSettingsSchema.partial().strict().optional(),
   optimizer: optimizerSettingsSchema.partial().strict().optional(),
 });

@@ -42,6 +42,13 @@ export function trainingInputFromConfig(
       ...(method === 'opd' && config.teacher.topK > 0 && { distillTopK: config.teacher.topK }),
       heartbeatTimeoutMs: config.temporal.heartbeatTimeoutMs,
       ...(config.trainer.taskQueue && { trainerTaskQueue: config.trainer.taskQueue }),
+      // Only when set, so a run's input stays what it was without group training.
+      ...(config.training.maxSamplesPerTenant > 0 && {
+        maxSamplesPerTenant: config.training.maxSamplesPerTenant,
+      }),
+      ...(Object.keys(config.training.tenantWeights).length > 0 && {
+        tenantWeights: { ...config.training.tenantWeights },
+      }),
       loss: { ...config.loss },
       optimizer: optimizerSettingsOf(config.training),
     },

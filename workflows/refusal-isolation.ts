@@ -3,7 +3,8 @@
 // (a non-finite gradient, a batch slime cannot take) is bisected: the run trains the first half of the
 // suspects as a step of its own; a refused part is halved again, a refused single sample is the culprit;
 // each part that trains is a normal step (its own version and lineage). The suspects stay at the front of
-// the queue throughout, in order, so each part is the queue's head.
+// the queue throughout, in order, so each part is the queue's head (with group training, where a batch may
+// skip samples the cap held back, the run takes each part by its ids instead).
 
 /** Carried over continue-as-new while a refused batch is being split. */
 export interface IsolationCarry {
@@ -48,6 +49,11 @@ export class RefusalIsolation {
     if (this.suspects.length === 0) this.suspects = [...batch];
     this.probe = Math.ceil(batch.length / 2);
     return { split: true };
+  }
+
+  /** The suspects the next step trains, in queue order; null when no refused batch is being split. */
+  nextPart(): string[] | null {
+    return this.suspects.length > 0 ? this.suspects.slice(0, this.batchSize(0)) : null;
   }
 
   /** After `batch` trained: its samples are cleared, and the remaining suspects are tried together. */

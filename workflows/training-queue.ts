@@ -68,6 +68,11 @@ export class TrainingQueue {
     this.consumed.push(chunk.key);
   }
 
+  /** The waiting samples in memory (the oldest), in order. */
+  inMemory(): readonly SampleRef[] {
+    return this.head;
+  }
+
   peek(count: number): SampleRef[] {
     return this.head.slice(0, count);
   }

@@ -20,6 +20,7 @@ import type { z } from 'zod';
 import type { TrainingActivities, TrainStepInput } from '../activities/training-activities.js';
 import { type RefusedSamples, TRAINER_REFUSED } from '../activities/training-errors.js';
 import { samplesByTenant } from '../core/tenant.js';
+import { formCappedBatch, weightsUsed } from '../core/tenant-caps.js';
 import {
   describeZodError,
   type ResolvedTrainingSettings,
@@ -58,6 +59,8 @@ export interface PlannedStep {
   sampleIds: string[];
   version: number;
   stepId: string;
+  /** Per tenant, the waiting samples the cap per tenant kept out of this batch (group training). */
+  heldBack?: Record<string, number>;
 }
 
 export interface PublishedStep {
@@ -77,6 +80,8 @@ export interface TrainingBehaviour {
   isolateRefusals?: boolean;
   /** Later scorings of a turn (explicit feedback) replace its sample before it trains. */
   amendments?: boolean;
+  /** Group training: a batch holds at most `maxSamplesPerTenant` of one tenant; tenants' samples are weighted. */
+  tenantCaps?: boolean;
 }
 
 interface Refusal {
@@ -250,15 +255,37 @@ export class TrainingRun {
   }
 
   planStep(): PlannedStep {
-    const batch = this.queue.peek(this.batchSize());
+    const { batch, heldBack } = this.nextBatch();
     const version = this.state.policyVersion + 1;
     const stepId =
       this.incarnation === undefined
         ? `${this.runId}:v${version}`
         : `${this.runId}:${this.incarnation}:v${version}`;
-    const step = { batch, sampleIds: batch.map((ref) => ref.sampleId), version, stepId };
+    const step: PlannedStep = {
+      batch,
+      sampleIds: batch.map((ref) => ref.sampleId),
+      version,
+      stepId,
+      ...(Object.keys(heldBack).length > 0 && { heldBack }),
+    };
     this.inFlight = step;
     return step;
+  }
+
+  /**
+   * The queue's first batch; with group training, at most `maxSamplesPerTenant` of one tenant while others'
+   * samples wait (core/tenant-caps.ts), and while a refused batch is split, its next part (wherever its
+   * samples are in the queue).
+   */
+  private nextBatch(): { batch: SampleRef[]; heldBack: Record<string, number> } {
+    const size = this.batchSize();
+    if (!this.behaviour.tenantCaps) return { batch: this.queue.peek(size), heldBack: {} };
+    const part = this.isolation.nextPart();
+    if (part !== null) {
+      const ids = new Set(part);
+      return { batch: this.queue.inMemory().filter((ref) => ids.has(ref.sampleId)), heldBack: {} };
+    }
+    return formCappedBatch(this.queue.inMemory(), size, this.settings.maxSamplesPerTenant ?? 0);
   }
 
   /** The trainer's calls under the current settings; a refused step fails at once, unretried. */
@@ -283,6 +310,9 @@ export class TrainingRun {
       optimizer: settings.optimizer,
       ...staleness,
       ...(settings.distillTopK > 0 && { distillTopK: settings.distillTopK }),
+      ...(this.behaviour.tenantCaps &&
+        settings.tenantWeights !== undefined &&
+        Object.keys(settings.tenantWeights).length > 0 && { tenantWeights: { ...settings.tenantWeights } }),
       resume: {
         lastStepId: state.lastStepId,
         lastCheckpoint: state.lastCheckpoint,
@@ -349,19 +379,27 @@ export class TrainingRun {
   /** Records which samples made the new version, then takes the batch off the queue. */
   async recordStep(step: PlannedStep, { metrics, checkpoint }: PublishedStep): Promise<void> {
     const { state, incarnation } = this;
-    const { version, stepId, sampleIds, batch } = step;
+    const { version, stepId, sampleIds, batch, heldBack } = step;
+    const tenants = samplesByTenant(sampleIds);
+    const weights = this.behaviour.tenantCaps ? weightsUsed(this.settings.tenantWeights, tenants) : {};
     const entry: LineageEntry = {
       version,
       stepId,
       sampleIds,
-      tenants: samplesByTenant(sampleIds),
+      tenants,
+      ...(heldBack !== undefined && { heldBack }),
+      ...(Object.keys(weights).length > 0 && { weights }),
       checkpoint,
       metrics,
       ...(incarnation !== undefined && { incarnation }),
     };
     await bookkeeping.recordLineage({ runId: this.runId, entry });
 
-    this.queue.take(batch.length);
+    if (this.behaviour.tenantCaps) {
+      // The batch need not be the queue's front: the samples the cap held back keep their places.
+      const trained = new Set(sampleIds);
+      this.queue.removeWhere((ref) => trained.has(ref.sampleId));
+    } else this.queue.take(batch.length);
     this.inFlight = null;
     this.isolation.trained(sampleIds);
     state.policyVersion = version;
@@ -484,6 +522,8 @@ export class TrainingRun {
       ...(valid.maxPolicyLag !== undefined && { maxPolicyLag: valid.maxPolicyLag }),
       ...(valid.stalenessPolicy !== undefined && { stalenessPolicy: valid.stalenessPolicy }),
       ...(valid.keepCheckpoints !== undefined && { keepCheckpoints: valid.keepCheckpoints }),
+      ...(valid.maxSamplesPerTenant !== undefined && { maxSamplesPerTenant: valid.maxSamplesPerTenant }),
+      ...(valid.tenantWeights !== undefined && { tenantWeights: valid.tenantWeights }),
       loss: { ...settings.loss, ...valid.loss },
       optimizer: { ...settings.optimizer, ...valid.optimizer },
     };

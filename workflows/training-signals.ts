@@ -37,6 +37,10 @@ export interface LineageEntry {
   sampleIds: string[];
   /** Of `sampleIds`, how many each tenant's sessions gave (`-`: Track 2, or sessions from before tenants). */
   tenants?: Record<string, number>;
+  /** Group training: per tenant, its waiting samples the cap per tenant kept out of this batch. */
+  heldBack?: Record<string, number>;
+  /** Group training: the loss weights other than 1 its tenants' samples trained with. */
+  weights?: Record<string, number>;
   checkpoint: string;
   metrics: Record<string, number>;
   /** The run's incarnation that published it (absent in entries written before incarnations existed). */

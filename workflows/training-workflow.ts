@@ -22,6 +22,8 @@ const OFF_POLICY_INCARNATIONS = 'training-off-policy-incarnations';
 const ISOLATE_REFUSALS = 'training-isolate-refusals';
 /** A later scoring of a turn (explicit feedback) replaces its sample while it waits. */
 const FEEDBACK_AMENDMENTS = 'training-feedback-amendments';
+/** Group training: a cap per tenant per batch, and loss weights per tenant. */
+const TENANT_CAPS = 'training-tenant-caps';
 
 export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
   const parsed = trainingInputSchema.safeParse(rawInput);
@@ -37,6 +39,7 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
     offPolicyIncarnations: incarnations && patched(OFF_POLICY_INCARNATIONS),
     isolateRefusals: incarnations && patched(ISOLATE_REFUSALS),
     amendments: incarnations && patched(FEEDBACK_AMENDMENTS),
+    tenantCaps: incarnations && patched(TENANT_CAPS),
   });
   run.registerHandlers();
   if (!incarnations) return trainBeforeIncarnations(run);

@@ -13,12 +13,14 @@ import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import Docker from 'dockerode';
-import type {
-  LossConfig,
-  OptimizerConfig,
-  TrainerBackend,
-  TrainerSample,
-  TrainStepMetrics,
+import {
+  type LossConfig,
+  NO_SAMPLE_WEIGHTS,
+  type OptimizerConfig,
+  type TrainerBackend,
+  type TrainerSample,
+  type TrainStepMetrics,
+  weightedSamples,
 } from '../trainer-backend.js';
 import { trainerRefusal } from '../trainer-refusal.js';
 import { type EpochCommandBuilder, referenceEpochCommand } from './slime-epoch-command.js';
@@ -116,6 +118,9 @@ export class SlimeTrainerBackend implements TrainerBackend {
     loss: LossConfig,
     optimizer: OptimizerConfig,
   ): Promise<TrainStepMetrics> {
+    // slime's loss has no per-sample weight: refuse rather than train the samples unweighted.
+    const weighted = weightedSamples(samples);
+    if (weighted.length > 0) throw trainerRefusal(NO_SAMPLE_WEIGHTS('slime', weighted));
     const current = await this.currentCheckpoint();
     const done = current ? await this.recordedMetrics(current, stepId) : undefined;
     if (done) return { ...done, duplicate: true };

@@ -1,6 +1,13 @@
 import { z } from 'zod';
 import { TINKER_NO_KL } from '../../core/config-schema.js';
-import type { LossConfig, OptimizerConfig, TrainerSample, TrainStepMetrics } from '../trainer-backend.js';
+import {
+  type LossConfig,
+  NO_SAMPLE_WEIGHTS,
+  type OptimizerConfig,
+  type TrainerSample,
+  type TrainStepMetrics,
+  weightedSamples,
+} from '../trainer-backend.js';
 import { trainerRefusal } from '../trainer-refusal.js';
 import { ReferenceTrainerBackend } from './reference-trainer.js';
 
@@ -31,6 +38,8 @@ export class TinkerTrainerBackend extends ReferenceTrainerBackend {
       );
     // A reconfigure may set a KL coefficient after the configuration was checked: refuse, never drop it.
     if (loss.klCoef > 0) throw trainerRefusal(TINKER_NO_KL);
+    const weighted = weightedSamples(samples);
+    if (weighted.length > 0) throw trainerRefusal(NO_SAMPLE_WEIGHTS('Tinker', weighted));
     return super.trainStep(stepId, samples, loss, optimizer);
   }
 

@@ -23,6 +23,8 @@ export function trainStepRequest(
       teacher_topk_indices: s.teacherTopkIndices,
       ...(s.temperature !== undefined && s.temperature !== 1 && { temperature: s.temperature }),
       ...(s.useRolloutLogprobs !== undefined && { use_rollout_logprobs: s.useRolloutLogprobs }),
+      // The engine's default is 1.0: sent only when group training weighs the sample's tenant otherwise.
+      ...(s.weight !== undefined && s.weight !== 1 && { weight: s.weight }),
     })),
     loss: lossOnWire(loss),
     optimizer: optimizerOnWire(optimizer),

@@ -10,6 +10,8 @@ function load(env: Record<string, string>, overrides = {}): OpenClawConfig {
 
 function leafKeys(value: unknown, prefix = ''): string[] {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return [prefix];
+  // A record-valued option (training.tenantWeights) defaults to an empty object: one option all the same.
+  if (Object.keys(value).length === 0) return [prefix];
   return Object.entries(value).flatMap(([key, child]) => leafKeys(child, prefix ? `${prefix}.${key}` : key));
 }
 
@@ -68,6 +70,8 @@ describe('loadConfig defaults', () => {
         continueAsNewAfterSteps: 50,
         continueAsNewAfterEvents: 10_000,
         keepCheckpoints: 3,
+        maxSamplesPerTenant: 0,
+        tenantWeights: {},
       },
       loss: {
         epsClip: 0.2,
@@ -155,6 +159,17 @@ describe('loadConfig from the environment', () => {
       stalenessPolicy: 'drop',
     });
     expect(config.loss.wOpd).toBe(0.5);
+  });
+
+  it('parses group training: a cap per tenant and weights as name=number pairs', () => {
+    const config = load({
+      OPENCLAW_MAX_SAMPLES_PER_TENANT: '2',
+      OPENCLAW_TENANT_WEIGHTS: 'alice=2, bob=0.5,',
+    });
+    expect(config.training).toMatchObject({ maxSamplesPerTenant: 2, tenantWeights: { alice: 2, bob: 0.5 } });
+    const bad = loadConfig({ OPENCLAW_TENANT_WEIGHTS: 'alice=lots' });
+    expect(bad.ok ? '' : bad.error).toContain('training.tenantWeights (OPENCLAW_TENANT_WEIGHTS)');
+    expect(loadConfig({ OPENCLAW_TENANT_WEIGHTS: 'alice=-1' }).ok).toBe(false);
   });
 
   it('parses booleans and rejects other words', () => {
@@ -323,7 +338,13 @@ describe('the option table', () => {
       let value: unknown = defaults;
       for (const part of option.key.split('.')) value = (value as Record<string, unknown>)[part];
       if (value === undefined) continue; // no default: unset round-trips as unset
-      env[option.env] = Array.isArray(value) ? value.join(',') : String(value);
+      env[option.env] = Array.isArray(value)
+        ? value.join(',')
+        : typeof value === 'object' && value !== null
+          ? Object.entries(value)
+              .map(([key, n]) => `${key}=${n}`)
+              .join(',')
+          : String(value);
     }
     expect(load(env)).toEqual(defaults);
   });

@@ -58,3 +58,16 @@ describe('splitting a refused batch', () => {
     expect(isolation.carry()).toBeNull();
   });
 });
+
+describe('the next part of a refused batch', () => {
+  it('is named by its ids (a batch formed under a cap per tenant need not be the queue front)', () => {
+    const isolation = new RefusalIsolation(null);
+    expect(isolation.nextPart()).toBeNull();
+    isolation.refused(['alice/c:1', 'alice/c:2', 'bob/d:1', 'bob/d:2'], []);
+    expect(isolation.nextPart()).toEqual(['alice/c:1', 'alice/c:2']);
+    isolation.trained(['alice/c:1', 'alice/c:2']);
+    expect(isolation.nextPart()).toEqual(['bob/d:1', 'bob/d:2']);
+    isolation.trained(['bob/d:1', 'bob/d:2']);
+    expect(isolation.nextPart()).toBeNull();
+  });
+});

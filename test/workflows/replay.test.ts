@@ -34,6 +34,8 @@ describe('workflow replay', () => {
       'training-workflow-isolated-refusal',
       'training-workflow-spills-backlog',
       'training-workflow-loads-backlog',
+      // Group training: a cap per tenant held some of one tenant's samples back for later batches.
+      'training-workflow-tenant-caps',
       'env-rollout-workflow',
       'rollout-batch-workflow',
       'agentic-training-workflow',
