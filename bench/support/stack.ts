@@ -18,6 +18,7 @@ import type { EngineAdapter } from '../../engines/engine-adapter.js';
 import { createEngineAdapter } from '../../engines/engine-adapters.js';
 import {
   type EngineProcess,
+  type EngineProcessOptions,
   makeTinyModel,
   startReferenceEngine,
 } from '../../engines/reference-engine-process.js';
@@ -44,6 +45,8 @@ export interface StackOptions {
   engineKind?: EngineKind;
   /** Also a PostgreSQL server, a gateway on a PostgreSQL store and a control worker on it (queue `control-pg`). */
   postgres?: boolean;
+  /** More flags of the reference engine (tenants' adapters: `adapterRank`, `maxLoras`). */
+  engineOptions?: Pick<EngineProcessOptions, 'adapterRank' | 'maxLoras'>;
 }
 
 /** A gateway of the stack with its store, its durable-write times and its relay's delivery lags. */
@@ -157,7 +160,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
 
     const kind = options.engineKind ?? 'reference';
     const model = await makeTinyModel(join(dir, 'model'));
-    const trainer = await startReferenceEngine({ model, trainer: true });
+    const trainer = await startReferenceEngine({ model, trainer: true, ...options.engineOptions });
     cleanups.push(() => trainer.stop());
     let engine: EngineProcess = trainer;
     if (kind === 'vllm') {
