@@ -4,8 +4,8 @@
 // tenants, the run's Temporal server and a control worker. Scenario: Alice and Bob share one gateway and one
 // base; Alice's thumbs-down trains her adapter only, so what she is served moves while what Bob is served stays
 // the same token by token; Bob's then trains his, and Alice's stays; neither can ask for the other's adapter,
-// nor see it listed; after the engine restarts, each is served their own adapter again, and Alice's run trains
-// on from where it was.
+// nor see it listed; after the engine, the control worker and the gateway restart, each is served their own
+// adapter again, and Alice's run trains on from where it was.
 
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -187,7 +187,7 @@ describe.each(['reference', 'vllm'] as const)(
       expect(listed).not.toContain('alice');
     });
 
-    it('after the engine restarts, each tenant is served its own adapter again, and training goes on from it', async () => {
+    it('after the engine, the control worker and the gateway restart, each tenant is served its own adapter again, and training goes on from it', async () => {
       const before = { alice: await probe('alice'), bob: await probe('bob') };
       for (const process of [...(engine?.processes ?? [])].reverse()) await process.stop();
       engine = await launchEngine(config);
@@ -195,7 +195,10 @@ describe.each(['reference', 'vllm'] as const)(
       expectSame(restarted.alice, before.alice);
       expectSame(restarted.bob, before.bob);
 
-      // The restarted trainer lost Alice's adapter; her run brings it back from its checkpoint and trains v2.
+      // The control worker and the gateway restart too; the restarted trainer lost Alice's adapter: her run
+      // brings it back from its checkpoint and trains v2 on it.
+      await stack?.close();
+      stack = await startControlStack(config, env);
       await rateOneTurn('alice', 'alice-2');
       await untilVersion('alice', 2);
       const after = { alice: await probe('alice'), bob: await probe('bob') };
