@@ -56,6 +56,7 @@ export function chatCompletionsHandler(
     const context = contextOf(request);
     const identity = identifySession({ headers: request.headers, body: chat }, { tenant: context.tenant });
     const main = identity.source !== 'none' && identity.turnType === 'main';
+    const clientSignal = clientSignalOf(reply);
 
     let claim: IdempotencyClaim | null = null;
     if (idempotencyKey !== null) {
@@ -75,11 +76,19 @@ export function chatCompletionsHandler(
       claim = started.claim;
     }
 
+    let route: TenantRoute;
+    try {
+      route = await routeOf(deps, context.tenant, chat.model, clientSignal);
+    } catch (error) {
+      // Refused (another tenant's adapter) or the engine unreachable: the key is free for the retry.
+      await claim?.releaseUnlessCompleted().catch(() => undefined);
+      throw error;
+    }
+    const { model, own } = route;
+
     deps.metrics.turns.inc({ turn_type: main ? 'main' : 'side' });
     const sampling = explicitSampling(chat, deps.sampling);
     const engine = deps.upstream.engine;
-    const clientSignal = clientSignalOf(reply);
-    const { model, own } = await routeOf(deps, context.tenant, chat.model, clientSignal);
     // Read before the engine is asked, so the version recorded is never newer than the one that answered.
     const versionBefore =
       main && !answerNamesWeightVersion(engine, chat.stream === true)

@@ -182,6 +182,21 @@ describe.each(['reference', 'vllm'] as const)(
         .catch((error: unknown) => error);
       expect(sglangSpelling).toBeInstanceOf(OpenAI.NotFoundError);
 
+      // A refused request holds no Idempotency-Key: the same key with a model of his own is answered.
+      const key = { headers: { 'Idempotency-Key': 'bob-asks-once' } };
+      const once = await client('bob')
+        .chat.completions.create(
+          { model: 'alice', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 },
+          key,
+        )
+        .catch((error: unknown) => error);
+      expect(once).toBeInstanceOf(OpenAI.NotFoundError);
+      const retried = await client('bob').chat.completions.create(
+        { model: 'bob', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 },
+        key,
+      );
+      expect(retried.choices).toHaveLength(1);
+
       const listed = (await client('bob').models.list()).data.map((m) => m.id);
       expect(listed).toContain('bob');
       expect(listed).not.toContain('alice');
