@@ -41,7 +41,7 @@ describe('group training: one policy, several people, a cap per person in each b
     const loaded = loadConfig(
       {},
       {
-        runId: 'family',
+        runId: `family-${taskQueue}`.slice(0, 64),
         method: 'rl',
         dataDir: dir,
         engine: { url: engine.url },
@@ -69,7 +69,8 @@ describe('group training: one policy, several people, a cap per person in each b
     const openai = new OpenAI({ baseURL: `${stack.gateway.url}/v1`, apiKey: KEYS[tenant], maxRetries: 0 });
     const response = (await openai.chat.completions.create(
       { model: 'tiny', messages: [{ role: 'user', content: `A question from ${tenant}.` }], max_tokens: 6 },
-      { headers: { 'X-Session-Id': session } },
+      // Session ids of this run only: every test file shares one Temporal server, and its workflow ids.
+      { headers: { 'X-Session-Id': `${session}-${config.runId}` } },
     )) as OpenAI.Chat.ChatCompletion & { turn_id?: string };
     const answer = await fetch(`${stack.gateway.url}/v1/feedback`, {
       method: 'POST',
@@ -87,6 +88,8 @@ describe('group training: one policy, several people, a cap per person in each b
     await run.executeUpdate(pauseUpdate);
     await rateOneTurn('alice', 'alice-2');
     await rateOneTurn('alice', 'alice-3');
+    // Samples arrive as they are scored, each session on its own: Bob's must come after all of Alice's.
+    await untilTrainingStatus(env.client, config.runId, (s) => s.pendingSamples === 3);
     await rateOneTurn('bob', 'bob-1');
     await untilTrainingStatus(env.client, config.runId, (s) => s.pendingSamples === 4);
     await run.executeUpdate(resumeUpdate);

@@ -16,9 +16,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type LaunchedEngine, launchEngine } from '../../cli/engine-launch.js';
 import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { adapterRunId } from '../../core/tenant-adapters.js';
-import { type ControlStack, startControlStack, untilTrainingStatus } from '../support/control-stack.js';
-import { freePortPair } from '../support/free-port.js';
-import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
+import { type ControlStack, startControlStack, untilTrainingStatus } from './control-stack.js';
+import { freePortPair } from './free-port.js';
+import { connectTestEnvironment, uniqueTaskQueue } from './temporal.js';
 
 /**
  * Two answers are the same when their tokens are and their log-probs agree to 1e-4: a prompt prefix the engine
@@ -48,9 +48,9 @@ interface Probe {
   logprobs: number[];
 }
 
-describe.each(['reference', 'vllm'] as const)(
-  "tenants' own adapters through the real gateway on the %s engine",
-  (kind) => {
+/** The scenario on one engine kind (each kind's test file runs it in a process of its own). */
+export function describeTenantAdapters(kind: 'reference' | 'vllm'): void {
+  describe(`tenants' own adapters through the real gateway on the ${kind} engine`, () => {
     let env: TestWorkflowEnvironment;
     let dir: string;
     let config: OpenClawConfig;
@@ -70,7 +70,8 @@ describe.each(['reference', 'vllm'] as const)(
       const loaded = loadConfig(
         {},
         {
-          runId: 'household',
+          // A run id of its own: the test files share one Temporal server.
+          runId: `household-${taskQueue}`.slice(0, 64),
           method: 'rl',
           dataDir: dir,
           engine: { kind, url: `http://127.0.0.1:${port}` },
@@ -118,7 +119,8 @@ describe.each(['reference', 'vllm'] as const)(
     async function rateOneTurn(tenant: Tenant, session: string): Promise<void> {
       const response = (await client(tenant).chat.completions.create(
         { model: 'tiny', messages: [{ role: 'user', content: `Say something, ${tenant}.` }], max_tokens: 6 },
-        { headers: { 'X-Session-Id': session } },
+        // Session ids of this run only: every test file shares one Temporal server, and its workflow ids.
+        { headers: { 'X-Session-Id': `${session}-${config.runId}` } },
       )) as OpenAI.Chat.ChatCompletion & { turn_id?: string };
       const answer = await fetch(`${stack?.gateway.url}/v1/feedback`, {
         method: 'POST',
@@ -220,5 +222,5 @@ describe.each(['reference', 'vllm'] as const)(
       expectMoved(after.alice, before.alice);
       expectSame(after.bob, before.bob);
     }, 400_000);
-  },
-);
+  });
+}

@@ -1,0 +1,4 @@
+// Tenants' own LoRA adapters on the reference engine: the scenario is test/support/tenant-adapters-scenario.ts.
+import { describeTenantAdapters } from '../support/tenant-adapters-scenario.js';
+
+describeTenantAdapters('reference');
