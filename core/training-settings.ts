@@ -35,7 +35,8 @@ export const trainingInputSchema = z
         /^[A-Za-z0-9._-]{1,64}(~[A-Za-z0-9][A-Za-z0-9._@-]{0,63})?$/,
         'use 1-64 letters, digits, ".", "_" or "-" (and `~<tenant>` for a tenant\'s adapter)',
       ),
-    method: z.enum(['rl', 'opd', 'combine']),
+    // Every field but runId defaults (docs/configuration.md), so `{"runId": "x"}` starts a run.
+    method: z.enum(['rl', 'opd', 'combine']).default('combine'),
     settings: trainingSettingsSchema.prefault({}),
     initialPolicyVersion: z.number().int().min(0).default(0),
     carried: z.unknown().optional(),

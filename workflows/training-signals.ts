@@ -45,6 +45,29 @@ export interface LineageEntry {
   metrics: Record<string, number>;
   /** The run's incarnation that published it (absent in entries written before incarnations existed). */
   incarnation?: string;
+  /** The publish gate's verdict (absent: the run has no gate, or the entry is older than it). */
+  evaluation?: VersionEvaluation;
+  /** A rollback (`train rollback --to vN`): this version serves vN's weights again. */
+  rollbackOf?: number;
+}
+
+/**
+ * The publish gate's verdict on a version (docs/evaluation.md): its score on the run's evaluation set, and the
+ * served version's it was compared with. A held version keeps its lineage entry and checkpoint and is not served.
+ */
+export interface VersionEvaluation {
+  /** Mean score of the version's replies over the evaluation set (the scorer's scale). */
+  score: number;
+  /** The served version's score it was compared with; null when none was recorded (then it is served). */
+  baseline: number | null;
+  baselineVersion: number | null;
+  decision: 'served' | 'held';
+  /** Why it was held, in one line (absent when served). */
+  reason?: string;
+  /** Items scored. */
+  items: number;
+  /** `judge` or `style:<rule>` (core/reply-scorers.ts). */
+  scorer: string;
 }
 
 /** Waiting sample references spilled to the store under `key` (core/training-keys.ts). */
@@ -119,7 +142,8 @@ export interface FeedbackAfterTraining {
 /** The start input: one JSON object, pasteable into the Temporal UI's Start Workflow form. */
 export interface TrainingInput {
   runId: string;
-  method: Method;
+  /** Absent: `combine`, as in the configuration's default. */
+  method?: Method;
   /** Anything left out takes its default (docs/configuration.md). */
   settings?: Partial<Omit<z.input<typeof trainingSettingsSchema>, 'loss' | 'optimizer'>> & {
     loss?: Partial<LossSettings>;
@@ -142,6 +166,10 @@ export interface TrainingRunStatus extends TrainingStatus {
   lastRefusal?: TrainerRefusal | null;
   /** Explicit feedback: later scorings applied before training, and those that came after (latest last). */
   feedback?: { amended: number; afterTraining: FeedbackAfterTraining[] };
+  /** The version the engine serves (below `policyVersion` when the publish gate held the newest). */
+  servedVersion?: number;
+  /** Versions the publish gate held, newest first (a bounded list). */
+  held?: { version: number; score: number; baseline: number | null; reason: string }[];
 }
 
 /** trainingWorkflow's signature: what `temporal/workflow-starts.ts` starts it with (workflows/index.ts checks it). */
