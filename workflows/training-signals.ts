@@ -45,6 +45,8 @@ export interface LineageEntry {
   metrics: Record<string, number>;
   /** The run's incarnation that published it (absent in entries written before incarnations existed). */
   incarnation?: string;
+  /** When the step that made it was recorded (workflow time, ISO 8601; absent in older entries). */
+  publishedAt?: string;
   /** The publish gate's verdict (absent: the run has no gate, or the entry is older than it). */
   evaluation?: VersionEvaluation;
   /** A rollback (`train rollback --to vN`): this version serves vN's weights again. */
