@@ -151,6 +151,23 @@ describe('trainingWorkflow controls', () => {
     expect(description.status.name).toBe('FAILED');
   });
 
+  it('starts from a run id alone, as pasted into the Temporal UI: every other field takes its default', async () => {
+    const runId = `min-${taskQueue}`.slice(0, 60);
+    const handle = await env.client.workflow.start('trainingWorkflow', {
+      workflowId: trainingWorkflowId(runId),
+      taskQueue,
+      args: [{ runId }],
+    });
+    try {
+      const status = await waitFor(runId, () => true);
+      expect(status.method).toBe('combine');
+      expect(status.policyVersion).toBe(0);
+      expect(status.settings.batchSize).toBe(16);
+    } finally {
+      await handle.terminate('test done');
+    }
+  });
+
   it('pauses, resumes, reconfigures with validation, and ignores duplicate deliveries', async () => {
     const runId = `ctl-${taskQueue}`.slice(0, 60);
     const handle = await startRun(runId, { batchSize: 2 });
