@@ -5,7 +5,7 @@
 import type { RunRecord } from '../../core/run-record.js';
 import { adapterRunId, hasOwnAdapter } from '../../core/tenant-adapters.js';
 import { runRecordKey } from '../../core/training-keys.js';
-import { exclusionKey, sampleKey } from '../../core/turn-record.js';
+import { exclusionKey, sampleKey, type TurnRecord, turnRecordKey } from '../../core/turn-record.js';
 import { storeKey } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import {
@@ -25,6 +25,8 @@ const STATS_CACHE_SIZE = 5_000;
 export interface VersionPoint {
   version: number;
   publishedAt: string | null;
+  /** `publishedAt`, else (entries written before it was kept) when the version's newest turn was recorded. */
+  time: string | null;
   sampleCount: number;
   tenants: Record<string, number> | null;
   metrics: Record<string, number>;
@@ -88,15 +90,17 @@ export class RunViews {
     for (const key of chosen) {
       const entry = await this.sources.store.get<LineageEntry>(key.key);
       if (!entry || typeof entry.version !== 'number') continue;
+      const stats = await this.statsOf(`${runId}/${key.incarnation ?? ''}/${entry.version}`, entry);
       versions.push({
         version: entry.version,
         publishedAt: entry.publishedAt ?? null,
+        time: entry.publishedAt ?? stats.latestTurnAt,
         sampleCount: entry.sampleIds?.length ?? 0,
         tenants: entry.tenants ?? null,
         metrics: entry.metrics ?? {},
         evaluation: entry.evaluation ?? null,
         rollbackOf: entry.rollbackOf ?? null,
-        stats: await this.statsOf(`${runId}/${key.incarnation ?? ''}/${entry.version}`, entry),
+        stats,
       });
     }
     return { runId, tenant, incarnation, status: status && statusView(status), versions };
@@ -131,14 +135,20 @@ export class RunViews {
     const cached = this.stats.get(cacheKey);
     if (cached) return cached;
     const samples: StoredSampleView[] = [];
+    const turnTimes: string[] = [];
     for (const sampleId of entry.sampleIds ?? []) {
       const sample =
         (await this.sources.store.get<StoredSampleView>(sampleKey(sampleId))) ??
         // A sample a refused batch moved to the exclusions keeps its data there.
         (await this.sources.store.get<{ sample?: StoredSampleView }>(exclusionKey(sampleId)))?.sample;
       if (sample) samples.push(sample);
+      const turnKey = turnRecordKey(sampleId);
+      const recordedAt = turnKey
+        ? (await this.sources.store.get<TurnRecord>(turnKey))?.recordedAt
+        : undefined;
+      if (recordedAt) turnTimes.push(recordedAt);
     }
-    const stats = versionSampleStats(entry.version, entry.sampleIds?.length ?? 0, samples);
+    const stats = versionSampleStats(entry.version, entry.sampleIds?.length ?? 0, samples, turnTimes);
     if (this.stats.size >= STATS_CACHE_SIZE) {
       const oldest = this.stats.keys().next().value;
       if (oldest !== undefined) this.stats.delete(oldest);

@@ -46,6 +46,8 @@ export interface VersionSampleStats {
   hintsAsked: number;
   hintsAccepted: number;
   kinds: Record<string, number>;
+  /** When the newest of the version's turns was recorded (a version's time where its entry has none). */
+  latestTurnAt: string | null;
 }
 
 const signOf = (counts: SignCounts, value: number): void => {
@@ -62,6 +64,7 @@ export function versionSampleStats(
   version: number,
   sampleIds: number,
   samples: readonly StoredSampleView[],
+  turnTimes: readonly string[] = [],
 ): VersionSampleStats {
   const rewards: SignCounts = { positive: 0, zero: 0, negative: 0 };
   const votes: SignCounts = { positive: 0, zero: 0, negative: 0 };
@@ -104,6 +107,8 @@ export function versionSampleStats(
     hintsAsked,
     hintsAccepted,
     kinds,
+    // ISO times: the greatest string is the latest.
+    latestTurnAt: [...turnTimes].sort().at(-1) ?? null,
   };
 }
 

@@ -144,7 +144,7 @@ function showLogin(message) {
 
 function xOf(version) {
   if (state.axis === 'version') return version.version;
-  return version.publishedAt ? Date.parse(version.publishedAt) / 1000 : null;
+  return version.time ? Date.parse(version.time) / 1000 : null;
 }
 
 function plotData(versions, plot) {
@@ -293,7 +293,7 @@ function renderVersions(section, versions) {
     .map((v) =>
       el('tr', {}, [
         el('td', {}, [`v${v.version}`]),
-        el('td', {}, [v.publishedAt ?? '']),
+        el('td', {}, [v.publishedAt ?? (v.time ? `≈ ${v.time}` : '')]),
         el('td', {}, [v.sampleCount]),
         el('td', {}, [v.stats.rewardMean === null ? '' : v.stats.rewardMean.toFixed(3)]),
         el('td', {}, [v.metrics.loss === undefined ? '' : Number(v.metrics.loss).toFixed(4)]),
@@ -334,7 +334,7 @@ async function refreshRuns() {
     runState.versions = view.versions;
     runState.status = view.status;
     renderSummary(section, view);
-    const signature = `${state.axis}|${JSON.stringify(view.versions.map((v) => [v.version, v.evaluation, v.publishedAt]))}`;
+    const signature = `${state.axis}|${JSON.stringify(view.versions.map((v) => [v.version, v.evaluation, v.time]))}`;
     if (signature !== runState.signature) {
       runState.signature = signature;
       renderPlots(section, runState);
