@@ -173,7 +173,8 @@ function makePlot(target, title, seriesDefs, data, timeAxis) {
       width,
       height: 200,
       scales: { x: { time: timeAxis } },
-      axes: [{ label: timeAxis ? '' : 'policy version' }, {}],
+      // Versions are whole numbers: no ticks between them.
+      axes: [timeAxis ? {} : { label: 'policy version', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] }, {}],
       series,
     },
     data,
@@ -316,7 +317,9 @@ function renderVersions(section, versions) {
   );
 }
 
+/** Whether a run got a new version (or verdict) in this refresh: sessions are reread then too. */
 async function refreshRuns() {
+  let changed = false;
   const listed = await api('/dashboard/api/runs');
   document.getElementById('tenant').textContent = `— tenant ${listed.tenant}`;
   for (const run of listed.data) {
@@ -337,11 +340,13 @@ async function refreshRuns() {
     const signature = `${state.axis}|${JSON.stringify(view.versions.map((v) => [v.version, v.evaluation, v.time]))}`;
     if (signature !== runState.signature) {
       runState.signature = signature;
+      changed = true;
       renderPlots(section, runState);
       renderVersions(section, view.versions);
     }
     renderExclusions(section, runState, view.status);
   }
+  return changed;
 }
 
 function turnRow(t) {
@@ -443,8 +448,8 @@ async function refreshAgentic() {
 let polls = 0;
 async function poll() {
   try {
-    await refreshRuns();
-    if (polls % 3 === 0) await Promise.all([refreshSessions(), refreshAgentic()]);
+    const changed = await refreshRuns();
+    if (changed || polls % 3 === 0) await Promise.all([refreshSessions(), refreshAgentic()]);
     polls += 1;
     document.getElementById('updated').textContent = `updated ${new Date().toLocaleTimeString()}`;
     document.body.dataset.ready = 'true';
