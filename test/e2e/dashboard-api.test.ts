@@ -183,6 +183,22 @@ describe('the dashboard API through the real gateway', () => {
     expect(JSON.stringify(bob)).not.toContain('tulips');
   });
 
+  it('lists agentic runs in the shape the page reads', async () => {
+    // Other test files' agentic runs may be running on the shared server: only the shape is checked.
+    const answer = await fixture.get('/dashboard/api/agentic', 'alice');
+    expect(answer.status).toBe(200);
+    const listed = z
+      .strictObject({ object: z.literal('list'), data: z.array(z.unknown()) })
+      .parse(answer.body);
+    for (const run of listed.data)
+      expect(run).toMatchObject({
+        runId: expect.any(String),
+        phase: expect.any(String),
+        rollouts: expect.any(Object),
+      });
+    expect((await fixture.get('/dashboard/api/agentic', 'nobody')).status).toBe(401);
+  });
+
   it('refuses malformed query parameters with a 400 naming the parameter', async () => {
     const zero = await fixture.get('/dashboard/api/sessions?sessions=0', 'alice');
     expect(zero.status).toBe(400);
