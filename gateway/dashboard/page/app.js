@@ -148,7 +148,8 @@ function xOf(version) {
 }
 
 function plotData(versions, plot) {
-  const points = versions.filter((v) => xOf(v) !== null);
+  // uPlot needs ascending x: versions' times need not be in version order (fallback times are turns' times).
+  const points = versions.filter((v) => xOf(v) !== null).sort((a, b) => xOf(a) - xOf(b));
   return [points.map(xOf), ...plot.series.map((s) => points.map((v) => s.value(v) ?? null))];
 }
 
