@@ -158,6 +158,7 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
     cleanups.push(() => gateway.close());
 
     say(`gateway ${gateway.url}/v1`);
+    say(`dashboard ${gateway.url}/dashboard`);
     say(`temporal ui ${temporalUi}`);
     if (codec)
       say(

@@ -89,6 +89,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
   let relay: OutboxRelay | null = null;
   let feedback: FeedbackDesk | undefined;
   let metrics: GatewayMetrics;
+  let temporalClient = deps.temporal;
   const onTurnTiming = deps.onTurnTiming;
   if (recorder) metrics = new GatewayMetrics({ processMetrics: true, ...(onTurnTiming && { onTurnTiming }) });
   else {
@@ -109,6 +110,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
       cleanups.push(() => connected.close());
       temporal = connected.client;
     }
+    temporalClient = temporal;
     metrics = new GatewayMetrics({
       processMetrics: true,
       outbox: store.outbox,
@@ -164,6 +166,12 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     rateLimitPerMinute: config.gateway.rateLimitPerMinute,
     metricsNeedKey: apiKeys.keys.length > 0 && !isLoopbackHost(config.gateway.host),
     adapters: config.adapters,
+    dashboard: {
+      store,
+      ...(temporalClient && { temporal: temporalClient }),
+      runId: config.runId,
+      adapters: config.adapters,
+    },
     ...(deps.upstreamTimeoutMs !== undefined ? { upstreamTimeoutMs: deps.upstreamTimeoutMs } : {}),
     logger: deps.logger ?? { level: 'info' },
     metrics,

@@ -18,6 +18,8 @@ import { createEngineAdapter } from '../engines/engine-adapters.js';
 import { type ApiKeyCheck, type Caller, createApiKeyCheck } from './auth.js';
 import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
 import { clientSignalOf } from './client-signal.js';
+import { DASHBOARD_PUBLIC_ROUTES, registerDashboard } from './dashboard/dashboard-routes.js';
+import type { DashboardSources } from './dashboard/dashboard-sources.js';
 import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
 import type { FeedbackDesk } from './feedback-desk.js';
 import { FEEDBACK_ROUTE, feedbackHandler } from './feedback-route.js';
@@ -80,6 +82,8 @@ export interface GatewayOptions {
   metricsNeedKey?: boolean;
   /** Tenants with an adapter of their own: served by it, and nobody else is (gateway/tenant-routing.ts). */
   adapters?: AdapterSettings;
+  /** Where the dashboard (`/dashboard`, docs/dashboard.md) reads runs and sessions; absent: no dashboard. */
+  dashboard?: DashboardSources;
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -110,6 +114,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
   // Routes anyone may call: liveness for orchestrators (which says no more than that without a key), and metrics
   // for scrapers unless they need a key.
   const publicRoutes = new Set(options.metricsNeedKey ? [HEALTH_ROUTE] : [HEALTH_ROUTE, METRICS_ROUTE]);
+  if (options.dashboard) for (const path of DASHBOARD_PUBLIC_ROUTES) publicRoutes.add(path);
   if (auth.open)
     app.log.warn(
       'NO API KEYS CONFIGURED: the gateway accepts every request without authentication. ' +
@@ -200,6 +205,8 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
     );
 
     routes.post(FEEDBACK_ROUTE, feedbackHandler(options.feedback ?? null, contextOf));
+
+    if (options.dashboard) registerDashboard(routes, options.dashboard, contextOf);
   });
 
   return app;
