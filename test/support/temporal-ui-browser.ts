@@ -1,6 +1,6 @@
 // The Temporal Web UI driven as a person drives it: a headless Chromium (Debian's, through puppeteer-core), the UI's
 // own Start Workflow form, screenshots kept under test-artifacts/ to look at after a run.
-import { mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
@@ -16,8 +16,13 @@ interface PageGlobals {
 export const artifactsDir = fileURLToPath(new URL('../../test-artifacts/', import.meta.url));
 
 export async function launchBrowser(): Promise<Browser> {
+  const executablePath = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+  if (!existsSync(executablePath))
+    throw new Error(
+      `no browser at ${executablePath}: apt-get install chromium (Debian's), or set CHROMIUM_PATH`,
+    );
   return puppeteer.launch({
-    executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+    executablePath,
     headless: true,
     // Chromium's sandbox refuses to run as root (CI runs as root).
     args: process.getuid?.() === 0 ? ['--no-sandbox'] : [],
