@@ -120,28 +120,27 @@ export async function openWorkflowPage(
   options: { namespace?: string; timeoutMs?: number } = {},
 ): Promise<string> {
   const namespace = options.namespace ?? 'default';
-  // A running workflow's page keeps polling: never idle, so wait for what it shows instead.
-  await page.goto(`${uiUrl}/namespaces/${namespace}/workflows/${encodeURIComponent(workflowId)}`, {
-    waitUntil: 'domcontentloaded',
-  });
-  await page
-    .waitForFunction(
-      (wanted: string[]) => {
-        // biome-ignore lint/performance/useDomNodeTextContent: the text a person sees, not hidden nodes'
-        const shown = (globalThis as unknown as PageGlobals).document.body.innerText;
-        return wanted.every((text) => shown.toLowerCase().includes(text.toLowerCase()));
-      },
-      {
-        timeout: options.timeoutMs ?? 30_000,
-      },
-      texts,
-    )
-    .catch(async () => {
+  const url = `${uiUrl}/namespaces/${namespace}/workflows/${encodeURIComponent(workflowId)}`;
+  const shows = (wanted: string[]) => {
+    // biome-ignore lint/performance/useDomNodeTextContent: the text a person sees, not hidden nodes'
+    const shown = (globalThis as unknown as PageGlobals).document.body.innerText.toLowerCase();
+    return wanted.every((text) => shown.includes(text.toLowerCase()));
+  };
+  // A running workflow's page keeps polling (never idle): wait for what it shows instead. On a busy machine
+  // the page can come up blank; a person reloads it, and so does this, once.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await page.goto(url, { waitUntil: 'domcontentloaded' });
+      await page.waitForFunction(shows, { timeout: options.timeoutMs ?? 30_000 }, texts);
+      return await pageText(page);
+    } catch (error) {
+      if (attempt < 2) continue;
+      const shown = await pageText(page).catch((e: Error) => `(unreadable: ${e.message})`);
       throw new Error(
-        `the workflow page never showed ${JSON.stringify(texts)}; it shows:\n${(await pageText(page)).slice(0, 3000)}`,
+        `the workflow page never showed ${JSON.stringify(texts)} (${(error as Error).message}); it shows:\n${shown.slice(0, 3000)}`,
       );
-    });
-  return pageText(page);
+    }
+  }
 }
 
 /** The page's text as a person sees it. */
