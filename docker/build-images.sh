@@ -15,3 +15,7 @@ if [ -z "$BASE" ]; then
 fi
 echo "== base image: $BASE"
 docker build -f engine/Dockerfile --build-arg "BASE_IMAGE=$BASE" -t openclaw/engine:dev .
+# The compose local override's Web UI, once its server is built (bash scripts/temporal-ui-server.sh build).
+if [ -x build/temporal-ui/2.58.1/bin/ui-server ]; then
+  docker build -f docker/temporal-ui.Dockerfile --build-arg "BASE_IMAGE=$BASE" -t openclaw/temporal-ui:local .
+fi
