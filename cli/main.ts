@@ -16,6 +16,7 @@ import {
   describeTemporalConnection,
   temporalConnectionSettings,
 } from '../temporal/connection.js';
+import { startProcessTracing } from '../temporal/tracing.js';
 import { trainingWorkflowId } from '../temporal/workflow-ids.js';
 import { createControlWorker } from '../workers/control-worker.js';
 import { METRICS_PORT_DEFAULTS } from '../workers/worker-metrics.js';
@@ -164,12 +165,15 @@ program
   .action(async (flags: CommonFlags) => {
     const config = configFromFlags(flags);
     console.log(describeTemporalConnection(temporalConnectionSettings(config)));
+    // Before the client: clients made after it carry each request's trace into Temporal.
+    const tracing = startProcessTracing(config, 'openclaw-gateway');
     const { client, close } = await connectClient(config);
     const gateway = await startGateway(config, { temporal: client, taskQueue: config.temporal.taskQueue });
     console.log(`gateway ${gateway.url}/v1`);
     await untilStopped();
     await gateway.close();
     await close();
+    await tracing?.shutdown();
   });
 
 program
