@@ -11,8 +11,13 @@ import { z } from 'zod';
 
 const runIdSchema = z
   .string()
-  .regex(/^[A-Za-z0-9._~-]{1,200}$/, 'a run id: letters, digits, ".", "_", "~", "-"');
-const scalarsSchema = z.record(z.string().min(1), z.number().finite());
+  .regex(/^[A-Za-z0-9._~-]{1,200}$/, 'a run id: letters, digits, ".", "_", "~", "-"')
+  .refine((id) => id !== '.' && id !== '..', 'a run id names a folder under the log folder');
+// NaN and infinities are kept: a diverged loss is worth seeing (TensorBoard plots them).
+const scalarsSchema = z.record(
+  z.string().min(1),
+  z.custom<number>((value) => typeof value === 'number', 'a number'),
+);
 
 const CRC32C_TABLE = (() => {
   const table = new Uint32Array(256);

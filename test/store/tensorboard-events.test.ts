@@ -65,5 +65,6 @@ describe('TensorBoard event files', () => {
 
   it('refuses a run id that would leave the log folder', async () => {
     await expect(writeRunScalars('/tmp/telemetry-never', '../x', 1, { loss: 1 }, 1)).rejects.toThrow();
+    await expect(writeRunScalars('/tmp/telemetry-never', '..', 1, { loss: 1 }, 1)).rejects.toThrow();
   });
 });
