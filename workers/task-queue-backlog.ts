@@ -2,13 +2,16 @@
 // stats), so a dashboard shows work waiting for workers that are too few or stuck. A failed poll leaves the
 // last figures and is retried at the next interval: Temporal being away must not stop the worker.
 
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import type { WorkerMetrics } from './worker-metrics.js';
+
+// A CommonJS module: its namespace comes through the default export under Node's ESM loader.
+const { temporal } = proto;
 
 type WorkflowService = {
   describeTaskQueue(
-    request: temporal.api.workflowservice.v1.IDescribeTaskQueueRequest,
-  ): Promise<temporal.api.workflowservice.v1.IDescribeTaskQueueResponse>;
+    request: proto.temporal.api.workflowservice.v1.IDescribeTaskQueueRequest,
+  ): Promise<proto.temporal.api.workflowservice.v1.IDescribeTaskQueueResponse>;
 };
 
 const TASK_TYPES = [
