@@ -25,6 +25,8 @@ export interface CommonFlags {
   device?: string;
   trainer?: string;
   allowNoKeys?: boolean;
+  /** A worker process's `/metrics` port (`0` off). */
+  metricsPort?: string;
 }
 
 /**
@@ -73,6 +75,9 @@ export function configFromFlags(flags: CommonFlags, env: NodeJS.ProcessEnv = pro
   if (Object.keys(judge).length > 0) overrides.judge = judge;
   if (flags.trainer !== undefined)
     overrides.trainer = { backend: flags.trainer as NonNullable<OpenClawConfigInput['trainer']>['backend'] };
+
+  const metricsPort = integer('--metrics-port', flags.metricsPort);
+  if (metricsPort !== undefined) overrides.metrics = { port: metricsPort };
 
   const loaded = loadConfig(env, overrides);
   if (!loaded.ok) throw new Error(loaded.error);

@@ -5,7 +5,7 @@ import { type Command, Option } from 'commander';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 import { type EnvHostSettings, runEnvHost, type SandboxProviderFactory } from '../workers/env-worker.js';
 import { configFromFlags } from './cli-config.js';
-import { integer, temporalAddressOption, untilStopped } from './options.js';
+import { integer, metricsPortOption, temporalAddressOption, untilStopped } from './options.js';
 import { refusedInlineSecretOption, secretFileOption, secretFromFlags } from './secret-flags.js';
 
 export interface EnvWorkerFlags {
@@ -24,6 +24,7 @@ export interface EnvWorkerFlags {
   reapIntervalMs?: string;
   warmPool?: string;
   envOptions?: string;
+  metricsPort?: string;
 }
 
 /** The kinds' options (`{"swe": {"instancesFile": ...}, "terminal": {...}}`) from a JSON object. */
@@ -78,7 +79,11 @@ export async function runEnvWorker(
   flags: EnvWorkerFlags,
   sandboxProvider?: SandboxProviderFactory,
 ): Promise<void> {
-  const config = configFromFlags({ temporalAddress: flags.temporalAddress, dataDir: flags.dataDir });
+  const config = configFromFlags({
+    temporalAddress: flags.temporalAddress,
+    dataDir: flags.dataDir,
+    metricsPort: flags.metricsPort,
+  });
   const settings = envHostSettingsFromFlags(flags);
   await runEnvHost(config, settings, { ...(sandboxProvider && { sandboxProvider }), untilStopped });
 }
@@ -120,6 +125,7 @@ export function registerEnvWorkerCommand(program: Command, sandboxProvider?: San
         'how often expired sandboxes are removed (OPENCLAW_REAP_INTERVAL_MS; default 60000, 0 off)',
       ),
     )
+    .addOption(metricsPortOption('9466'))
     // `worker` (the control worker's command) has flags of the same names, and commander gives a flag to the
     // parent when both have it: read the parent's too, this command's own winning.
     .action((_flags: EnvWorkerFlags, command: Command) =>

@@ -9,8 +9,9 @@ import type { EngineContainerSettingsInput } from '../activities/engine-containe
 import { engineToken } from '../security/engine-token.js';
 import { connectWorker } from '../temporal/connection.js';
 import { createGpuWorker } from '../workers/gpu-worker.js';
+import { startWorkerTelemetry } from '../workers/worker-telemetry.js';
 import { configFromFlags } from './cli-config.js';
-import { integer, temporalAddressOption, untilStopped } from './options.js';
+import { integer, metricsPortOption, temporalAddressOption, untilStopped } from './options.js';
 
 export interface GpuWorkerFlags {
   hostId?: string;
@@ -28,6 +29,7 @@ export interface GpuWorkerFlags {
   engineArgs?: string;
   engineVolumes?: string;
   healthTimeoutS?: string;
+  metricsPort?: string;
 }
 
 /** An integer flag or environment variable; an empty environment variable counts as not set. */
@@ -88,15 +90,27 @@ function consoleLogger(): EngineLogger {
 
 export async function runGpuWorker(flags: GpuWorkerFlags): Promise<void> {
   const hostId = flags.hostId ?? process.env.OPENCLAW_GPU_HOST_ID ?? hostname();
-  const config = configFromFlags({ temporalAddress: flags.temporalAddress });
+  const config = configFromFlags({ temporalAddress: flags.temporalAddress, metricsPort: flags.metricsPort });
   const token = engineToken(config);
   const supervisor = new EngineSupervisor({
     settings: { ...engineSettingsFromFlags(flags), ...(token && { token }) },
     hostId,
     logger: consoleLogger(),
   });
+  // The engine container counts while it is up, starting or restarting.
+  const telemetry = await startWorkerTelemetry(config, 'gpu', {
+    runningContainers: () => (supervisor.status().state === 'stopped' ? 0 : 1),
+  });
   const connection = flags.temporal === false ? undefined : await connectWorker(config);
-  const gpu = await createGpuWorker({ supervisor, hostId, connection, namespace: config.temporal.namespace });
+  const gpu = await createGpuWorker({
+    supervisor,
+    hostId,
+    connection,
+    namespace: config.temporal.namespace,
+    workerOptions: telemetry.workerOptions,
+  });
+  if (connection)
+    telemetry.watchTaskQueues(connection.workflowService, config.temporal.namespace, [gpu.taskQueue]);
   const status = supervisor.status();
   console.log(
     `gpu host ${hostId}: ${status.kind} engine ${status.image} as ${status.name} on ${status.url}` +
@@ -110,6 +124,7 @@ export async function runGpuWorker(flags: GpuWorkerFlags): Promise<void> {
   console.log('stopping the engine');
   await gpu.shutdown();
   await connection?.close();
+  await telemetry.close();
   if (outcome instanceof Error) throw outcome;
 }
 
@@ -125,6 +140,7 @@ export function registerGpuCommands(program: Command): void {
     .addOption(new Option('--host-id <id>', 'stable host id (OPENCLAW_GPU_HOST_ID; default the host name)'))
     .addOption(temporalAddressOption())
     .option('--no-temporal', 'only supervise the engine: no Temporal queue')
+    .addOption(metricsPortOption('9467'))
     .addOption(
       new Option('--engine-kind <kind>', 'sglang | vllm | reference (OPENCLAW_ENGINE_KIND; default sglang)'),
     )

@@ -16,8 +16,11 @@ import {
   describeTemporalConnection,
   temporalConnectionSettings,
 } from '../temporal/connection.js';
+import { startProcessTracing } from '../temporal/tracing.js';
 import { trainingWorkflowId } from '../temporal/workflow-ids.js';
 import { createControlWorker } from '../workers/control-worker.js';
+import { METRICS_PORT_DEFAULTS } from '../workers/worker-metrics.js';
+import { startWorkerTelemetry } from '../workers/worker-telemetry.js';
 import { pauseUpdate, resumeUpdate } from '../workflows/training-signals.js';
 import { type CommonFlags, configFromFlags } from './cli-config.js';
 import { registerCodecServerCommand } from './codec-server-command.js';
@@ -28,7 +31,7 @@ import { registerGpuCommands } from './gpu-commands.js';
 import { registerImageCommands } from './images-command.js';
 import { registerKeyCommands } from './keys-command.js';
 import { registerOperatorCommands } from './operator-commands.js';
-import { temporalAddressOption, untilStopped } from './options.js';
+import { metricsPortOption, temporalAddressOption, untilStopped } from './options.js';
 import { refusedInlineSecretOption, secretFileOption } from './secret-flags.js';
 import { registerTrack2Commands } from './track2-commands.js';
 import {
@@ -162,12 +165,15 @@ program
   .action(async (flags: CommonFlags) => {
     const config = configFromFlags(flags);
     console.log(describeTemporalConnection(temporalConnectionSettings(config)));
+    // Before the client: clients made after it carry each request's trace into Temporal.
+    const tracing = startProcessTracing(config, 'openclaw-gateway');
     const { client, close } = await connectClient(config);
     const gateway = await startGateway(config, { temporal: client, taskQueue: config.temporal.taskQueue });
     console.log(`gateway ${gateway.url}/v1`);
     await untilStopped();
     await gateway.close();
     await close();
+    await tracing?.shutdown();
   });
 
 program
@@ -185,20 +191,28 @@ program
   .addOption(common.judgeApiKey())
   .addOption(common.judgeApiKeyFile())
   .addOption(common.trainer())
+  .addOption(
+    metricsPortOption(`${METRICS_PORT_DEFAULTS.control} control, ${METRICS_PORT_DEFAULTS.trainer} trainer`),
+  )
   .action(async (queue: string, flags: CommonFlags) => {
     if (queue !== 'control' && queue !== 'trainer')
       throw new Error(`unknown worker "${queue}"; this version has: control, trainer, env, gpu`);
     const config = configFromFlags(flags);
     console.log(describeTemporalConnection(temporalConnectionSettings(config)));
+    const telemetry = await startWorkerTelemetry(config, queue);
     const connection = await connectWorker(config);
     if (queue === 'trainer') {
-      await runTrainerWorker(config, connection, untilStopped());
+      await runTrainerWorker(config, connection, untilStopped(), telemetry);
       await connection.close();
+      await telemetry.close();
       return;
     }
     const { client, close } = await connectClient(config);
     const store = storeFromConfig(config);
-    const worker = await createControlWorker(config, connection, client, { store });
+    const worker = await createControlWorker(config, connection, client, { store }, telemetry.workerOptions);
+    telemetry.watchTaskQueues(connection.workflowService, config.temporal.namespace, [
+      config.temporal.taskQueue,
+    ]);
     // It also delivers what gateways left in the outbox: a gateway that died before its relay did.
     const relay = new OutboxRelay({
       outbox: store.outbox,
@@ -215,6 +229,7 @@ program
     await close();
     await connection.close();
     await store.close?.();
+    await telemetry.close();
   });
 
 program

@@ -31,3 +31,11 @@ export function untilStopped(): Promise<void> {
     process.once('SIGTERM', () => resolve());
   });
 }
+
+/** `--metrics-port`: a worker process's Prometheus endpoint (docs/observability.md has each default). */
+export function metricsPortOption(defaults: string): Option {
+  return new Option(
+    '--metrics-port <port>',
+    `Prometheus /metrics port, 0 off (OPENCLAW_METRICS_PORT; default ${defaults})`,
+  );
+}

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs';
 import type { NativeConnection } from '@temporalio/worker';
 import type { OpenClawConfig } from '../core/config.js';
 import { createTrainerWorker } from '../workers/trainer-worker.js';
+import type { WorkerTelemetry } from '../workers/worker-telemetry.js';
 
 /** What the worker will train with, in one line (the first thing an operator checks). */
 export function describeTrainer(config: OpenClawConfig): string {
@@ -25,13 +26,20 @@ export async function runTrainerWorker(
   config: OpenClawConfig,
   connection: NativeConnection,
   stopped: Promise<void>,
+  telemetry?: WorkerTelemetry,
 ): Promise<void> {
   // Epoch containers are siblings on the host's Docker engine: a folder inside this container is not theirs.
   if (config.trainer.backend === 'slime' && !config.trainer.sharedDir && existsSync('/.dockerenv'))
     throw new Error(
       'in a container the slime trainer needs OPENCLAW_TRAINER_SHARED_DIR (compose: TRAINER_DIR), a host folder mounted at the same path',
     );
-  const { worker, taskQueue, store } = await createTrainerWorker(config, connection);
+  const { worker, taskQueue, store } = await createTrainerWorker(
+    config,
+    connection,
+    {},
+    telemetry?.workerOptions,
+  );
+  telemetry?.watchTaskQueues(connection.workflowService, config.temporal.namespace, [taskQueue]);
   console.log(
     `trainer worker on task queue ${taskQueue} at ${config.temporal.address}: ${describeTrainer(config)}`,
   );

@@ -3,6 +3,7 @@
 // as docs/configuration.md. The rows live in three files by concern; their order is the page's.
 
 import type { ConfigOption } from './config-option.js';
+import { OBSERVABILITY_OPTIONS } from './config-options-observability.js';
 import { SERVING_OPTIONS } from './config-options-serving.js';
 import { STORAGE_OPTIONS } from './config-options-storage.js';
 import { TRAINING_OPTIONS } from './config-options-training.js';
@@ -11,6 +12,7 @@ export const CONFIG_OPTIONS = [
   ...SERVING_OPTIONS,
   ...TRAINING_OPTIONS,
   ...STORAGE_OPTIONS,
+  ...OBSERVABILITY_OPTIONS,
 ] as const satisfies readonly ConfigOption[];
 
 export type ConfigKey = (typeof CONFIG_OPTIONS)[number]['key'];

@@ -205,6 +205,19 @@ const configObject = z.strictObject({
       correction: z.enum(FEEDBACK_CORRECTION_MODES).default('as-given'),
     })
     .prefault({}),
+  metrics: z
+    .strictObject({
+      // Unset: the process's own default (workers/worker-metrics.ts); 0 turns the endpoint off.
+      port: port.optional(),
+      host: z.string().min(1).default('0.0.0.0'),
+    })
+    .prefault({}),
+  tracing: z
+    .strictObject({
+      // Empty: tracing is off unless OTEL_EXPORTER_OTLP_ENDPOINT (or its traces variant) is set.
+      otlpEndpoint: z.union([z.literal(''), httpUrl]).default(''),
+    })
+    .prefault({}),
   adapters: z
     .strictObject({
       // Tenant names, or `*` for every tenant: each gets a LoRA adapter of its own (core/tenant-adapters.ts).

@@ -33,6 +33,7 @@ import {
   payloadTooLarge,
   rateLimited,
 } from './openai-errors.js';
+import { traceRequests } from './request-tracing.js';
 import { NEUTRAL_SAMPLING, type SamplingDefaults } from './sampling.js';
 import { TenantRouting } from './tenant-routing.js';
 import type { TurnRecorder } from './turn-recorder.js';
@@ -97,6 +98,7 @@ const METRICS_ROUTE = '/metrics';
 export function createGateway(options: GatewayOptions): FastifyInstance {
   const bodyLimit = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
   const app = Fastify({ logger: options.logger ?? false, bodyLimit });
+  traceRequests(app);
   const metrics = options.metrics ?? new GatewayMetrics({ processMetrics: options.processMetrics ?? false });
   const timeoutMs = options.upstreamTimeoutMs ?? DEFAULT_UPSTREAM_TIMEOUT_MS;
   const engine =

@@ -5,6 +5,7 @@
 // another process once its lease runs out. Delivery is at least once: the session workflow ignores turns it
 // already has, so an entry delivered twice (a crash after the signal, before the removal) is harmless.
 
+import { context, propagation } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { FeedbackNote } from '../core/feedback.js';
 import type { TurnRef } from '../core/types.js';
@@ -55,11 +56,21 @@ export const outboxWorkflowSchema = z.object({
     idleTimeoutMs: z.number().int().min(1),
     continueAsNewAfterTurns: z.number().int().min(1),
   }),
+  // W3C trace context of the request that wrote the entry, so its delivery joins that request's trace.
+  traceContext: z.record(z.string(), z.string()).optional(),
 });
 
 export interface OutboxWorkflow {
   taskQueue: string;
   input: SessionInput;
+  traceContext?: Record<string, string>;
+}
+
+/** `workflow` with the active trace context (none when tracing is off). */
+function traced(workflow: OutboxWorkflow): OutboxWorkflow {
+  const carrier: Record<string, string> = {};
+  propagation.inject(context.active(), carrier);
+  return Object.keys(carrier).length > 0 ? { ...workflow, traceContext: carrier } : workflow;
 }
 
 export const outboxEntrySchema = z.object({
@@ -131,7 +142,7 @@ export function turnEntry(ref: TurnRef, workflow: OutboxWorkflow, now = Date.now
     id: `turn:${ref.sampleId}`,
     sessionId: ref.sessionId,
     message: { kind: 'turn', ref },
-    workflow,
+    workflow: traced(workflow),
     createdAt: now,
   };
 }
@@ -142,7 +153,7 @@ export function sessionDoneEntry(sessionId: string, workflow: OutboxWorkflow, no
     id: `done:${sessionId}:${now}:${Math.random().toString(36).slice(2, 10)}`,
     sessionId,
     message: { kind: 'session-done' },
-    workflow,
+    workflow: traced(workflow),
     createdAt: now,
   };
 }
@@ -158,7 +169,7 @@ export function feedbackEntry(
     id: `feedback:${note.sampleId}:${note.feedbackId}`,
     sessionId,
     message: { kind: 'feedback', note },
-    workflow,
+    workflow: traced(workflow),
     createdAt: now,
   };
 }

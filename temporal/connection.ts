@@ -10,6 +10,7 @@ import { type ClientConnectConfig, loadClientConnectConfig } from '@temporalio/e
 import { NativeConnection, type NativeConnectionOptions } from '@temporalio/worker';
 import type { OpenClawConfig } from '../core/config.js';
 import { type PayloadEncryption, payloadEncryptionFromConfig } from '../security/payload-encryption.js';
+import { processTracing } from './tracing.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -84,7 +85,8 @@ export function connectClientLazily(config: OpenClawConfig, env: Env = process.e
 
 function clientOf(connection: Connection, settings: TemporalConnectionSettings): ConnectedClient {
   return {
-    client: new Client({ connection, namespace: settings.namespace }),
+    // With tracing on, starts and signals carry the caller's trace context into the workflow.
+    client: new Client({ connection, namespace: settings.namespace, plugins: tracingPlugins() }),
     connection,
     close: () => connection.close(),
   };
@@ -107,6 +109,11 @@ export function connectWorker(config: OpenClawConfig, env: Env = process.env): P
 
 function plugins(settings: TemporalConnectionSettings) {
   return settings.encryption.plugin ? [settings.encryption.plugin] : [];
+}
+
+function tracingPlugins() {
+  const tracing = processTracing();
+  return tracing ? [tracing.plugin] : [];
 }
 
 /** Empty variables count as unset, as everywhere in the project's configuration. */

@@ -17,6 +17,8 @@ import { engineAuthHeaders, judgeApiKey } from '../security/engine-token.js';
 import { storeFromConfig } from '../store/store-from-config.js';
 import { connectWorker } from '../temporal/connection.js';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
+import { countedSandboxProvider } from './counted-sandbox-provider.js';
+import { startWorkerTelemetry } from './worker-telemetry.js';
 
 /** The host's own settings (id, provider, environments, store, judge, queue) are its activities'. */
 export interface EnvWorkersOptions extends EnvHostDependencies {
@@ -158,7 +160,11 @@ export async function runEnvHost(
         sizes: parseWarmPoolSizes(settings.warmPool),
       }
     : undefined;
-  const provider = options.sandboxProvider ? await options.sandboxProvider({ warmPool }) : null;
+  const made = options.sandboxProvider ? await options.sandboxProvider({ warmPool }) : null;
+  const provider = made && countedSandboxProvider(made);
+  const telemetry = await startWorkerTelemetry(config, 'env', {
+    ...(provider && { runningContainers: () => provider.running() }),
+  });
   const connection = await connectWorker(config);
   const store = storeFromConfig(config);
   const workers = await createEnvWorkers({
@@ -173,9 +179,19 @@ export async function runEnvHost(
     engineHeaders: engineAuthHeaders(config),
     ...(settings.judgeUrl && { judge: stepJudge(config, settings.judgeUrl, settings) }),
     ...(settings.reapIntervalMs !== undefined && { reapIntervalMs: settings.reapIntervalMs }),
-    sharedWorkerOptions: { maxConcurrentActivityTaskExecutions: settings.maxActivities },
-    hostWorkerOptions: { maxConcurrentActivityTaskExecutions: settings.maxActivities },
+    sharedWorkerOptions: {
+      maxConcurrentActivityTaskExecutions: settings.maxActivities,
+      ...telemetry.workerOptions,
+    },
+    hostWorkerOptions: {
+      maxConcurrentActivityTaskExecutions: settings.maxActivities,
+      ...telemetry.workerOptions,
+    },
   });
+  telemetry.watchTaskQueues(connection.workflowService, config.temporal.namespace, [
+    workers.sharedTaskQueue,
+    workers.hostTaskQueue,
+  ]);
   console.log(
     `env host ${hostId} on ${workers.sharedTaskQueue} and ${workers.hostTaskQueue} at ${config.temporal.address}` +
       ` (${provider ? 'containers' : 'container-free kinds only'})`,
@@ -187,4 +203,5 @@ export async function runEnvHost(
   await provider?.close?.();
   await connection.close();
   await store.close?.();
+  await telemetry.close();
 }

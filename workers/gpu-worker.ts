@@ -1,6 +1,6 @@
 // A GPU host: keeps one policy engine container up (engine-container.ts) and, when given a Temporal
 // connection, serves `engineStatus` and `restartEngine` on the host's queue `gpu-<hostId>`.
-import type { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection, WorkerOptions } from '@temporalio/worker';
 import { Worker } from '@temporalio/worker';
 import type { EngineSupervisor } from '../activities/engine-container.js';
 import { createEngineContainerActivities } from '../activities/engine-container-activities.js';
@@ -14,6 +14,8 @@ export interface GpuWorkerOptions {
   /** Without one, the host only supervises its engine. */
   connection?: NativeConnection;
   namespace?: string;
+  /** Extra worker options (interceptors, plugins). */
+  workerOptions?: Partial<WorkerOptions>;
 }
 
 export interface GpuWorker {
@@ -35,6 +37,7 @@ export async function createGpuWorker(options: GpuWorkerOptions): Promise<GpuWor
         namespace: options.namespace ?? 'default',
         taskQueue,
         activities: createEngineContainerActivities(options.supervisor),
+        ...options.workerOptions,
       })
     : null;
   let stop: () => void = () => undefined;

@@ -169,3 +169,47 @@ describe('compose with the example .env files', () => {
     expect(mounts(ui).filter((m) => m.startsWith('keys:'))).toEqual([]);
   });
 });
+
+describe('Prometheus in compose', () => {
+  it('scrapes the gateway and every worker on the ports they serve /metrics on', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const { METRICS_PORT_DEFAULTS } = await import('../../workers/worker-metrics.js');
+    const composeFile = parse(await readFile(join(ROOT, 'docker-compose.yml'), 'utf8')) as {
+      services: Record<string, ComposeService & { build?: { dockerfile?: string } }>;
+    };
+    const prometheus = composeFile.services.prometheus;
+    expect(prometheus?.build?.dockerfile).toBe('docker/prometheus.Dockerfile');
+    const dockerfile = await readFile(join(ROOT, 'docker/prometheus.Dockerfile'), 'utf8');
+    expect(dockerfile).toMatch(/apt-get install .*\bprometheus\b/);
+    expect(dockerfile).toMatch(/^FROM \$\{BASE_IMAGE\}$/m);
+    const config = parse(await readFile(join(ROOT, 'docker/compose/prometheus.yml'), 'utf8')) as {
+      scrape_configs: { job_name: string; static_configs: { targets: string[] }[] }[];
+    };
+    const targets = Object.fromEntries(
+      config.scrape_configs.map((job) => [job.job_name, job.static_configs.flatMap((s) => s.targets)]),
+    );
+    expect(targets).toEqual({
+      gateway: ['gateway:8000'],
+      'control-worker': [`control-worker:${METRICS_PORT_DEFAULTS.control}`],
+      'trainer-worker': [`trainer-worker:${METRICS_PORT_DEFAULTS.trainer}`],
+      'env-worker': [`env-worker:${METRICS_PORT_DEFAULTS.env}`],
+    });
+    for (const [job, [target]] of Object.entries(targets))
+      expect(composeFile.services[String(target).split(':')[0] ?? ''], job).toBeDefined();
+    const dashboard = JSON.parse(
+      await readFile(join(ROOT, 'docker/compose/grafana/openclaw-rl.json'), 'utf8'),
+    ) as {
+      panels: { targets: { expr: string }[] }[];
+    };
+    const exprs = dashboard.panels.flatMap((p) => p.targets.map((t) => t.expr)).join('\n');
+    for (const name of [
+      'openclaw_gateway_requests_total',
+      'openclaw_worker_activity_duration_seconds',
+      'openclaw_worker_task_queue_backlog',
+      'openclaw_training_step_seconds',
+      'openclaw_training_publish_seconds',
+      'openclaw_worker_running_containers',
+    ])
+      expect(exprs, name).toContain(name);
+  });
+});

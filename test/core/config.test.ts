@@ -50,6 +50,8 @@ describe('loadConfig defaults', () => {
         taskQueue: 'control',
         heartbeatTimeoutMs: 30_000,
       },
+      metrics: { host: '0.0.0.0' },
+      tracing: { otlpEndpoint: '' },
       judgeEngine: { url: 'http://127.0.0.1:30001', model: '', kind: 'reference' },
       judge: {
         baseUrl: 'http://127.0.0.1:30001/v1',
@@ -324,7 +326,10 @@ describe('the option table', () => {
   it('has exactly one entry per config field, each with its own variable', () => {
     const keys = CONFIG_OPTIONS.map((o) => o.key);
     // Options without a default (unset unless given) appear once they are set.
-    const withOptional = load({}, { sampling: { temperature: 1, topP: 1, topK: -1, minP: 0 } });
+    const withOptional = load(
+      {},
+      { sampling: { temperature: 1, topP: 1, topK: -1, minP: 0 }, metrics: { port: 9464 } },
+    );
     expect([...keys].sort()).toEqual(leafKeys(withOptional).sort());
     const envs = CONFIG_OPTIONS.map((o) => o.env);
     expect(new Set(envs).size).toBe(envs.length);
