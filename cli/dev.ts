@@ -12,6 +12,7 @@ import {
   temporalConnectionSettings,
 } from '../temporal/connection.js';
 import { createControlWorker } from '../workers/control-worker.js';
+import { startWorkerTelemetry } from '../workers/worker-telemetry.js';
 import { type RunningCodecServer, startCodecServer } from './codec-server-command.js';
 import {
   launchEngine,
@@ -85,6 +86,9 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
       temporalUi = server.uiUrl;
     }
 
+    // Before the client connects: it also starts tracing, which the client and worker pick up.
+    const telemetry = await startWorkerTelemetry(config, 'control', { log: say });
+    cleanups.push(() => telemetry.close());
     const { client, close } = await connectClient(config);
     cleanups.push(close);
     // A run that is not running starts anew (a new incarnation, from the base): serve the base for it.
@@ -137,7 +141,10 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
     cleanups.push(async () => store.close?.());
     const connection = await connectWorker(config);
     cleanups.push(() => connection.close());
-    const worker = await createControlWorker(config, connection, client, { store });
+    const worker = await createControlWorker(config, connection, client, { store }, telemetry.workerOptions);
+    telemetry.watchTaskQueues(connection.workflowService, config.temporal.namespace, [
+      config.temporal.taskQueue,
+    ]);
     const running = worker.run();
     cleanups.push(async () => {
       worker.shutdown();
