@@ -209,7 +209,8 @@ const configObject = z.strictObject({
     .strictObject({
       // Unset: the process's own default (workers/worker-metrics.ts); 0 turns the endpoint off.
       port: port.optional(),
-      host: z.string().min(1).default('0.0.0.0'),
+      // This machine only, like the gateway's default; compose listens on every address (docker-compose.yml).
+      host: z.string().min(1).default('127.0.0.1'),
     })
     .prefault({}),
   tracing: z

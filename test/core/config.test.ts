@@ -50,7 +50,7 @@ describe('loadConfig defaults', () => {
         taskQueue: 'control',
         heartbeatTimeoutMs: 30_000,
       },
-      metrics: { host: '0.0.0.0' },
+      metrics: { host: '127.0.0.1' },
       tracing: { otlpEndpoint: '' },
       judgeEngine: { url: 'http://127.0.0.1:30001', model: '', kind: 'reference' },
       judge: {
