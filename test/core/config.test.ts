@@ -72,6 +72,7 @@ describe('loadConfig defaults', () => {
         keepCheckpoints: 3,
         maxSamplesPerTenant: 0,
         tenantWeights: {},
+        gate: { evalSet: '', scorer: 'judge', threshold: 0, samples: 4, maxTokens: 64 },
       },
       loss: {
         epsClip: 0.2,
