@@ -191,7 +191,8 @@ export const TRAINING_OPTIONS = [
     key: 'training.gate.samples',
     env: 'OPENCLAW_GATE_SAMPLES',
     kind: 'integer',
-    description: 'Replies sampled per evaluation conversation (a fixed seed, so both versions meet the same draws).',
+    description:
+      'Replies sampled per evaluation conversation (a fixed seed, so both versions meet the same draws).',
   },
   {
     key: 'training.gate.maxTokens',

@@ -6,12 +6,12 @@ import { z } from 'zod';
 import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
 import { FEEDBACK_CORRECTION_MODES, FEEDBACK_RATING_MODES } from './feedback.js';
 import { lossSettingsSchema, type OptimizerSettings, optimizerSettingsSchema } from './loss-settings.js';
-import type { GateSettings } from './training-settings.js';
 import { REPLY_SCORERS, replyScorer } from './reply-scorers.js';
 import { CONTROL_TASK_QUEUE } from './task-queue-names.js';
 import { teacherTemperatureRefusal } from './teacher-temperature.js';
 import { TENANT_NAME_RULE } from './tenant.js';
 import { ADAPTER_BASE_CHANGE_POLICIES, ADAPTER_TENANT_PATTERN } from './tenant-adapters.js';
+import type { GateSettings } from './training-settings.js';
 import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
@@ -393,7 +393,9 @@ export function optimizerSettingsOf(training: OptimizerSettings): OptimizerSetti
 }
 
 /** The run's publish gate from the configuration's `training.gate`; undefined (no gate) without an evalSet. */
-export function gateSettingsOf(gate: z.output<typeof configObject>['training']['gate']): GateSettings | undefined {
+export function gateSettingsOf(
+  gate: z.output<typeof configObject>['training']['gate'],
+): GateSettings | undefined {
   if (!gate.evalSet) return undefined;
   return { ...gate };
 }

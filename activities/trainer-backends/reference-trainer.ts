@@ -110,7 +110,9 @@ export class ReferenceTrainerBackend implements TrainerBackend {
     });
     const { replies } = repliesSchema.parse(answer);
     if (replies.length !== request.conversations.length)
-      throw new Error(`the trainer answered ${replies.length} reply lists for ${request.conversations.length} conversations`);
+      throw new Error(
+        `the trainer answered ${replies.length} reply lists for ${request.conversations.length} conversations`,
+      );
     return replies;
   }
 
