@@ -232,8 +232,10 @@ function tenantAndId(sessionId: string): [string, string] {
 /** Lineage entries, newest first: which samples made each version, and whose sessions they came from. */
 export function formatLineage(entries: readonly LineageEntry[]): string {
   if (entries.length === 0) return 'no published versions';
+  // The publish gate's column only for runs that have a gate (or a rollback): older output stays as it was.
+  const gated = entries.some((entry) => entry.evaluation !== undefined || entry.rollbackOf !== undefined);
   return formatTable(
-    ['VERSION', 'STEP', 'SAMPLES', 'TENANTS', 'CHECKPOINT'],
+    ['VERSION', 'STEP', 'SAMPLES', 'TENANTS', ...(gated ? ['EVALUATION'] : []), 'CHECKPOINT'],
     [...entries]
       .reverse()
       .map((entry) => [
@@ -241,9 +243,20 @@ export function formatLineage(entries: readonly LineageEntry[]): string {
         entry.stepId,
         String(entry.sampleIds.length),
         formatContribution(contributionOf(entry)),
+        ...(gated ? [formatEvaluation(entry)] : []),
         entry.checkpoint,
       ]),
   );
+}
+
+/** A version's gate verdict in one cell: `served 0.41 (v2 0.40)`, `held 0.30 (v2 0.40)`, `rollback of v1`. */
+export function formatEvaluation(entry: LineageEntry): string {
+  if (entry.rollbackOf !== undefined) return `rollback of v${entry.rollbackOf}`;
+  const evaluation = entry.evaluation;
+  if (evaluation === undefined) return '-';
+  const baseline =
+    evaluation.baseline === null ? '' : ` (v${evaluation.baselineVersion} ${evaluation.baseline.toFixed(3)})`;
+  return `${evaluation.decision} ${evaluation.score.toFixed(3)}${baseline} ${evaluation.scorer}`;
 }
 
 function limitOf(text: string | undefined): number {
