@@ -22,6 +22,7 @@ import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows
 import { createGateActivities } from './gate-activities.js';
 import { withHeartbeats } from './heartbeats.js';
 import type { Judge } from './judge-client.js';
+import { createRollbackActivities } from './rollback-activities.js';
 import type { TrainerBackend, TrainerSample } from './trainer-backend.js';
 import { TINKER_SAMPLER_FILE } from './trainer-backends/tinker-trainer.js';
 import { asTrainerRefusal, trainerRefusal } from './trainer-refusal.js';
@@ -237,6 +238,8 @@ export function createTrainingActivities(deps: TrainingDependencies) {
       ...(deps.judge !== undefined && { judge: deps.judge }),
       ...(deps.judgeVotes !== undefined && { judgeVotes: deps.judgeVotes }),
     }),
+
+    ...createRollbackActivities({ serving: deps.serving, checkpointDir: deps.checkpointDir }),
 
     async trainStep(input: TrainStepInput): Promise<Record<string, number>> {
       const trainer = trainerOf(input.runId);

@@ -25,6 +25,7 @@ import { type SessionStatus, sessionStatusQuery } from '../workflows/session-sig
 import {
   type LineageEntry,
   lineageQuery,
+  rollbackUpdate,
   type TrainingInput,
   type TrainingRunStatus,
   trainingStatusQuery,
@@ -259,6 +260,15 @@ export function formatEvaluation(entry: LineageEntry): string {
   return `${evaluation.decision} ${evaluation.score.toFixed(3)}${baseline} ${evaluation.scorer}`;
 }
 
+/** `v3` or `3`: the version a rollback serves again. */
+export function rollbackTarget(text: string): number {
+  const match = /^v?(\d+)$/.exec(text.trim());
+  const version = match ? Number(match[1]) : Number.NaN;
+  if (!Number.isInteger(version) || version < 1)
+    throw new Error(`--to takes a version such as v3, got ${text}`);
+  return version;
+}
+
 function limitOf(text: string | undefined): number {
   const limit = text === undefined ? 50 : Number(text);
   if (!Number.isInteger(limit) || limit < 1)
@@ -429,6 +439,34 @@ export function registerOperatorCommands(
     formatSessions,
     [new Option('--tenant <name>', "only this tenant's sessions")],
   );
+
+  train
+    .command('rollback')
+    .description('serve an earlier version (served or held) again as a new version, and train on from it')
+    .requiredOption('--to <vN>', 'the version to serve again, e.g. v3')
+    .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
+    .addOption(new Option('--tenant <name>', "the run of this tenant's adapter (`<run>~<tenant>`)"))
+    .addOption(temporalAddressOption())
+    .action(async (flags: { to: string; run?: string; tenant?: string; temporalAddress?: string }) => {
+      const to = rollbackTarget(flags.to);
+      const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });
+      const runId = flags.tenant ? adapterRunId(config.runId, flags.tenant) : config.runId;
+      const { client, close } = await connectClient(config);
+      try {
+        const handle = client.workflow.getHandle(trainingWorkflowId(runId));
+        const { policyVersion } = await handle.query(trainingStatusQuery);
+        // One id per (target, newest version): a retried request is the same update, answered once.
+        const entry = await handle.executeUpdate(rollbackUpdate, {
+          args: [{ to }],
+          updateId: `rollback-to-v${to}-after-v${policyVersion}`,
+        });
+        console.log(
+          `v${entry.version} serves v${to}'s weights (${entry.checkpoint}); training continues from it`,
+        );
+      } finally {
+        await close();
+      }
+    });
 
   train
     .command('lineage')

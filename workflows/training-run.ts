@@ -39,6 +39,7 @@ import {
   pauseUpdate,
   reconfigureUpdate,
   resumeUpdate,
+  rollbackUpdate,
   type SampleDelivery,
   sampleScoredSignal,
   type TrainingCarry,
@@ -117,6 +118,8 @@ export class TrainingRun {
   private readonly amendments: FeedbackAmendments;
   /** The step being trained now: a later scoring of one of its samples is kept against its version. */
   private inFlight: PlannedStep | null = null;
+  /** A rollback is under way: no step starts until it is done. */
+  private rollingBack = false;
   private stepsThisRun = 0;
 
   constructor(
@@ -204,6 +207,16 @@ export class TrainingRun {
       this.state.paused = false;
       return this.status();
     });
+    if (this.behaviour.publishGate)
+      setHandler(rollbackUpdate, ({ to }) => this.rollback(to), {
+        validator: (request) => {
+          const to = (request as { to?: unknown } | undefined)?.to;
+          if (typeof to !== 'number' || !Number.isInteger(to) || to < 1)
+            throw new Error('rollback needs --to vN with N a version number (1 or more)');
+          if (!this.state.lineage.some((entry) => entry.version === to))
+            throw new Error(`v${to} is not in this run's lineage (its last ${LINEAGE_KEPT} versions)`);
+        },
+      });
     setHandler(reconfigureUpdate, (change) => this.reconfigure(change), {
       validator: (change) => {
         const result = reconfigurationSchema.safeParse(change);
@@ -224,7 +237,7 @@ export class TrainingRun {
   }
 
   batchReady(): boolean {
-    return !this.state.paused && this.queue.ready(this.batchSize());
+    return !this.state.paused && !this.rollingBack && this.queue.ready(this.batchSize());
   }
 
   /**
@@ -395,6 +408,48 @@ export class TrainingRun {
     this.queue.removeWhere((ref) => refused.has(ref.sampleId));
     this.exclude('trainer-refused', sampleIds.length);
     this.state.lastRefusal = { stepId, samples: sampleIds.length, detail: refusal.message };
+  }
+
+  /**
+   * Serves vN's weights as version M+1 and trains on from them. Waits for the step in progress; the update's
+   * id makes a retried request one rollback (Temporal answers a repeated update id with its first result).
+   */
+  private async rollback(to: number): Promise<LineageEntry> {
+    await condition(() => this.inFlight === null && !this.rollingBack);
+    this.rollingBack = true;
+    try {
+      const from = this.state.lineage.find((entry) => entry.version === to);
+      if (from === undefined) throw ApplicationFailure.nonRetryable(`v${to} is not in this run's lineage`);
+      const version = this.state.policyVersion + 1;
+      const checkpoint = await this.trainer().rollbackTo({
+        runId: this.runId,
+        ...(this.incarnation !== undefined && { incarnation: this.incarnation }),
+        from: { version: to, checkpoint: from.checkpoint },
+        version,
+      });
+      const entry: LineageEntry = {
+        version,
+        stepId: from.stepId,
+        sampleIds: [],
+        checkpoint,
+        metrics: {},
+        ...(this.incarnation !== undefined && { incarnation: this.incarnation }),
+        publishedAt: new Date().toISOString(),
+        rollbackOf: to,
+      };
+      await bookkeeping.recordLineage({ runId: this.runId, entry });
+      const { state } = this;
+      state.policyVersion = version;
+      state.servedVersion = version;
+      // The trainer loads vN's checkpoint before the next step, whatever it holds.
+      state.lastStepId = from.stepId;
+      state.lastCheckpoint = checkpoint;
+      state.reloadServed = true;
+      state.lineage = [...state.lineage, entry].slice(-LINEAGE_KEPT);
+      return entry;
+    } finally {
+      this.rollingBack = false;
+    }
   }
 
   /** The publish gate's verdict on the step's version, against the served one. */

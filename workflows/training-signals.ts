@@ -20,6 +20,12 @@ export const resumeUpdate = defineUpdate<TrainingRunStatus, []>('resume');
 /** Changes batch size, loss or optimizer settings from the next step on; validated before it is accepted. */
 export const reconfigureUpdate = defineUpdate<TrainingRunStatus, [TrainingReconfiguration]>('reconfigure');
 
+/**
+ * Serves vN's weights again as a new version (docs/evaluation.md#rollback); vN must be in the lineage. Runs with
+ * the publish gate's behaviour only. Answers the new lineage entry.
+ */
+export const rollbackUpdate = defineUpdate<LineageEntry, [{ to: number }]>('rollback');
+
 export const trainingStatusQuery = defineQuery<TrainingRunStatus>('status');
 export const lineageQuery = defineQuery<LineageEntry[], [{ version?: number }?]>('lineage');
 

@@ -29,6 +29,7 @@ import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import {
   lineageQuery,
+  rollbackUpdate,
   sampleScoredSignal,
   type TrainingInput,
   type TrainingRunStatus,
@@ -204,6 +205,33 @@ describe('the publish gate', () => {
       baselineVersion: 1,
       baseline: v1?.evaluation?.score,
     });
+    await handle.terminate();
+  }, 300_000);
+
+  it('rolls back to a held version: served at once as a new version, and the next step trains from it', async () => {
+    const runId = `gate-rollback-${process.pid}-${Date.now().toString(36)}`;
+    const handle = await start(runId, -1);
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await sample(`rollback-a:${runId}:1`) });
+    await waitFor(runId, (s) => s.stepsCompleted === 1 && s.servedVersion === 0);
+    const refused = await handle.executeUpdate(rollbackUpdate, { args: [{ to: 7 }] }).then(
+      () => null,
+      (error: unknown) => error as Error & { cause?: Error },
+    );
+    expect(refused?.cause?.message).toMatch(/v7 is not in this run's lineage/);
+    const request = { args: [{ to: 1 }] as [{ to: number }], updateId: `rollback-${runId}` };
+    const entry = await handle.executeUpdate(rollbackUpdate, request);
+    expect(entry).toMatchObject({ version: 2, rollbackOf: 1, sampleIds: [] });
+    // The same request again is the same update: no second rollback.
+    expect(await handle.executeUpdate(rollbackUpdate, request)).toEqual(entry);
+    const status = await handle.query(trainingStatusQuery);
+    expect(status).toMatchObject({ policyVersion: 2, servedVersion: 2 });
+    expect(await createEngineAdapter('reference', engine.url).weightVersion()).toBe('2');
+    expect(formatLineage(await handle.query(lineageQuery))).toContain('rollback of v1');
+    // The next step trains from v1's weights: the trainer holds v1's step and the new one.
+    await handle.signal(sampleScoredSignal, { ok: true, sample: await sample(`rollback-a:${runId}:2`, 2) });
+    const after = await waitFor(runId, (s) => s.stepsCompleted === 2);
+    const info = (await (await fetch(`${engine.url}/trainer_info`)).json()) as { step_ids: string[] };
+    expect(info.step_ids).toEqual([`${runId}:${after.incarnation}:v1`, `${runId}:${after.incarnation}:v3`]);
     await handle.terminate();
   }, 300_000);
 
