@@ -4,8 +4,8 @@ import { existsSync } from 'node:fs';
 import { cp, rename, rm } from 'node:fs/promises';
 import { ApplicationFailure } from '@temporalio/activity';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
+import { checkpointPath, isPublishedVersion } from './checkpoint-paths.js';
 import { withHeartbeats } from './heartbeats.js';
-import { checkpointPath, isPublishedVersion } from './training-activities.js';
 
 export interface RollbackInput {
   runId: string;

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
@@ -19,12 +18,12 @@ import type {
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { SampleStore } from '../store/sample-store.js';
 import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
+import { adapterFolder, checkpointPath, isPublishedVersion } from './checkpoint-paths.js';
 import { createGateActivities } from './gate-activities.js';
 import { withHeartbeats } from './heartbeats.js';
 import type { Judge } from './judge-client.js';
 import { createRollbackActivities } from './rollback-activities.js';
 import type { TrainerBackend, TrainerSample } from './trainer-backend.js';
-import { TINKER_SAMPLER_FILE } from './trainer-backends/tinker-trainer.js';
 import { asTrainerRefusal, trainerRefusal } from './trainer-refusal.js';
 import { TRAINER_LOST_STEP } from './training-errors.js';
 
@@ -100,35 +99,8 @@ export interface PublishInput {
 const LOSS_METHOD: Record<Method, LossMethod> = { rl: 'grpo', opd: 'opd', combine: 'combine' };
 
 export type { RunRecord };
-
-/** Where a published version's folder lives. */
-export function checkpointPath(
-  checkpointDir: string,
-  runId: string,
-  version: number,
-  incarnation?: string,
-): string {
-  return incarnation === undefined
-    ? join(checkpointDir, runId, `v${version}`)
-    : join(checkpointDir, runId, incarnation, `v${version}`);
-}
-
-/**
- * Whether `path` holds a whole published version: a Hugging Face folder, or a Tinker export naming its sampler
- * weights. Both are written atomically, so one that is there is complete.
- */
-export function isPublishedVersion(path: string): boolean {
-  return (
-    existsSync(join(path, 'config.json')) ||
-    existsSync(join(path, TINKER_SAMPLER_FILE)) ||
-    existsSync(join(adapterFolder(path), 'adapter_config.json'))
-  );
-}
-
-/** The PEFT adapter folder inside a LoRA checkpoint (the reference trainer's layout, engine/TRAINING.md). */
-export function adapterFolder(checkpoint: string): string {
-  return join(checkpoint, 'adapter');
-}
+// Imported from here by the engines' launchers and tests.
+export { adapterFolder, checkpointPath, isPublishedVersion };
 
 interface StoredTeacher {
   topK: TeacherTopK | null;
