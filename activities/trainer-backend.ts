@@ -62,6 +62,17 @@ export interface TrainStepMetrics {
   [metric: string]: number | boolean | string | undefined;
 }
 
+/** What the publish gate asks a trainer for (docs/evaluation.md): replies to conversations from some weights. */
+export interface SampleRepliesRequest {
+  conversations: { role: string; content: unknown; [field: string]: unknown }[][];
+  maxTokens: number;
+  temperature: number;
+  seed: number;
+  samplesPerConversation: number;
+  /** The weights after the last step, the base model, or a checkpoint folder loaded into a scratch copy. */
+  source: 'current' | 'base' | { checkpoint: string };
+}
+
 export interface TrainerBackend {
   readonly name: string;
   /** Idempotent by `stepId`: a repeated id returns the recorded metrics and does not train again. */
@@ -83,6 +94,11 @@ export interface TrainerBackend {
   resetToBase(): Promise<void>;
   /** Whether the trainer has trained (or loaded) anything since its base. */
   hasTrained(): Promise<boolean>;
+  /**
+   * Replies per conversation (`samplesPerConversation` each), deterministic for a seed, with the chat template
+   * applied as serving applies it. Only trainers that can (the reference one) have it: the publish gate needs it.
+   */
+  sampleReplies?(request: SampleRepliesRequest): Promise<string[][]>;
 }
 
 export const defaultLossConfig: LossConfig = trainerLossSchema.parse({ method: 'combine' });

@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ApplicationFailure } from '@temporalio/activity';
@@ -19,9 +18,12 @@ import type {
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { SampleStore } from '../store/sample-store.js';
 import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
+import { adapterFolder, checkpointPath, isPublishedVersion } from './checkpoint-paths.js';
+import { createGateActivities } from './gate-activities.js';
 import { withHeartbeats } from './heartbeats.js';
+import type { Judge } from './judge-client.js';
+import { createRollbackActivities } from './rollback-activities.js';
 import type { TrainerBackend, TrainerSample } from './trainer-backend.js';
-import { TINKER_SAMPLER_FILE } from './trainer-backends/tinker-trainer.js';
 import { asTrainerRefusal, trainerRefusal } from './trainer-refusal.js';
 import { TRAINER_LOST_STEP } from './training-errors.js';
 
@@ -37,6 +39,9 @@ export interface TrainingDependencies {
   serving: EngineAdapter;
   /** Checkpoints go under `<checkpointDir>/<runId>/<incarnation>/v<version>`. */
   checkpointDir: string;
+  /** The publish gate's `judge` scorer (absent: only `style:<rule>` scorers gate), with its votes per reply. */
+  judge?: Judge;
+  judgeVotes?: number;
 }
 
 export interface TrainStepInput {
@@ -64,7 +69,16 @@ export interface TrainStepInput {
    * `fromBase`: the first step of a run (id) started anew, which trains from the base model whatever the
    * trainer holds (another incarnation's weights must never become this one's).
    */
-  resume: { lastStepId: string | null; lastCheckpoint: string | null; fromBase?: boolean };
+  resume: {
+    lastStepId: string | null;
+    lastCheckpoint: string | null;
+    fromBase?: boolean;
+    /**
+     * The trainer holds a version the publish gate held: go back to the served one (`lastCheckpoint`, or the
+     * base when `fromBase`) even though it has applied `lastStepId`, so the regression is not trained on.
+     */
+    reload?: boolean;
+  };
 }
 
 export interface PublishInput {
@@ -75,41 +89,18 @@ export interface PublishInput {
   incarnation?: string;
   /** Checkpoint folders of this incarnation kept after publishing, newest first; 0 or absent keeps all. */
   keepCheckpoints?: number;
+  /** False: the checkpoint is saved and not served (the publish gate held it). Absent: served. */
+  serve?: boolean;
+  /** The served version, never pruned while held versions come after it (absent: `version`). */
+  servedVersion?: number;
 }
 
 /** Track 1 methods map onto the trainer's loss: binary RL is GRPO with the judge's reward. */
 const LOSS_METHOD: Record<Method, LossMethod> = { rl: 'grpo', opd: 'opd', combine: 'combine' };
 
 export type { RunRecord };
-
-/** Where a published version's folder lives. */
-export function checkpointPath(
-  checkpointDir: string,
-  runId: string,
-  version: number,
-  incarnation?: string,
-): string {
-  return incarnation === undefined
-    ? join(checkpointDir, runId, `v${version}`)
-    : join(checkpointDir, runId, incarnation, `v${version}`);
-}
-
-/**
- * Whether `path` holds a whole published version: a Hugging Face folder, or a Tinker export naming its sampler
- * weights. Both are written atomically, so one that is there is complete.
- */
-export function isPublishedVersion(path: string): boolean {
-  return (
-    existsSync(join(path, 'config.json')) ||
-    existsSync(join(path, TINKER_SAMPLER_FILE)) ||
-    existsSync(join(adapterFolder(path), 'adapter_config.json'))
-  );
-}
-
-/** The PEFT adapter folder inside a LoRA checkpoint (the reference trainer's layout, engine/TRAINING.md). */
-export function adapterFolder(checkpoint: string): string {
-  return join(checkpoint, 'adapter');
-}
+// Imported from here by the engines' launchers and tests.
+export { adapterFolder, checkpointPath, isPublishedVersion };
 
 interface StoredTeacher {
   topK: TeacherTopK | null;
@@ -206,11 +197,22 @@ export function createTrainingActivities(deps: TrainingDependencies) {
       .map((match) => Number(match[1]))
       .filter((version) => version < input.version)
       .sort((a, b) => b - a);
+    // The served version's folder stays: the next step resumes from it while newer ones are held.
     for (const version of versions.slice(Math.max(0, keep - 1)))
-      await rm(join(dir, `v${version}`), { recursive: true, force: true });
+      if (version !== input.servedVersion)
+        await rm(join(dir, `v${version}`), { recursive: true, force: true });
   }
 
   return {
+    ...createGateActivities({
+      store,
+      trainerOf,
+      ...(deps.judge !== undefined && { judge: deps.judge }),
+      ...(deps.judgeVotes !== undefined && { judgeVotes: deps.judgeVotes }),
+    }),
+
+    ...createRollbackActivities({ serving: deps.serving, checkpointDir: deps.checkpointDir }),
+
     async trainStep(input: TrainStepInput): Promise<Record<string, number>> {
       const trainer = trainerOf(input.runId);
       return withHeartbeats(input.stepId, async () => {
@@ -219,7 +221,11 @@ export function createTrainingActivities(deps: TrainingDependencies) {
           if (fromBase) {
             // A run (id) started anew: whatever the trainer holds belongs to someone else.
             if (await trainer.hasTrained()) await trainer.resetToBase();
-          } else if (lastStepId && lastCheckpoint && !(await trainer.hasApplied(lastStepId))) {
+          } else if (
+            lastStepId &&
+            lastCheckpoint &&
+            (input.resume.reload || !(await trainer.hasApplied(lastStepId)))
+          ) {
             // A trainer process that restarted lost its state: resume it from the run's last checkpoint.
             await trainer.loadCheckpoint(lastCheckpoint);
           }
@@ -276,14 +282,18 @@ export function createTrainingActivities(deps: TrainingDependencies) {
         }
         // Checkpoints are written atomically, so one that exists is whole: (re)load it into serving. A tenant's
         // adapter is loaded under the tenant's name; nobody else's serving pauses for it.
-        if (adapter === null) await deps.serving.publishWeights({ path, version: String(input.version) });
+        if (input.serve === false) {
+          // Held by the publish gate: kept for the lineage and a rollback, never served.
+        } else if (adapter === null)
+          await deps.serving.publishWeights({ path, version: String(input.version) });
         else
           await deps.serving.loadLoraAdapter({
             name: adapter,
             path: adapterFolder(path),
             version: String(input.version),
           });
-        if (input.incarnation !== undefined) await markServing(input.runId, input.incarnation);
+        if (input.incarnation !== undefined && input.serve !== false)
+          await markServing(input.runId, input.incarnation);
         if (input.keepCheckpoints) await pruneCheckpoints(input, input.keepCheckpoints);
         return path;
       });

@@ -25,6 +25,7 @@ import { type SessionStatus, sessionStatusQuery } from '../workflows/session-sig
 import {
   type LineageEntry,
   lineageQuery,
+  rollbackUpdate,
   type TrainingInput,
   type TrainingRunStatus,
   trainingStatusQuery,
@@ -232,8 +233,10 @@ function tenantAndId(sessionId: string): [string, string] {
 /** Lineage entries, newest first: which samples made each version, and whose sessions they came from. */
 export function formatLineage(entries: readonly LineageEntry[]): string {
   if (entries.length === 0) return 'no published versions';
+  // The publish gate's column only for runs that have a gate (or a rollback): older output stays as it was.
+  const gated = entries.some((entry) => entry.evaluation !== undefined || entry.rollbackOf !== undefined);
   return formatTable(
-    ['VERSION', 'STEP', 'SAMPLES', 'TENANTS', 'CHECKPOINT'],
+    ['VERSION', 'STEP', 'SAMPLES', 'TENANTS', ...(gated ? ['EVALUATION'] : []), 'CHECKPOINT'],
     [...entries]
       .reverse()
       .map((entry) => [
@@ -241,9 +244,29 @@ export function formatLineage(entries: readonly LineageEntry[]): string {
         entry.stepId,
         String(entry.sampleIds.length),
         formatContribution(contributionOf(entry)),
+        ...(gated ? [formatEvaluation(entry)] : []),
         entry.checkpoint,
       ]),
   );
+}
+
+/** A version's gate verdict in one cell: `served 0.41 (v2 0.40)`, `held 0.30 (v2 0.40)`, `rollback of v1`. */
+export function formatEvaluation(entry: LineageEntry): string {
+  if (entry.rollbackOf !== undefined) return `rollback of v${entry.rollbackOf}`;
+  const evaluation = entry.evaluation;
+  if (evaluation === undefined) return '-';
+  const baseline =
+    evaluation.baseline === null ? '' : ` (v${evaluation.baselineVersion} ${evaluation.baseline.toFixed(3)})`;
+  return `${evaluation.decision} ${evaluation.score.toFixed(3)}${baseline} ${evaluation.scorer}`;
+}
+
+/** `v3` or `3`: the version a rollback serves again. */
+export function rollbackTarget(text: string): number {
+  const match = /^v?(\d+)$/.exec(text.trim());
+  const version = match ? Number(match[1]) : Number.NaN;
+  if (!Number.isInteger(version) || version < 1)
+    throw new Error(`--to takes a version such as v3, got ${text}`);
+  return version;
 }
 
 function limitOf(text: string | undefined): number {
@@ -416,6 +439,34 @@ export function registerOperatorCommands(
     formatSessions,
     [new Option('--tenant <name>', "only this tenant's sessions")],
   );
+
+  train
+    .command('rollback')
+    .description('serve an earlier version (served or held) again as a new version, and train on from it')
+    .requiredOption('--to <vN>', 'the version to serve again, e.g. v3')
+    .addOption(new Option('--run <id>', 'run id (OPENCLAW_RUN_ID; default "default")'))
+    .addOption(new Option('--tenant <name>', "the run of this tenant's adapter (`<run>~<tenant>`)"))
+    .addOption(temporalAddressOption())
+    .action(async (flags: { to: string; run?: string; tenant?: string; temporalAddress?: string }) => {
+      const to = rollbackTarget(flags.to);
+      const config = configFromFlags({ runId: flags.run, temporalAddress: flags.temporalAddress });
+      const runId = flags.tenant ? adapterRunId(config.runId, flags.tenant) : config.runId;
+      const { client, close } = await connectClient(config);
+      try {
+        const handle = client.workflow.getHandle(trainingWorkflowId(runId));
+        const { policyVersion } = await handle.query(trainingStatusQuery);
+        // One id per (target, newest version): a retried request is the same update, answered once.
+        const entry = await handle.executeUpdate(rollbackUpdate, {
+          args: [{ to }],
+          updateId: `rollback-to-v${to}-after-v${policyVersion}`,
+        });
+        console.log(
+          `v${entry.version} serves v${to}'s weights (${entry.checkpoint}); training continues from it`,
+        );
+      } finally {
+        await close();
+      }
+    });
 
   train
     .command('lineage')

@@ -112,6 +112,9 @@ export function formatTrainingStatus(status: TrainingRunStatus): string {
   const lines = [
     `run ${status.runId} (${status.method})${status.paused ? ' — PAUSED' : ''}`,
     `policy version   ${status.policyVersion}`,
+    ...(status.servedVersion !== undefined && status.servedVersion !== status.policyVersion
+      ? [`served version   ${status.servedVersion} (the publish gate held newer versions)`]
+      : []),
     `epochs done      ${status.stepsCompleted}${status.lastStepId ? ` (last ${status.lastStepId})` : ''}`,
     `samples waiting  ${status.pendingSamples} of a batch of ${status.settings.batchSize}${status.backlogSamples ? ` (${status.backlogSamples} of them in the store)` : ''}`,
     `samples trained  ${status.samplesTrained}`,
@@ -139,6 +142,7 @@ export function formatTrainingStatus(status: TrainingRunStatus): string {
     lines.push(
       `last refusal     ${status.lastRefusal.stepId}: ${status.lastRefusal.samples} samples excluded: ${status.lastRefusal.detail}`,
     );
+  for (const held of status.held ?? []) lines.push(`held             v${held.version}: ${held.reason}`);
   if (status.lastCheckpoint) lines.push(`last checkpoint  ${status.lastCheckpoint}`);
   if (status.incarnation) lines.push(`incarnation      ${status.incarnation}`);
   return lines.join('\n');

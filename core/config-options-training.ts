@@ -166,6 +166,41 @@ export const TRAINING_OPTIONS = [
       "Group training: loss weight of each tenant's samples, `alice=2,bob=0.5` (a tenant not listed: 1; 0 trains nothing from them). The reference trainer multiplies each sample's token losses by it; slime and Tinker cannot, so a weight other than 1 with them is a configuration error (and a step that carries one, after a reconfigure, is refused). docs/operations.md#group-training.",
   },
   {
+    key: 'training.gate.evalSet',
+    env: 'OPENCLAW_GATE_EVAL_SET',
+    kind: 'string',
+    defaultNote: '(none: no gate)',
+    description:
+      "The publish gate's evaluation set: a JSONL file of held-out conversations (docs/evaluation.md), read by the trainer's worker at each evaluation. Set, a trained version is served only if its score is not below the served version's score minus `training.gate.threshold`; otherwise it is held (kept, not served) and the next step trains from the served version. Reference trainer only.",
+  },
+  {
+    key: 'training.gate.scorer',
+    env: 'OPENCLAW_GATE_SCORER',
+    kind: 'string',
+    description:
+      "How the gate scores a reply: `judge` (the run's judge against the item's `next_user`, majority of `judge.votes`) or `style:<rule>` (a deterministic rule, core/reply-scorers.ts, e.g. `style:vowels`).",
+  },
+  {
+    key: 'training.gate.threshold',
+    env: 'OPENCLAW_GATE_THRESHOLD',
+    kind: 'number',
+    description:
+      "How far below the served version's score a new version may score and still be served (a version is held when score < served score - threshold).",
+  },
+  {
+    key: 'training.gate.samples',
+    env: 'OPENCLAW_GATE_SAMPLES',
+    kind: 'integer',
+    description:
+      'Replies sampled per evaluation conversation (a fixed seed, so both versions meet the same draws).',
+  },
+  {
+    key: 'training.gate.maxTokens',
+    env: 'OPENCLAW_GATE_MAX_TOKENS',
+    kind: 'integer',
+    description: 'Longest reply the gate samples, in tokens.',
+  },
+  {
     key: 'loss.epsClip',
     env: 'OPENCLAW_EPS_CLIP',
     kind: 'number',

@@ -6,10 +6,12 @@ import { z } from 'zod';
 import { ENGINE_KINDS, type EngineKind } from './engine-kinds.js';
 import { FEEDBACK_CORRECTION_MODES, FEEDBACK_RATING_MODES } from './feedback.js';
 import { lossSettingsSchema, type OptimizerSettings, optimizerSettingsSchema } from './loss-settings.js';
+import { REPLY_SCORERS, replyScorer } from './reply-scorers.js';
 import { CONTROL_TASK_QUEUE } from './task-queue-names.js';
 import { teacherTemperatureRefusal } from './teacher-temperature.js';
 import { TENANT_NAME_RULE } from './tenant.js';
 import { ADAPTER_BASE_CHANGE_POLICIES, ADAPTER_TENANT_PATTERN } from './tenant-adapters.js';
+import type { GateSettings } from './training-settings.js';
 import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
@@ -128,6 +130,21 @@ const configObject = z.strictObject({
       // Group training (docs/operations.md#group-training): a cap per tenant per batch (0: none), loss weights.
       maxSamplesPerTenant: z.number().int().min(0).default(0),
       tenantWeights: z.record(z.string().min(1), z.number().min(0)).default({}),
+      // The publish gate (docs/evaluation.md#publish-gate); an empty evalSet: no gate.
+      gate: z
+        .strictObject({
+          evalSet: z.string().default(''),
+          scorer: z
+            .string()
+            .refine((name) => name === 'judge' || replyScorer(name) !== null, {
+              message: `use judge or one of ${Object.keys(REPLY_SCORERS).join(', ')}`,
+            })
+            .default('judge'),
+          threshold: z.number().default(0),
+          samples: z.number().int().min(1).max(64).default(4),
+          maxTokens: z.number().int().min(1).max(4096).default(64),
+        })
+        .prefault({}),
     })
     .prefault({}),
   loss: lossSettingsSchema.prefault({}),
@@ -309,6 +326,12 @@ function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCt
       path: ['training', 'tenantWeights'],
       message: `the ${config.trainer.backend} trainer cannot weigh samples: set every weight to 1, or use the reference trainer`,
     });
+  if (config.training.gate.evalSet && config.trainer.backend !== 'reference')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['training', 'gate', 'evalSet'],
+      message: `the publish gate samples replies from the trainer's weights, which only the reference trainer can (trainer.backend is ${config.trainer.backend}): remove training.gate.evalSet or use the reference trainer`,
+    });
   if (config.trainer.backend !== 'slime') return;
   if (!config.trainer.image)
     ctx.addIssue({
@@ -381,4 +404,12 @@ export const configSchema = configObject
  */
 export function optimizerSettingsOf(training: OptimizerSettings): OptimizerSettings {
   return { learningRate: training.learningRate, weightDecay: training.weightDecay, betas: training.betas };
+}
+
+/** The run's publish gate from the configuration's `training.gate`; undefined (no gate) without an evalSet. */
+export function gateSettingsOf(
+  gate: z.output<typeof configObject>['training']['gate'],
+): GateSettings | undefined {
+  if (!gate.evalSet) return undefined;
+  return { ...gate };
 }

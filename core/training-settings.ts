@@ -4,6 +4,25 @@
 import { z } from 'zod';
 import { lossSettingsSchema, optimizerSettingsSchema } from './loss-settings.js';
 
+/**
+ * The publish gate (docs/evaluation.md#publish-gate): a new version is served only if its score on the evaluation
+ * set is not below the served version's score minus `threshold`. The set is a path the evaluating activity reads:
+ * the workflow carries the reference, never the conversations.
+ */
+export const gateSettingsSchema = z.strictObject({
+  /** A JSONL evaluation set (core/eval-set.ts), read by the trainer's worker at each evaluation. */
+  evalSet: z.string().min(1),
+  /** `judge` (the run's judge against `next_user`) or `style:<rule>` (core/reply-scorers.ts). */
+  scorer: z
+    .string()
+    .regex(/^(judge|style:[a-z0-9-]+)$/, 'use `judge` or `style:<rule>`')
+    .default('judge'),
+  threshold: z.number().default(0),
+  samples: z.number().int().min(1).max(64).default(4),
+  maxTokens: z.number().int().min(1).max(4096).default(64),
+});
+export type GateSettings = z.output<typeof gateSettingsSchema>;
+
 export const trainingSettingsSchema = z.strictObject({
   batchSize: z.number().int().min(1).max(4096).default(16),
   maxPolicyLag: z.number().int().min(0).default(2),
@@ -24,6 +43,8 @@ export const trainingSettingsSchema = z.strictObject({
   tenantWeights: z.record(z.string().min(1), z.number().min(0)).optional(),
   loss: lossSettingsSchema.prefault({}),
   optimizer: optimizerSettingsSchema.prefault({}),
+  /** Absent: no gate, every trained version is served. */
+  gate: gateSettingsSchema.optional(),
 });
 
 export const trainingInputSchema = z

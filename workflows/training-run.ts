@@ -31,7 +31,7 @@ import type { Amendment, Method, SampleRef, TrainingStatus } from '../core/types
 import { trainerCalls, trainingStoreWrites } from './activity-options.js';
 import { FeedbackAmendments, trainedVersionIn } from './feedback-amendments.js';
 import { RefusalIsolation } from './refusal-isolation.js';
-import { trainAndPublish } from './train-and-publish.js';
+import { type StepOutcome, trainAndPublish } from './train-and-publish.js';
 import { TrainingQueue } from './training-queue.js';
 import {
   type LineageEntry,
@@ -39,6 +39,7 @@ import {
   pauseUpdate,
   reconfigureUpdate,
   resumeUpdate,
+  rollbackUpdate,
   type SampleDelivery,
   sampleScoredSignal,
   type TrainingCarry,
@@ -50,6 +51,7 @@ import {
 
 const RECENT_IDS_KEPT = 5_000;
 const LINEAGE_KEPT = 100;
+const HELD_KEPT = 20;
 
 export type ParsedTrainingInput = z.output<typeof trainingInputSchema>;
 
@@ -63,10 +65,7 @@ export interface PlannedStep {
   heldBack?: Record<string, number>;
 }
 
-export interface PublishedStep {
-  metrics: Record<string, number>;
-  checkpoint: string;
-}
+export type PublishedStep = StepOutcome;
 
 const bookkeeping = proxyActivities<TrainingActivities>(trainingStoreWrites);
 
@@ -82,6 +81,11 @@ export interface TrainingBehaviour {
   amendments?: boolean;
   /** Group training: a batch holds at most `maxSamplesPerTenant` of one tenant; tenants' samples are weighted. */
   tenantCaps?: boolean;
+  /**
+   * The publish gate (when the settings have one) and rollback; lineage entries carry `publishedAt`; staleness
+   * is counted from the served version.
+   */
+  publishGate?: boolean;
 }
 
 interface Refusal {
@@ -114,6 +118,8 @@ export class TrainingRun {
   private readonly amendments: FeedbackAmendments;
   /** The step being trained now: a later scoring of one of its samples is kept against its version. */
   private inFlight: PlannedStep | null = null;
+  /** A rollback is under way: no step starts until it is done. */
+  private rollingBack = false;
   private stepsThisRun = 0;
 
   constructor(
@@ -173,7 +179,16 @@ export class TrainingRun {
       backlogSamples: queue.backlogSize,
       lastRefusal: state.lastRefusal ?? null,
       ...(this.behaviour.amendments && { feedback: this.amendments.status() }),
+      ...(this.behaviour.publishGate && {
+        servedVersion: this.servedVersion(),
+        held: [...(state.held ?? [])],
+      }),
     };
+  }
+
+  /** The version the engine serves: the newest unless the publish gate held it. */
+  servedVersion(): number {
+    return this.state.servedVersion ?? this.state.policyVersion;
   }
 
   registerHandlers(): void {
@@ -192,6 +207,16 @@ export class TrainingRun {
       this.state.paused = false;
       return this.status();
     });
+    if (this.behaviour.publishGate)
+      setHandler(rollbackUpdate, ({ to }) => this.rollback(to), {
+        validator: (request) => {
+          const to = (request as { to?: unknown } | undefined)?.to;
+          if (typeof to !== 'number' || !Number.isInteger(to) || to < 1)
+            throw new Error('rollback needs --to vN with N a version number (1 or more)');
+          if (!this.state.lineage.some((entry) => entry.version === to))
+            throw new Error(`v${to} is not in this run's lineage (its last ${LINEAGE_KEPT} versions)`);
+        },
+      });
     setHandler(reconfigureUpdate, (change) => this.reconfigure(change), {
       validator: (change) => {
         const result = reconfigurationSchema.safeParse(change);
@@ -212,7 +237,7 @@ export class TrainingRun {
   }
 
   batchReady(): boolean {
-    return !this.state.paused && this.queue.ready(this.batchSize());
+    return !this.state.paused && !this.rollingBack && this.queue.ready(this.batchSize());
   }
 
   /**
@@ -319,6 +344,8 @@ export class TrainingRun {
         // An incarnation's first step trains from the base model, whatever the trainer holds (also when the
         // run continued as new before that step, e.g. while it only received exclusions).
         ...(incarnation !== undefined && state.lastStepId === null && { fromBase: true }),
+        // The trainer holds a held version: the step trains from the served one instead.
+        ...(state.reloadServed && { reload: true }),
       },
     };
   }
@@ -335,13 +362,20 @@ export class TrainingRun {
       useRolloutLogprobs: false,
       staleSampleIds: step.batch.filter((ref) => this.isOffPolicy(ref)).map((ref) => ref.sampleId),
     };
-    const publish = { incarnation: this.incarnation, keepCheckpoints: this.settings.keepCheckpoints };
+    const gated = this.behaviour.publishGate === true && this.settings.gate !== undefined;
+    const publish = {
+      incarnation: this.incarnation,
+      keepCheckpoints: this.settings.keepCheckpoints,
+      ...(gated && { servedVersion: this.servedVersion() }),
+    };
+    const trainer = this.trainer();
     try {
       return await trainAndPublish(
-        this.trainer(),
+        trainer,
         this.trainStepInput(step, staleness),
         step.version,
         publish,
+        gated ? () => this.evaluate(trainer, step) : undefined,
       );
     } catch (error) {
       this.inFlight = null;
@@ -376,8 +410,65 @@ export class TrainingRun {
     this.state.lastRefusal = { stepId, samples: sampleIds.length, detail: refusal.message };
   }
 
+  /**
+   * Serves vN's weights as version M+1 and trains on from them. Waits for the step in progress; the update's
+   * id makes a retried request one rollback (Temporal answers a repeated update id with its first result).
+   */
+  private async rollback(to: number): Promise<LineageEntry> {
+    await condition(() => this.inFlight === null && !this.rollingBack);
+    this.rollingBack = true;
+    try {
+      const from = this.state.lineage.find((entry) => entry.version === to);
+      if (from === undefined) throw ApplicationFailure.nonRetryable(`v${to} is not in this run's lineage`);
+      const version = this.state.policyVersion + 1;
+      const checkpoint = await this.trainer().rollbackTo({
+        runId: this.runId,
+        ...(this.incarnation !== undefined && { incarnation: this.incarnation }),
+        from: { version: to, checkpoint: from.checkpoint },
+        version,
+      });
+      const entry: LineageEntry = {
+        version,
+        stepId: from.stepId,
+        sampleIds: [],
+        checkpoint,
+        metrics: {},
+        ...(this.incarnation !== undefined && { incarnation: this.incarnation }),
+        publishedAt: new Date().toISOString(),
+        rollbackOf: to,
+      };
+      await bookkeeping.recordLineage({ runId: this.runId, entry });
+      const { state } = this;
+      state.policyVersion = version;
+      state.servedVersion = version;
+      // The trainer loads vN's checkpoint before the next step, whatever it holds.
+      state.lastStepId = from.stepId;
+      state.lastCheckpoint = checkpoint;
+      state.reloadServed = true;
+      state.lineage = [...state.lineage, entry].slice(-LINEAGE_KEPT);
+      return entry;
+    } finally {
+      this.rollingBack = false;
+    }
+  }
+
+  /** The publish gate's verdict on the step's version, against the served one. */
+  private evaluate(trainer: ReturnType<TrainingRun['trainer']>, step: PlannedStep) {
+    const { gate } = this.settings;
+    if (gate === undefined) throw new Error('no publish gate to evaluate with');
+    return trainer.evaluateCandidate({
+      runId: this.runId,
+      ...(this.incarnation !== undefined && { incarnation: this.incarnation }),
+      stepId: step.stepId,
+      version: step.version,
+      servedVersion: this.servedVersion(),
+      servedCheckpoint: this.state.lastCheckpoint,
+      gate,
+    });
+  }
+
   /** Records which samples made the new version, then takes the batch off the queue. */
-  async recordStep(step: PlannedStep, { metrics, checkpoint }: PublishedStep): Promise<void> {
+  async recordStep(step: PlannedStep, { metrics, checkpoint, evaluation }: PublishedStep): Promise<void> {
     const { state, incarnation } = this;
     const { version, stepId, sampleIds, batch, heldBack } = step;
     const tenants = samplesByTenant(sampleIds);
@@ -392,6 +483,8 @@ export class TrainingRun {
       checkpoint,
       metrics,
       ...(incarnation !== undefined && { incarnation }),
+      ...(this.behaviour.publishGate && { publishedAt: new Date().toISOString() }),
+      ...(evaluation !== undefined && { evaluation }),
     };
     await bookkeeping.recordLineage({ runId: this.runId, entry });
 
@@ -402,12 +495,30 @@ export class TrainingRun {
     } else this.queue.take(batch.length);
     this.inFlight = null;
     this.isolation.trained(sampleIds);
+    const served = this.servedVersion();
     state.policyVersion = version;
     state.stepsCompleted++;
     state.samplesTrained += batch.length;
-    state.lastStepId = stepId;
-    state.lastCheckpoint = checkpoint;
     state.lastMetrics = metrics;
+    if (evaluation?.decision === 'held') {
+      // Version numbers stay monotonic; the engine keeps serving `served`, and the next step trains from it.
+      state.servedVersion = served;
+      state.reloadServed = true;
+      const held = {
+        version,
+        score: evaluation.score,
+        baseline: evaluation.baseline,
+        reason: evaluation.reason ?? '',
+      };
+      state.held = [held, ...(state.held ?? [])].slice(0, HELD_KEPT);
+    } else {
+      state.lastStepId = stepId;
+      state.lastCheckpoint = checkpoint;
+      if (this.behaviour.publishGate) {
+        state.servedVersion = version;
+        state.reloadServed = false;
+      }
+    }
     state.lineage = [...state.lineage, entry].slice(-LINEAGE_KEPT);
     this.stepsThisRun++;
   }
@@ -448,8 +559,13 @@ export class TrainingRun {
     });
   }
 
+  /**
+   * Samples come from the served version: with the publish gate the lag is counted from it, so held versions do
+   * not make every new sample stale (the next step trains from the served weights, these samples' π_old).
+   */
   isStale(ref: SampleRef): boolean {
-    return this.state.policyVersion - ref.policyVersion > this.settings.maxPolicyLag;
+    const current = this.behaviour.publishGate ? this.servedVersion() : this.state.policyVersion;
+    return current - ref.policyVersion > this.settings.maxPolicyLag;
   }
 
   /**

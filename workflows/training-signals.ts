@@ -20,6 +20,12 @@ export const resumeUpdate = defineUpdate<TrainingRunStatus, []>('resume');
 /** Changes batch size, loss or optimizer settings from the next step on; validated before it is accepted. */
 export const reconfigureUpdate = defineUpdate<TrainingRunStatus, [TrainingReconfiguration]>('reconfigure');
 
+/**
+ * Serves vN's weights again as a new version (docs/evaluation.md#rollback); vN must be in the lineage. Runs with
+ * the publish gate's behaviour only. Answers the new lineage entry.
+ */
+export const rollbackUpdate = defineUpdate<LineageEntry, [{ to: number }]>('rollback');
+
 export const trainingStatusQuery = defineQuery<TrainingRunStatus>('status');
 export const lineageQuery = defineQuery<LineageEntry[], [{ version?: number }?]>('lineage');
 
@@ -119,6 +125,23 @@ export interface TrainingCarry {
   isolation?: IsolationCarry | null;
   /** Later scorings of turns (explicit feedback) and what became of them (`FeedbackAmendments`). */
   amendments?: AmendmentsCarry;
+  /**
+   * The version the engine serves (absent: `policyVersion`). With the publish gate, `lastStepId` and
+   * `lastCheckpoint` are the served version's, and `policyVersion` the newest trained (maybe held) one.
+   */
+  servedVersion?: number;
+  /** The trainer holds a held version: the next step loads the served one first. */
+  reloadServed?: boolean;
+  /** Versions the publish gate held, newest first (bounded). */
+  held?: HeldVersion[];
+}
+
+/** A version the publish gate held: trained and kept, not served. */
+export interface HeldVersion {
+  version: number;
+  score: number;
+  baseline: number | null;
+  reason: string;
 }
 
 /** What a run keeps of later scorings of turns (bounded; docs/scoring.md#feedback). */
@@ -171,7 +194,7 @@ export interface TrainingRunStatus extends TrainingStatus {
   /** The version the engine serves (below `policyVersion` when the publish gate held the newest). */
   servedVersion?: number;
   /** Versions the publish gate held, newest first (a bounded list). */
-  held?: { version: number; score: number; baseline: number | null; reason: string }[];
+  held?: HeldVersion[];
 }
 
 /** trainingWorkflow's signature: what `temporal/workflow-starts.ts` starts it with (workflows/index.ts checks it). */

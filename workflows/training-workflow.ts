@@ -24,6 +24,8 @@ const ISOLATE_REFUSALS = 'training-isolate-refusals';
 const FEEDBACK_AMENDMENTS = 'training-feedback-amendments';
 /** Group training: a cap per tenant per batch, and loss weights per tenant. */
 const TENANT_CAPS = 'training-tenant-caps';
+/** The publish gate, rollback, `publishedAt` in lineage, and staleness counted from the served version. */
+const PUBLISH_GATE = 'training-publish-gate';
 
 export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
   const parsed = trainingInputSchema.safeParse(rawInput);
@@ -40,6 +42,7 @@ export async function trainingWorkflow(rawInput: TrainingInput): Promise<void> {
     isolateRefusals: incarnations && patched(ISOLATE_REFUSALS),
     amendments: incarnations && patched(FEEDBACK_AMENDMENTS),
     tenantCaps: incarnations && patched(TENANT_CAPS),
+    publishGate: incarnations && patched(PUBLISH_GATE),
   });
   run.registerHandlers();
   if (!incarnations) return trainBeforeIncarnations(run);

@@ -3,6 +3,7 @@ import { EngineHttp } from '../../engines/engine-http.js';
 import type {
   LossConfig,
   OptimizerConfig,
+  SampleRepliesRequest,
   TrainerBackend,
   TrainerSample,
   TrainStepMetrics,
@@ -13,6 +14,8 @@ import { trainStepRequest } from './train-step-request.js';
 
 /** What `/train_step_part` answers until the step's last part has arrived. */
 const pendingPartsSchema = z.object({ pending: z.literal(true), missing: z.array(z.number().int().min(0)) });
+/** `/sample`'s answer: replies per conversation. */
+const repliesSchema = z.object({ replies: z.array(z.array(z.string())) });
 /** `/trainer_info`'s request body limit; a trainer that does not announce one gets every step whole. */
 const bodyLimitSchema = z.object({ max_body_bytes: z.number().int().positive().optional() });
 
@@ -94,6 +97,23 @@ export class ReferenceTrainerBackend implements TrainerBackend {
   private async stepIds(): Promise<string[]> {
     const info = (await this.client.json('GET', '/trainer_info')) as { step_ids?: string[] };
     return info.step_ids ?? [];
+  }
+
+  async sampleReplies(request: SampleRepliesRequest): Promise<string[][]> {
+    const answer = await this.client.json('POST', '/sample', {
+      conversations: request.conversations,
+      max_tokens: request.maxTokens,
+      temperature: request.temperature,
+      seed: request.seed,
+      samples_per_conversation: request.samplesPerConversation,
+      source: request.source,
+    });
+    const { replies } = repliesSchema.parse(answer);
+    if (replies.length !== request.conversations.length)
+      throw new Error(
+        `the trainer answered ${replies.length} reply lists for ${request.conversations.length} conversations`,
+      );
+    return replies;
   }
 
   /** The engine's checkpoints are already Hugging Face model folders that SGLang and the engine load. */

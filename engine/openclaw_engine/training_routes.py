@@ -1,4 +1,4 @@
-"""HTTP routes of the trainer: train_step, save/load checkpoint, reset to the base, trainer_info.
+"""HTTP routes of the trainer: train_step, save/load checkpoint, reset to the base, trainer_info, sample.
 
 Every blocking call runs in a worker thread (`run_in_threadpool`), so a server that mounts this router
 next to its serving routes keeps answering generation requests while a step trains. The Trainer's own
@@ -17,6 +17,7 @@ from .access import PathRoots
 from .adapter_trainer import SharedLoraBase, check_adapter_name
 from .step_parts import StepParts
 from .trainer import Trainer
+from .trainer_sampling import CheckpointSource, SampleRequest, sample_replies
 from .training_schemas import CheckpointRequest, TrainStepPartRequest, TrainStepRequest
 
 
@@ -55,6 +56,10 @@ def make_training_router(trainer: Trainer, roots: PathRoots, max_body_bytes: int
     async def reset_to_base() -> dict[str, Any]:
         return await run_in_threadpool(trainer.reset)
 
+    @router.post("/sample")
+    async def sample(request: SampleRequest) -> dict[str, Any]:
+        return await run_in_threadpool(sample_replies, trainer, _checked_source(request, roots))
+
     @router.get("/trainer_info")
     async def trainer_info() -> dict[str, Any]:
         info = trainer.info()
@@ -66,7 +71,7 @@ def make_training_router(trainer: Trainer, roots: PathRoots, max_body_bytes: int
 def make_adapter_router(
     adapters: SharedLoraBase, roots: PathRoots, max_body_bytes: int | None = None
 ) -> APIRouter:
-    """The same six routes under `/adapters/{name}/`, each bound to that name's adapter trainer.
+    """The same seven routes under `/adapters/{name}/`, each bound to that name's adapter trainer.
 
     A client of the top-level routes works unchanged with the base URL `.../adapters/<name>`. Every adapter
     shares one base model (adapter_trainer.py); an adapter is created on its first use (trainer_info of a
@@ -110,9 +115,23 @@ def make_adapter_router(
         check_adapter_name(name)
         return await run_in_threadpool(lambda: adapters.trainer(name).reset())
 
+    @router.post("/sample")
+    async def sample(name: str, request: SampleRequest) -> dict[str, Any]:
+        check_adapter_name(name)
+        checked = _checked_source(request, roots)
+        return await run_in_threadpool(lambda: sample_replies(adapters.trainer(name), checked))
+
     @router.get("/trainer_info")
     async def trainer_info(name: str) -> dict[str, Any]:
         info = adapters.info(name)
         return info if max_body_bytes is None else {**info, "max_body_bytes": max_body_bytes}
 
     return router
+
+
+def _checked_source(request: SampleRequest, roots: PathRoots) -> SampleRequest:
+    """A checkpoint source is read only from a checkpoint or model root, like `/load_checkpoint`."""
+    if not isinstance(request.source, CheckpointSource):
+        return request
+    path = str(roots.readable(request.source.checkpoint, "source.checkpoint"))
+    return request.model_copy(update={"source": CheckpointSource(checkpoint=path)})

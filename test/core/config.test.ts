@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { loadConfig, type OpenClawConfig, parseConfig } from '../../core/config.js';
 import { CONFIG_OPTIONS, ENV_VARS } from '../../core/config-options.js';
+import { gateSettingsOf } from '../../core/config-schema.js';
 
 function load(env: Record<string, string>, overrides = {}): OpenClawConfig {
   const result = loadConfig(env, overrides);
@@ -74,6 +75,7 @@ describe('loadConfig defaults', () => {
         keepCheckpoints: 3,
         maxSamplesPerTenant: 0,
         tenantWeights: {},
+        gate: { evalSet: '', scorer: 'judge', threshold: 0, samples: 4, maxTokens: 64 },
       },
       loss: {
         epsClip: 0.2,
@@ -172,6 +174,28 @@ describe('loadConfig from the environment', () => {
     const bad = loadConfig({ OPENCLAW_TENANT_WEIGHTS: 'alice=lots' });
     expect(bad.ok ? '' : bad.error).toContain('training.tenantWeights (OPENCLAW_TENANT_WEIGHTS)');
     expect(loadConfig({ OPENCLAW_TENANT_WEIGHTS: 'alice=-1' }).ok).toBe(false);
+  });
+
+  it('parses the publish gate, which needs the reference trainer and a known scorer', () => {
+    const config = load({
+      OPENCLAW_GATE_EVAL_SET: '/data/eval.jsonl',
+      OPENCLAW_GATE_SCORER: 'style:vowels',
+      OPENCLAW_GATE_THRESHOLD: '0.05',
+      OPENCLAW_GATE_SAMPLES: '2',
+    });
+    expect(config.training.gate).toEqual({
+      evalSet: '/data/eval.jsonl',
+      scorer: 'style:vowels',
+      threshold: 0.05,
+      samples: 2,
+      maxTokens: 64,
+    });
+    expect(gateSettingsOf(config.training.gate)).toEqual(config.training.gate);
+    expect(gateSettingsOf(load({}).training.gate)).toBeUndefined();
+    const unknown = loadConfig({ OPENCLAW_GATE_SCORER: 'style:nope' });
+    expect(unknown.ok ? '' : unknown.error).toContain('training.gate.scorer (OPENCLAW_GATE_SCORER)');
+    const tinker = loadConfig({ OPENCLAW_GATE_EVAL_SET: '/data/eval.jsonl', OPENCLAW_TRAINER: 'tinker' });
+    expect(tinker.ok ? '' : tinker.error).toMatch(/publish gate .* only the reference trainer can/);
   });
 
   it('parses booleans and rejects other words', () => {

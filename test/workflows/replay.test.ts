@@ -36,6 +36,8 @@ describe('workflow replay', () => {
       'training-workflow-loads-backlog',
       // Group training: a cap per tenant held some of one tenant's samples back for later batches.
       'training-workflow-tenant-caps',
+      // The publish gate held two versions: evaluations between training and publishing (patched).
+      'training-workflow-publish-gate',
       'env-rollout-workflow',
       'rollout-batch-workflow',
       'agentic-training-workflow',
