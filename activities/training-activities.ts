@@ -17,6 +17,7 @@ import type {
 } from '../core/types.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { SampleStore } from '../store/sample-store.js';
+import { writeRunScalars } from '../store/tensorboard-events.js';
 import type { LineageEntry, LossSettings, OptimizerSettings } from '../workflows/training-signals.js';
 import { adapterFolder, checkpointPath, isPublishedVersion } from './checkpoint-paths.js';
 import { createGateActivities } from './gate-activities.js';
@@ -26,6 +27,22 @@ import { createRollbackActivities } from './rollback-activities.js';
 import type { TrainerBackend, TrainerSample } from './trainer-backend.js';
 import { asTrainerRefusal, trainerRefusal } from './trainer-refusal.js';
 import { TRAINER_LOST_STEP } from './training-errors.js';
+
+/**
+ * A version's metrics as TensorBoard scalars at step = version, so a run sits beside a person's other runs. For
+ * watching only: a write that fails is logged and the lineage (the record) stands.
+ */
+async function writeVersionScalars(logDir: string, runId: string, entry: LineageEntry): Promise<void> {
+  const scalars: Record<string, number> = { ...entry.metrics, samples: entry.sampleIds.length };
+  if (entry.evaluation) {
+    scalars['eval/score'] = entry.evaluation.score;
+    scalars['eval/held'] = entry.evaluation.decision === 'held' ? 1 : 0;
+  }
+  const at = entry.publishedAt ? Date.parse(entry.publishedAt) : Date.now();
+  await writeRunScalars(logDir, runId, entry.version, scalars, at / 1000).catch((error: Error) =>
+    console.error(`tensorboard: v${entry.version} of ${runId} not written: ${error.message}`),
+  );
+}
 
 export interface TrainingDependencies {
   store: SampleStore;
@@ -42,6 +59,8 @@ export interface TrainingDependencies {
   /** The publish gate's `judge` scorer (absent: only `style:<rule>` scorers gate), with its votes per reply. */
   judge?: Judge;
   judgeVotes?: number;
+  /** TensorBoard event files of each run's versions go under `<tensorboardDir>/<runId>/` (absent: none). */
+  tensorboardDir?: string;
 }
 
 export interface TrainStepInput {
@@ -301,6 +320,8 @@ export function createTrainingActivities(deps: TrainingDependencies) {
 
     async recordLineage(input: { runId: string; entry: LineageEntry }): Promise<void> {
       await store.put(lineageKey(input.runId, input.entry.version, input.entry.incarnation), input.entry);
+      if (deps.tensorboardDir !== undefined)
+        await writeVersionScalars(deps.tensorboardDir, input.runId, input.entry);
     },
 
     /**

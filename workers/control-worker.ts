@@ -7,7 +7,7 @@ import type { TrainerBackend } from '../activities/trainer-backend.js';
 import { trainerForRun, trainerFromConfig } from '../activities/trainer-backends/trainer-from-config.js';
 import { createTrainingActivities } from '../activities/training-activities.js';
 import type { OpenClawConfig } from '../core/config.js';
-import { optimizerSettingsOf } from '../core/config-schema.js';
+import { gateSettingsOf, optimizerSettingsOf } from '../core/config-schema.js';
 import type { Method } from '../core/types.js';
 import { policyEngineFromConfig, teacherEngineFromConfig } from '../engines/engine-adapters.js';
 import { judgeApiKey } from '../security/engine-token.js';
@@ -29,6 +29,8 @@ export function trainingInputFromConfig(
   runId = config.runId,
   method: Method = config.method,
 ): TrainingInput {
+  // Only with an evaluation set, so a run's input stays what it was without the publish gate.
+  const gate = gateSettingsOf(config.training.gate);
   return {
     runId,
     method,
@@ -51,6 +53,7 @@ export function trainingInputFromConfig(
       }),
       loss: { ...config.loss },
       optimizer: optimizerSettingsOf(config.training),
+      ...(gate && { gate }),
     },
   };
 }
@@ -95,6 +98,10 @@ export async function createControlWorker(
       trainerOf: trainerForRun(config, trainer),
       serving: engine,
       checkpointDir: `${config.dataDir}/checkpoints`,
+      tensorboardDir: `${config.dataDir}/tensorboard`,
+      // The publish gate's `judge` scorer votes with the run's judge.
+      judge,
+      judgeVotes: config.judge.votes,
     }),
   };
   return Worker.create({
