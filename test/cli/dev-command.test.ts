@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -93,6 +93,18 @@ describe('openclaw-rl dev', () => {
     const deadline = Date.now() + 120_000;
     while (Number((await policy.modelInfo()).weight_version) < 2) {
       if (Date.now() > deadline) throw new Error(`no version 2 was served:\n${dev.tail(40)}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
+
+    // The same versions are in TensorBoard event files under the data folder (their contents: tensorboard-events.test.ts).
+    // Lineage is recorded just after publishing, so the file may come a moment after the version.
+    const eventsDir = join(dir, 'data', 'tensorboard', `dev-${process.pid}`);
+    const hasEvents = async () =>
+      (await readdir(eventsDir).catch(() => [] as string[])).some((name) =>
+        name.startsWith('events.out.tfevents.'),
+      );
+    while (!(await hasEvents())) {
+      if (Date.now() > deadline + 30_000) throw new Error(`no TensorBoard events in ${eventsDir}`);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
 
