@@ -21,6 +21,7 @@ import { createControlWorker } from '../workers/control-worker.js';
 import { pauseUpdate, resumeUpdate } from '../workflows/training-signals.js';
 import { type CommonFlags, configFromFlags } from './cli-config.js';
 import { registerCodecServerCommand } from './codec-server-command.js';
+import { registerDemoCommand } from './demo-command.js';
 import { runDev } from './dev.js';
 import { launchEngine, launchJudgeEngine } from './engine-launch.js';
 import { registerEvalCommand } from './eval-command.js';
@@ -333,6 +334,7 @@ registerOperatorCommands(program, train);
 registerKeyCommands(program);
 registerCodecServerCommand(program);
 registerEvalCommand(program);
+registerDemoCommand(program);
 registerImageCommands(program);
 registerGpuCommands(program);
 // Env hosts run containers through the local Docker engine (DOCKER_HOST or its socket).
