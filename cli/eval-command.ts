@@ -16,6 +16,7 @@ import { engineToken, judgeApiKey } from '../security/engine-token.js';
 import { connectClient } from '../temporal/connection.js';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 import { configFromFlags } from './cli-config.js';
+import { runCompare } from './eval-compare-command.js';
 import { formatTable } from './operator-commands.js';
 import { taskQueueOption, temporalAddressOption } from './options.js';
 import {
@@ -414,12 +415,34 @@ export function registerEvalCommand(program: Command): void {
     .addOption(taskQueueOption('control worker queue, for --env (default control)'))
     .option('--env-queue <queue>', 'env worker queue, for --env (default env)')
     .option('--max-turns <n>', 'model turns per rollout, for --env (default 10)')
+    .option(
+      '--checkpoints <dirs>',
+      'compare these model folders (comma-separated) on --conversations, in order',
+    )
+    .option(
+      '--scorer <name>',
+      'with --checkpoints: a style:<rule> scorer instead of the judge (style:vowels)',
+    )
+    .option('--samples <n>', 'with --checkpoints: seeded replies per item (default 3)')
+    .option('--report <dir>', 'with --checkpoints: write report.json and report.html there')
     .option('--json', 'print the report as JSON')
     .option(
       '--no-progress',
       'no progress bars on stderr (they are drawn only on a terminal, never with --json)',
     )
-    .action(async (flags: EvalFlags) => {
+    .action(async (flags: EvalFlags & { checkpoints?: string }) => {
+      if (flags.checkpoints !== undefined) {
+        const { progress: _progress, json, ...compare } = flags as EvalFlags & Record<string, unknown>;
+        const compared = await runCompare(compare);
+        console.log(
+          json
+            ? JSON.stringify(compared, null, 2)
+            : compared.versions
+                .map((v) => `${v.label}\t${v.mean === null ? '-' : v.mean.toFixed(3)}`)
+                .join('\n'),
+        );
+        return;
+      }
       const report = await runEval(flags);
       console.log(flags.json ? JSON.stringify(report, null, 2) : formatEvalReport(report));
     });

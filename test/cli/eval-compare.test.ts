@@ -1,0 +1,84 @@
+// `eval --checkpoints`: two real model folders, each served by a reference engine in turn, scored by a style rule;
+// the report files hold a mean per version and an item table. The tiny models' words are random: the structure
+// is asserted, not the values.
+import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCompare } from '../../cli/eval-compare-command.js';
+import type { VersionsReport } from '../../cli/eval-versions.js';
+import { makeTinyModel } from '../../engines/reference-engine-process.js';
+
+describe('eval --checkpoints', () => {
+  let dir: string;
+  let base: string;
+  let other: string;
+  let evalSet: string;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'eval-compare-'));
+    base = await makeTinyModel(join(dir, 'base'));
+    // A second version: the same weights in another folder (the rule, not the values, is under test).
+    other = join(dir, 'other');
+    await cp(base, other, { recursive: true });
+    evalSet = join(dir, 'set.jsonl');
+    await writeFile(
+      evalSet,
+      [
+        { id: 'weather', messages: [{ role: 'user', content: 'What is the weather like?' }] },
+        { id: 'rice', messages: [{ role: 'user', content: 'How do I cook rice?' }] },
+      ]
+        .map((line) => JSON.stringify(line))
+        .join('\n'),
+    );
+  }, 180_000);
+
+  afterAll(async () => {
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('scores each checkpoint with seeded samples and writes report.json and a self-contained report.html', async () => {
+    const lines: string[] = [];
+    const reportDir = join(dir, 'report');
+    const report = await runCompare(
+      {
+        checkpoints: `${base},${other}`,
+        conversations: evalSet,
+        scorer: 'style:vowels',
+        samples: '2',
+        maxTokens: '8',
+        report: reportDir,
+      },
+      {},
+      (line) => lines.push(line),
+    );
+    expect(report.versions.map((v) => v.label)).toEqual(['base', 'other']);
+    for (const version of report.versions) {
+      expect(version.items.map((i) => i.id)).toEqual(['weather', 'rice']);
+      for (const item of version.items) {
+        expect(item.scores).toHaveLength(2);
+        for (const s of item.scores) expect(s).toBeGreaterThanOrEqual(0);
+      }
+      expect(version.mean).not.toBeNull();
+    }
+    const stored = JSON.parse(await readFile(join(reportDir, 'report.json'), 'utf8')) as VersionsReport;
+    expect(stored.versions).toHaveLength(2);
+    const html = await readFile(join(reportDir, 'report.html'), 'utf8');
+    expect(html).toContain('uPlot');
+    expect(html).not.toMatch(/<script[^>]+src=/);
+    expect(html).toContain('<td>weather</td>');
+    expect(lines.some((l) => l.startsWith('report '))).toBe(true);
+  }, 300_000);
+
+  it('says what to fix in bad flags', async () => {
+    await expect(
+      runCompare({ checkpoints: base, conversations: evalSet, scorer: 'style:nope' }, {}),
+    ).rejects.toThrow(/style:<rule>/);
+    await expect(runCompare({ checkpoints: base, conversations: evalSet }, {})).rejects.toThrow(
+      /--judge-url/,
+    );
+    await expect(runCompare({ checkpoints: base, conversations: evalSet, samples: 'x' }, {})).rejects.toThrow(
+      /--samples/,
+    );
+  });
+});
