@@ -17,6 +17,7 @@ import { connectClient } from '../temporal/connection.js';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 import { configFromFlags } from './cli-config.js';
 import { runCompare } from './eval-compare-command.js';
+import { runSimulateCommand } from './eval-simulate-command.js';
 import { formatTable } from './operator-commands.js';
 import { taskQueueOption, temporalAddressOption } from './options.js';
 import {
@@ -425,15 +426,27 @@ export function registerEvalCommand(program: Command): void {
     )
     .option('--samples <n>', 'with --checkpoints: seeded replies per item (default 3)')
     .option('--report <dir>', 'with --checkpoints: write report.json and report.html there')
+    .option(
+      '--simulate <file>',
+      'JSONL personas ({"persona":"...","id"?,"opening"?}): a user model talks to the policy',
+    )
+    .option('--user-url <url>', 'with --simulate: the user model (OpenAI-compatible, .../v1)')
+    .option('--user-model <name>', 'with --simulate: the user model name')
+    .addOption(refusedInlineSecretOption('user-api-key'))
+    .addOption(secretFileOption('user-api-key', 'OPENCLAW_USER_API_KEY', 'user model bearer key'))
+    .option('--policy-url <url>', 'with --simulate: the policy (the gateway or an engine, .../v1)')
+    .option('--policy-model <name>', 'with --simulate: the policy model name (default "default")')
+    .option('--turns <n>', 'with --simulate: policy replies per persona (default 3)')
     .option('--json', 'print the report as JSON')
     .option(
       '--no-progress',
       'no progress bars on stderr (they are drawn only on a terminal, never with --json)',
     )
     .action(async (flags: EvalFlags & { checkpoints?: string }) => {
-      if (flags.checkpoints !== undefined) {
+      if (flags.checkpoints !== undefined || (flags as Record<string, unknown>).simulate !== undefined) {
         const { progress: _progress, json, ...compare } = flags as EvalFlags & Record<string, unknown>;
-        const compared = await runCompare(compare);
+        const compared =
+          flags.checkpoints !== undefined ? await runCompare(compare) : await runSimulateCommand(compare);
         console.log(
           json
             ? JSON.stringify(compared, null, 2)

@@ -45,7 +45,15 @@ export const compareFlagsSchema = z.object({
 export type CompareFlags = z.input<typeof compareFlagsSchema>;
 
 /** The judge's majority on a reply against the item's `next_user`: 1, 0, −1, or null without a vote. */
-function judgeScoring(flags: z.output<typeof compareFlagsSchema>, env: NodeJS.ProcessEnv): ReplyScoring {
+export interface JudgeFlags {
+  judgeUrl?: string | undefined;
+  judgeModel?: string | undefined;
+  judgeApiKey?: string | undefined;
+  judgeApiKeyFile?: string | undefined;
+  votes?: number | undefined;
+}
+
+export function judgeScoring(flags: JudgeFlags, env: NodeJS.ProcessEnv): ReplyScoring {
   if (!flags.judgeUrl && !env.OPENCLAW_JUDGE_URL)
     throw new Error(
       'give --scorer style:<rule>, or a judge with --judge-url URL (each version is its own engine)',
