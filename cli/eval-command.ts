@@ -443,7 +443,11 @@ export function registerEvalCommand(program: Command): void {
       'no progress bars on stderr (they are drawn only on a terminal, never with --json)',
     )
     .action(async (flags: EvalFlags & { checkpoints?: string }) => {
-      if (flags.checkpoints !== undefined || (flags as Record<string, unknown>).simulate !== undefined) {
+      if (
+        flags.checkpoints !== undefined ||
+        (flags as Record<string, unknown>).run !== undefined ||
+        (flags as Record<string, unknown>).simulate !== undefined
+      ) {
         const { progress: _progress, json, ...compare } = flags as EvalFlags & Record<string, unknown>;
         const compared =
           flags.checkpoints !== undefined ? await runCompare(compare) : await runSimulateCommand(compare);

@@ -13,19 +13,25 @@ import { judgeApiKey } from '../security/engine-token.js';
 import { configFromFlags } from './cli-config.js';
 import { writeVersionsReport } from './eval-report.js';
 import { compareVersions, type ReplyScoring, type VersionsReport } from './eval-versions.js';
+import { runVersions } from './run-versions.js';
 
 const number = (flag: string) => z.coerce.number({ error: `${flag} must be a number` });
 
 export const compareFlagsSchema = z.object({
   checkpoints: z
     .string()
+    .optional()
+    .default('')
     .transform((list) =>
       list
         .split(',')
         .map((p) => p.trim())
         .filter((p) => p.length > 0),
     )
-    .pipe(z.array(z.string()).min(1, '--checkpoints needs at least one folder: --checkpoints DIR,DIR')),
+    .pipe(z.array(z.string())),
+  run: z.string().min(1).optional(),
+  versions: z.string().optional(),
+  dataDir: z.string().optional(),
   conversations: z.string({ error: '--checkpoints needs --conversations FILE.jsonl (an evaluation set)' }),
   scorer: z
     .string()
@@ -99,11 +105,19 @@ export async function runCompare(
   const parsed = compareFlagsSchema.safeParse(raw);
   if (!parsed.success) throw new Error(describeZodError(parsed.error));
   const flags = parsed.data;
+  let versions = flags.checkpoints.map((model) => ({ label: basename(model), model }));
+  if (flags.run !== undefined) {
+    if (versions.length > 0) throw new Error('give --checkpoints or --run, not both');
+    const config = configFromFlags({ runId: flags.run, dataDir: flags.dataDir }, env);
+    versions = await runVersions(config, flags.run, flags.versions ?? 'all');
+  }
+  if (versions.length === 0)
+    throw new Error('name the versions: --checkpoints DIR,DIR or --run RUN_ID --versions 0,2,4|all');
   const items = parseEvalSet(await readFile(flags.conversations, 'utf8'), flags.conversations);
   const scorer = flags.scorer ? replyScorer(flags.scorer) : null;
   const scoring: ReplyScoring = scorer ? async (reply) => scorer.score(reply) : judgeScoring(flags, env);
   const report = await compareVersions(
-    flags.checkpoints.map((model) => ({ label: basename(model), model })),
+    versions,
     items,
     scorer ? scorer.name : 'judge',
     scoring,

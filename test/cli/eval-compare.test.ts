@@ -7,7 +7,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCompare } from '../../cli/eval-compare-command.js';
 import type { VersionsReport } from '../../cli/eval-versions.js';
+import { runVersions } from '../../cli/run-versions.js';
+import { loadConfig } from '../../core/config.js';
+import { lineageKey, runRecordKey } from '../../core/training-keys.js';
 import { makeTinyModel } from '../../engines/reference-engine-process.js';
+import { storeFromConfig } from '../../store/store-from-config.js';
 
 describe('eval --checkpoints', () => {
   let dir: string;
@@ -80,5 +84,47 @@ describe('eval --checkpoints', () => {
     await expect(runCompare({ checkpoints: base, conversations: evalSet, samples: 'x' }, {})).rejects.toThrow(
       /--samples/,
     );
+  });
+
+  it("names a run's versions from its lineage: v0 the base model, the others their checkpoints", async () => {
+    const loaded = loadConfig({}, { dataDir: join(dir, 'data'), engine: { model: base } });
+    if (!loaded.ok) throw new Error(loaded.error);
+    const config = loaded.config;
+    const store = storeFromConfig(config);
+    try {
+      await store.put(runRecordKey('r1'), {
+        runId: 'r1',
+        incarnation: 'inc-2',
+        startedAt: '2026-01-01T00:00:00Z',
+      });
+      for (const version of [1, 2])
+        await store.put(lineageKey('r1', version, 'inc-2'), {
+          version,
+          stepId: `s${version}`,
+          sampleIds: [],
+          checkpoint: `/ckpt/v${version}`,
+          metrics: {},
+          incarnation: 'inc-2',
+        });
+      // An older incarnation's version 3 is not this run's.
+      await store.put(lineageKey('r1', 3, 'inc-1'), {
+        version: 3,
+        checkpoint: '/old/v3',
+        incarnation: 'inc-1',
+      });
+    } finally {
+      await store.close?.();
+    }
+    expect(await runVersions(config, 'r1', 'all')).toEqual([
+      { label: 'v0', model: base },
+      { label: 'v1', model: '/ckpt/v1' },
+      { label: 'v2', model: '/ckpt/v2' },
+    ]);
+    expect(await runVersions(config, 'r1', '2,0')).toEqual([
+      { label: 'v2', model: '/ckpt/v2' },
+      { label: 'v0', model: base },
+    ]);
+    await expect(runVersions(config, 'r1', '3')).rejects.toThrow(/no version 3 .*published: 1, 2/);
+    await expect(runVersions(config, 'r1', 'last')).rejects.toThrow(/--versions/);
   });
 });
