@@ -420,6 +420,9 @@ export function registerEvalCommand(program: Command): void {
       '--checkpoints <dirs>',
       'compare these model folders (comma-separated) on --conversations, in order',
     )
+    .option('--run <runId>', "compare this run's versions (its lineage in the sample store; with --versions)")
+    .option('--versions <list>', 'with --run: 0,2,4 or all (default all; 0 is the base model)')
+    .option('--data-dir <dir>', 'with --run: the data dir of its sample store (OPENCLAW_DATA_DIR)')
     .option(
       '--scorer <name>',
       'with --checkpoints: a style:<rule> scorer instead of the judge (style:vowels)',
@@ -450,7 +453,7 @@ export function registerEvalCommand(program: Command): void {
       ) {
         const { progress: _progress, json, ...compare } = flags as EvalFlags & Record<string, unknown>;
         const compared =
-          flags.checkpoints !== undefined ? await runCompare(compare) : await runSimulateCommand(compare);
+          compare.simulate === undefined ? await runCompare(compare) : await runSimulateCommand(compare);
         console.log(
           json
             ? JSON.stringify(compared, null, 2)
