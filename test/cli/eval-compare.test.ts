@@ -1,9 +1,10 @@
 // `eval --checkpoints`: two real model folders, each served by a reference engine in turn, scored by a style rule;
 // the report files hold a mean per version and an item table. The tiny models' words are random: the structure
 // is asserted, not the values.
-import { cp, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import puppeteer from 'puppeteer-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCompare } from '../../cli/eval-compare-command.js';
 import type { VersionsReport } from '../../cli/eval-versions.js';
@@ -72,6 +73,30 @@ describe('eval --checkpoints', () => {
     expect(html).not.toMatch(/<script[^>]+src=/);
     expect(html).toContain('<td>weather</td>');
     expect(lines.some((l) => l.startsWith('report '))).toBe(true);
+
+    // As a person sees it: a real browser, offline, draws the chart and the table; the screenshot is kept.
+    const browser = await puppeteer.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      args: ['--no-sandbox', '--headless=new'],
+    });
+    try {
+      const page = await browser.newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (error) => errors.push(String(error)));
+      await page.setRequestInterception(true);
+      page.on('request', (request) =>
+        request.url().startsWith('file:') ? request.continue() : request.abort(),
+      );
+      await page.goto(`file://${join(reportDir, 'report.html')}`);
+      await page.waitForSelector('#chart canvas');
+      expect(await page.$$eval('#items tbody tr', (rows) => rows.length)).toBe(3);
+      expect(errors).toEqual([]);
+      const artefacts = process.env.OPENCLAW_TEST_ARTEFACTS ?? join(tmpdir(), 'openclaw-test-artefacts');
+      await mkdir(artefacts, { recursive: true });
+      await page.screenshot({ path: join(artefacts, 'eval-report.png'), fullPage: true });
+    } finally {
+      await browser.close();
+    }
   }, 300_000);
 
   it('says what to fix in bad flags', async () => {
