@@ -16,6 +16,8 @@ import { engineToken, judgeApiKey } from '../security/engine-token.js';
 import { connectClient } from '../temporal/connection.js';
 import { ENV_TASK_QUEUE } from '../temporal/task-queues.js';
 import { configFromFlags } from './cli-config.js';
+import { runCompare } from './eval-compare-command.js';
+import { runSimulateCommand } from './eval-simulate-command.js';
 import { formatTable } from './operator-commands.js';
 import { taskQueueOption, temporalAddressOption } from './options.js';
 import {
@@ -414,12 +416,53 @@ export function registerEvalCommand(program: Command): void {
     .addOption(taskQueueOption('control worker queue, for --env (default control)'))
     .option('--env-queue <queue>', 'env worker queue, for --env (default env)')
     .option('--max-turns <n>', 'model turns per rollout, for --env (default 10)')
+    .option(
+      '--checkpoints <dirs>',
+      'compare these model folders (comma-separated) on --conversations, in order',
+    )
+    .option('--run <runId>', "compare this run's versions (its lineage in the sample store; with --versions)")
+    .option('--versions <list>', 'with --run: 0,2,4 or all (default all; 0 is the base model)')
+    .option('--data-dir <dir>', 'with --run: the data dir of its sample store (OPENCLAW_DATA_DIR)')
+    .option(
+      '--scorer <name>',
+      'with --checkpoints: a style:<rule> scorer instead of the judge (style:vowels)',
+    )
+    .option('--samples <n>', 'with --checkpoints: seeded replies per item (default 3)')
+    .option('--report <dir>', 'with --checkpoints: write report.json and report.html there')
+    .option(
+      '--simulate <file>',
+      'JSONL personas ({"persona":"...","id"?,"opening"?}): a user model talks to the policy',
+    )
+    .option('--user-url <url>', 'with --simulate: the user model (OpenAI-compatible, .../v1)')
+    .option('--user-model <name>', 'with --simulate: the user model name')
+    .addOption(refusedInlineSecretOption('user-api-key'))
+    .addOption(secretFileOption('user-api-key', 'OPENCLAW_USER_API_KEY', 'user model bearer key'))
+    .option('--policy-url <url>', 'with --simulate: the policy (the gateway or an engine, .../v1)')
+    .option('--policy-model <name>', 'with --simulate: the policy model name (default "default")')
+    .option('--turns <n>', 'with --simulate: policy replies per persona (default 3)')
     .option('--json', 'print the report as JSON')
     .option(
       '--no-progress',
       'no progress bars on stderr (they are drawn only on a terminal, never with --json)',
     )
-    .action(async (flags: EvalFlags) => {
+    .action(async (flags: EvalFlags & { checkpoints?: string }) => {
+      if (
+        flags.checkpoints !== undefined ||
+        (flags as Record<string, unknown>).run !== undefined ||
+        (flags as Record<string, unknown>).simulate !== undefined
+      ) {
+        const { progress: _progress, json, ...compare } = flags as EvalFlags & Record<string, unknown>;
+        const compared =
+          compare.simulate === undefined ? await runCompare(compare) : await runSimulateCommand(compare);
+        console.log(
+          json
+            ? JSON.stringify(compared, null, 2)
+            : compared.versions
+                .map((v) => `${v.label}\t${v.mean === null ? '-' : v.mean.toFixed(3)}`)
+                .join('\n'),
+        );
+        return;
+      }
       const report = await runEval(flags);
       console.log(flags.json ? JSON.stringify(report, null, 2) : formatEvalReport(report));
     });

@@ -24,6 +24,7 @@ import { startWorkerTelemetry } from '../workers/worker-telemetry.js';
 import { pauseUpdate, resumeUpdate } from '../workflows/training-signals.js';
 import { type CommonFlags, configFromFlags } from './cli-config.js';
 import { registerCodecServerCommand } from './codec-server-command.js';
+import { registerDemoCommand } from './demo-command.js';
 import { runDev } from './dev.js';
 import { launchEngine, launchJudgeEngine } from './engine-launch.js';
 import { registerEvalCommand } from './eval-command.js';
@@ -348,6 +349,7 @@ registerOperatorCommands(program, train);
 registerKeyCommands(program);
 registerCodecServerCommand(program);
 registerEvalCommand(program);
+registerDemoCommand(program);
 registerImageCommands(program);
 registerGpuCommands(program);
 // Env hosts run containers through the local Docker engine (DOCKER_HOST or its socket).
