@@ -116,15 +116,25 @@ export function demoEvalSet(): EvalSetItem[] {
 }
 
 /**
- * The config with the publish gate pointed at the demo's evaluation set and scorer, when this build's schema has
- * `training.gate` (a strict schema refuses an unknown key); unchanged otherwise.
+ * The config with the publish gate on the demo's evaluation set, scorer, reply length and samples, so every version
+ * is scored before it is served (its score is in the lineage, which the dashboard plots) and one that scores below
+ * the served version is held. The gate's threshold stays the configured one (OPENCLAW_GATE_THRESHOLD).
  */
-export function withDemoGate(config: OpenClawConfig, evalSet: string, scorer: string): OpenClawConfig {
-  for (const gate of [{ evalSet, scorer }, { evalSet }]) {
-    const parsed = parseConfig({ ...config, training: { ...config.training, gate } });
-    if (parsed.ok) return parsed.config;
-  }
-  return config;
+export function withDemoGate(
+  config: OpenClawConfig,
+  evalSet: string,
+  options: Pick<DemoOptions, 'scorer' | 'maxTokens' | 'samples'>,
+): OpenClawConfig {
+  const gate = {
+    ...config.training.gate,
+    evalSet,
+    scorer: options.scorer,
+    maxTokens: options.maxTokens,
+    samples: options.samples,
+  };
+  const parsed = parseConfig({ ...config, training: { ...config.training, gate } });
+  if (!parsed.ok) throw new Error(`the demo's publish gate: ${parsed.error}`);
+  return parsed.config;
 }
 
 const chatReplySchema = z.looseObject({
@@ -300,7 +310,7 @@ export async function runLearningDemo(run: DemoRun): Promise<DemoResult> {
       .map((item) => JSON.stringify(item))
       .join('\n')}\n`,
   );
-  const config = withDemoGate(run.config, evalSetPath, options.scorer);
+  const config = withDemoGate(run.config, evalSetPath, options);
 
   const host = config.gateway.host === '0.0.0.0' ? '127.0.0.1' : config.gateway.host;
   const gatewayUrl = `http://${host}:${config.gateway.port}`;

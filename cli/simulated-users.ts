@@ -4,6 +4,7 @@
 import OpenAI from 'openai';
 import { z } from 'zod';
 import type { EvalSetItem } from '../core/eval-set.js';
+import { parseJsonLines } from '../core/jsonl.js';
 import type { ItemScores, ReplyScoring, VersionsReport } from './eval-versions.js';
 
 export const personaSchema = z.strictObject({
@@ -17,24 +18,10 @@ export type Persona = z.output<typeof personaSchema>;
 
 /** Parses a JSONL text of personas; a bad line is reported with its number. */
 export function parsePersonas(text: string, source: string): Persona[] {
-  const out: Persona[] = [];
-  text.split('\n').forEach((line, index) => {
-    if (line.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      throw new Error(`${source}:${index + 1}: not JSON (${(error as Error).message})`);
-    }
-    const parsed = personaSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new Error(`${source}:${index + 1}: ${issue?.path.join('.') || '(line)'}: ${issue?.message}`);
-    }
-    out.push({ ...parsed.data, id: parsed.data.id ?? `persona-${index + 1}` });
-  });
-  if (out.length === 0) throw new Error(`${source} holds no personas`);
-  return out;
+  return parseJsonLines(text, source, personaSchema, 'personas').map(({ line, value }) => ({
+    ...value,
+    id: value.id ?? `persona-${line}`,
+  }));
 }
 
 export interface ChatEndpoint {

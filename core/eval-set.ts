@@ -2,6 +2,7 @@
 // deterministic reply scorer (core/reply-scorers.ts). One JSON object per line, the same file for
 // `openclaw-rl eval` and a run's publish gate (docs/evaluation.md).
 import { z } from 'zod';
+import { parseJsonLines } from './jsonl.js';
 
 const evalMessageSchema = z.looseObject({
   role: z.enum(['system', 'developer', 'user', 'assistant', 'tool']),
@@ -21,24 +22,8 @@ export type EvalSetItem = z.output<typeof evalSetItemSchema>;
 
 /** Parses a JSONL text; every bad line is reported with its number (`source:line: what is wrong`). */
 export function parseEvalSet(text: string, source: string): EvalSetItem[] {
-  const out: EvalSetItem[] = [];
-  text.split('\n').forEach((line, index) => {
-    if (line.trim() === '') return;
-    let value: unknown;
-    try {
-      value = JSON.parse(line);
-    } catch (error) {
-      throw new Error(`${source}:${index + 1}: not JSON (${(error as Error).message})`);
-    }
-    const parsed = evalSetItemSchema.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new Error(
-        `${source}:${index + 1}: ${issue?.path.join('.') || '(line)'}: ${issue?.message ?? 'invalid'}`,
-      );
-    }
-    out.push({ ...parsed.data, id: parsed.data.id ?? `line-${index + 1}` });
-  });
-  if (out.length === 0) throw new Error(`${source} holds no conversations`);
-  return out;
+  return parseJsonLines(text, source, evalSetItemSchema, 'conversations').map(({ line, value }) => ({
+    ...value,
+    id: value.id ?? `line-${line}`,
+  }));
 }

@@ -17,8 +17,10 @@ import { loadConfig, type OpenClawConfig } from '../../core/config.js';
 import { parseEvalSet } from '../../core/eval-set.js';
 import { makeTinyModel } from '../../engines/reference-engine-process.js';
 import { storeFromConfig } from '../../store/store-from-config.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
+import { lineageQuery } from '../../workflows/training-signals.js';
 import { freePort } from '../support/free-port.js';
-import { testPayloadKeysEnv, uniqueTaskQueue } from '../support/temporal.js';
+import { connectTestClient, testPayloadKeysEnv, uniqueTaskQueue } from '../support/temporal.js';
 
 const VERSIONS = 10;
 
@@ -78,13 +80,30 @@ describe('the learning demo', () => {
     });
 
     const scores = result.scores;
-    expect(scores.map((s) => s.version)).toEqual(Array.from({ length: VERSIONS + 1 }, (_, v) => v));
+    // Served versions only: one the publish gate held is never measured (the next served one is).
+    const versions = scores.map((s) => s.version);
+    expect(versions[0]).toBe(0);
+    expect(versions.every((v, i) => i === 0 || v > (versions[i - 1] ?? 0))).toBe(true);
+    expect(versions.at(-1)).toBeGreaterThanOrEqual(VERSIONS);
     for (const s of scores) expect(s.items).toBe(DEMO_HELD_OUT_PROMPTS.length);
     const late = scores.slice(-3).reduce((sum, s) => sum + s.score, 0) / 3;
     expect(late, lines.join('\n')).toBeGreaterThan((scores[0]?.score ?? 1) + 0.03);
 
     expect(lines).toContain(`dashboard ${result.gatewayUrl}/dashboard`);
-    expect(lines.filter((l) => l.startsWith('version '))).toHaveLength(VERSIONS + 1);
+    expect(lines.filter((l) => l.startsWith('version '))).toHaveLength(scores.length);
+    // The publish gate scored every version on the demo's held-out set with the same rule before serving it.
+    const { client, connection } = await connectTestClient();
+    try {
+      const lineage = await client.workflow
+        .getHandle(trainingWorkflowId(config.runId))
+        .query(lineageQuery);
+      expect(lineage.length).toBeGreaterThanOrEqual(VERSIONS);
+      for (const entry of lineage) expect(entry.evaluation?.scorer).toBe('style:vowels');
+      const served = lineage.filter((e) => e.evaluation?.decision === 'served').map((e) => e.version);
+      for (const v of versions.slice(1)) expect(served).toContain(v);
+    } finally {
+      await connection.close();
+    }
     // The held-out set is an evaluation set file, and the scores are in the store for a dashboard.
     const evalSet = parseEvalSet(await readFile(result.evalSetPath, 'utf8'), result.evalSetPath);
     expect(evalSet.map((item) => item.messages[0]?.content)).toEqual([...DEMO_HELD_OUT_PROMPTS]);
