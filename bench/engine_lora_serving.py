@@ -1,6 +1,7 @@
 """LoRA adapters served beside the base in the reference engine: memory per adapter and batched throughput.
 
     PYTHONPATH=engine .venv/bin/python bench/engine_lora_serving.py [--rank 16] [--new-tokens 64] [--rounds 3]
+        [--device cpu|cuda]
 
 In process (no HTTP), on the tiny model built in a temporary folder: four PEFT adapters on every linear layer
 of the decoder (q/k/v/o/gate/up/down_proj, as the trainer writes them). Prints
@@ -86,11 +87,12 @@ def main() -> None:
     parser.add_argument("--prompt-tokens", type=int, default=64)
     parser.add_argument("--new-tokens", type=int, default=64)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--device", default="cpu", help="cpu | cuda")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         base = make_tiny_model(Path(tmp) / "base")
-        runner = ModelRunner(str(base))
+        runner = ModelRunner(str(base), device=args.device)
         names = [f"lora{i}" for i in range(4)]
         for i, name in enumerate(names):
             ok, message = runner.load_lora_adapter(
