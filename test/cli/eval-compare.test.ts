@@ -91,7 +91,7 @@ describe('eval --checkpoints', () => {
       await page.waitForSelector('#chart canvas');
       expect(await page.$$eval('#items tbody tr', (rows) => rows.length)).toBe(3);
       expect(errors).toEqual([]);
-      const artefacts = process.env.OPENCLAW_TEST_ARTEFACTS ?? join(tmpdir(), 'openclaw-test-artefacts');
+      const artefacts = join(process.cwd(), 'test-artifacts');
       await mkdir(artefacts, { recursive: true });
       await page.screenshot({ path: join(artefacts, 'eval-report.png'), fullPage: true });
     } finally {
