@@ -3,7 +3,8 @@
 # generation at concurrency 1/8/32, turns over a 17k-token shared prefix and /train_step (bench/engine_bench.py,
 # reference engine only), then LoRA adapters served beside the base (bench/engine_lora_serving.py). For a GPU
 # machine whose Python already has torch; the engine's other packages may come as wheels in .whl/
-# (installed into /tmp/site). Figures go to stdout and, when OUT is set, to $OUT/*.txt. Never passes or fails on time.
+# (installed into /tmp/site). Figures go to stdout and, when OUT is set, to $OUT/*.txt, each bench's with its
+# load label (bench/machine_load.py: quiet or LOADED). Never passes or fails on time.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3}"

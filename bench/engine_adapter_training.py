@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from machine_load import report_load  # bench/machine_load.py: this script's own folder
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -113,10 +115,8 @@ def main() -> None:
             from openclaw_engine.tiny_model import make_tiny_model
 
             model = str(make_tiny_model(Path(tmp) / "tiny"))
-        print(
-            f"load average at start: {os.getloadavg()[0]:.2f}; "
-            f"rank {args.rank}, {args.tokens} tokens x 4 samples per step"
-        )
+        load_at_end = report_load("adapter training bench")
+        print(f"rank {args.rank}, {args.tokens} tokens x 4 samples per step")
         header = (
             "adapters  adapter params  Adam state  base params  RSS start  +1st step  +all steps"
             "  RSS/adapter  1st step  later step (median)"
@@ -157,7 +157,7 @@ def main() -> None:
                 f"  {m['rss_after_all_mib'] - m['rss_start_mib']:+7.0f} MiB  {per:8.2f} MiB"
                 f"  {m['first_step_s']:6.3f} s  {later}"
             )
-        print(f"load average at end: {os.getloadavg()[0]:.2f}")
+        load_at_end()
 
 
 if __name__ == "__main__":

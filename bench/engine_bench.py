@@ -34,6 +34,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+from machine_load import report_load  # bench/machine_load.py: this script's own folder
 
 ROOT = Path(__file__).resolve().parent.parent
 VLLM_PYTHON = ROOT / ".venv-vllm" / "bin" / "python"
@@ -278,20 +279,6 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-QUIET_LOAD = 2.0
-
-
-def _load() -> str:
-    return " ".join(f"{value:.2f}" for value in os.getloadavg())
-
-
-def _load_verdict(start: float, end: float) -> str:
-    """Quiet only below a one-minute load of 2 at both ends (bench/support/machine-load.ts says the same)."""
-    if start < QUIET_LOAD and end < QUIET_LOAD:
-        return "a quiet machine (below 2 at start and end): figures goals are judged on"
-    return "LOADED (2 or more at start or end): not quiet-machine figures; orders can flip"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -310,8 +297,7 @@ def main() -> None:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     levels = [int(c) for c in args.concurrency.split(",")]
     engines = [e.strip() for e in args.engines.split(",") if e.strip()]
-    start_load = os.getloadavg()[0]
-    print(f"engine bench: {os.cpu_count()} cores, load average at start {_load()}")
+    load_at_end = report_load("engine bench")
 
     with tempfile.TemporaryDirectory() as tmp:
         model = args.model
@@ -374,7 +360,8 @@ def main() -> None:
                 f" 16 prefills of the same batch {train['prefill_median_s']:.2f} s;"
                 f" ratio train/prefill = {train['ratio_vs_prefill']:.1f}"
             )
-    print(f"\nload average at end {_load()}: {_load_verdict(start_load, os.getloadavg()[0])}")
+    print()
+    load_at_end()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import statistics
 import tempfile
@@ -24,6 +23,7 @@ import time
 from pathlib import Path
 
 import torch
+from machine_load import report_load  # bench/machine_load.py: this script's own folder
 from openclaw_engine.generation_result import collect
 from openclaw_engine.model_runner import GenerationRequest, ModelRunner
 from openclaw_engine.sampling import SamplingParams
@@ -89,7 +89,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--device", default="cpu", help="cpu | cuda")
     args = parser.parse_args()
-    print(f"load average at start: {os.getloadavg()[0]:.2f}")
+    load_at_end = report_load("LoRA serving bench")
     with tempfile.TemporaryDirectory() as tmp:
         base = make_tiny_model(Path(tmp) / "base")
         runner = ModelRunner(str(base), device=args.device)
@@ -129,7 +129,7 @@ def main() -> None:
         for label, value in figures.items():
             print(f"8 concurrent, {label}: {value:.1f} tokens/s (median of {args.rounds})")
         print(f"ratio 4 adapters / all base: {figures['4 adapters'] / figures['all base']:.2f}x")
-    print(f"load average at end: {os.getloadavg()[0]:.2f}")
+    load_at_end()
 
 
 if __name__ == "__main__":

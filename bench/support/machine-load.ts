@@ -1,34 +1,51 @@
-// How busy the machine was while a benchmark ran: the load average at its start and at its end, and whether
-// its figures count as quiet-machine figures (goals are judged on those: under load, orders can flip). Every
-// benchmark prints both lines; bench/engine_bench.py does the same in Python.
+// How busy the machine was while a benchmark ran: the one-minute load average before and after it, and whether
+// its figures count as quiet-machine figures (goals are judged on those: under load, orders can flip). A label,
+// never a gate: no benchmark passes or fails on it. bench/machine_load.py says the same for the Python benches.
 
 import { cpus, loadavg } from 'node:os';
 
-/** Above this one-minute load average, at the start or the end, a run's figures are loaded ones. */
+/** At or above this one-minute load average, before or after, a run's figures are loaded ones. */
 export const QUIET_LOAD = 2;
 
-function reading(): string {
-  return loadavg()
-    .map((value) => value.toFixed(2))
-    .join(' ');
+/** What a benchmark records beside its figures (and in any JSON it writes). */
+export interface MachineLoad {
+  before: number;
+  after: number;
+  quiet: boolean;
+  label: string;
+}
+
+/** `load average before 1.23 / after 1.80: quiet`, or `…: LOADED (above 2): …` when either is 2 or more. */
+export function machineLoad(before: number, after: number): MachineLoad {
+  const quiet = before < QUIET_LOAD && after < QUIET_LOAD;
+  const verdict = quiet
+    ? 'quiet'
+    : `LOADED (above ${QUIET_LOAD}): these figures are not the ones goals are judged on`;
+  return {
+    before,
+    after,
+    quiet,
+    label: `load average before ${before.toFixed(2)} / after ${after.toFixed(2)}: ${verdict}`,
+  };
+}
+
+function oneMinute(): number {
+  return loadavg()[0] ?? 0;
 }
 
 /**
- * Prints `load average at start …` now and returns what prints the end line with the verdict: `quiet` only when
- * the one-minute load was below QUIET_LOAD at both ends.
+ * Prints the load average now (all three figures, so a run that dies still shows it) and returns what prints the
+ * label at the end and returns it as a record.
  */
-export function reportLoad(bench: string): () => void {
-  const [startLoad = 0] = loadavg();
-  console.log(`${bench}: ${cpus().length} cores, load average at start ${reading()}`);
+export function reportLoad(bench: string): () => MachineLoad {
+  const before = oneMinute();
+  const reading = loadavg()
+    .map((value) => value.toFixed(2))
+    .join(' ');
+  console.log(`${bench}: ${cpus().length} cores, load average before ${reading}`);
   return () => {
-    const [endLoad = 0] = loadavg();
-    const quiet = startLoad < QUIET_LOAD && endLoad < QUIET_LOAD;
-    console.log(
-      `load average at end ${reading()}: ${
-        quiet
-          ? 'a quiet machine (below 2 at start and end): figures goals are judged on'
-          : 'LOADED (2 or more at start or end): not quiet-machine figures; orders can flip'
-      }`,
-    );
+    const load = machineLoad(before, oneMinute());
+    console.log(load.label);
+    return load;
   };
 }
