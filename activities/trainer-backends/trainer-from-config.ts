@@ -1,6 +1,6 @@
 /**
  * The trainer backend the configuration names (`OPENCLAW_TRAINER`): the reference engine over HTTP, slime in
- * one container per step, or Tinker through its sidecar. Workers build their trainer here, so every process
+ * one container per step, or Tinker or Fireworks through their sidecars. Workers build their trainer here, so every process
  * that trains reads the same options (docs/configuration.md).
  */
 
@@ -9,6 +9,7 @@ import type { OpenClawConfig } from '../../core/config.js';
 import { adapterName } from '../../core/tenant-adapters.js';
 import { engineAuthHeaders } from '../../security/engine-token.js';
 import type { TrainerBackend } from '../trainer-backend.js';
+import { FireworksTrainerBackend } from './fireworks-trainer.js';
 import { ReferenceTrainerBackend } from './reference-trainer.js';
 import { SPEC_LORA } from './slime-arguments.js';
 import { referenceEpochCommand, slimeEpochCommand } from './slime-epoch-command.js';
@@ -65,6 +66,11 @@ export function trainerFromConfig(
     case 'tinker':
       return new TinkerTrainerBackend(
         config.trainer.tinkerUrl || config.engine.url,
+        engineAuthHeaders(config),
+      );
+    case 'fireworks':
+      return new FireworksTrainerBackend(
+        config.trainer.fireworksUrl || config.engine.url,
         engineAuthHeaders(config),
       );
   }

@@ -2,6 +2,7 @@
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultLossConfig, defaultOptimizerConfig } from '../../activities/trainer-backend.js';
+import { FireworksTrainerBackend } from '../../activities/trainer-backends/fireworks-trainer.js';
 import { ReferenceTrainerBackend } from '../../activities/trainer-backends/reference-trainer.js';
 import { gpuDeviceRequests, SlimeTrainerBackend } from '../../activities/trainer-backends/slime-trainer.js';
 import { TinkerTrainerBackend } from '../../activities/trainer-backends/tinker-trainer.js';
@@ -49,6 +50,24 @@ describe('trainerFromConfig', () => {
       trainerFromConfig(load({ OPENCLAW_TRAINER: 'tinker', OPENCLAW_TINKER_URL: 'http://sidecar:8001' }))
         .name,
     ).toBe('tinker');
+  });
+
+  // An operator switches to Fireworks but leaves a KL coefficient or a top-K teacher set: the config check
+  // names the option rather than letting a step drop the term.
+  it('builds the Fireworks trainer on its sidecar URL and refuses what Fireworks cannot train', () => {
+    const trainer = trainerFromConfig(
+      load({ OPENCLAW_TRAINER: 'fireworks', OPENCLAW_FIREWORKS_URL: 'http://fireworks:30000' }),
+    );
+    expect(trainer).toBeInstanceOf(FireworksTrainerBackend);
+    expect(trainer.name).toBe('fireworks');
+    const kl = loadConfig({ OPENCLAW_TRAINER: 'fireworks', OPENCLAW_KL_COEF: '0.1' });
+    expect(kl.ok ? '' : kl.error).toContain('loss.klCoef');
+    const topK = loadConfig({
+      OPENCLAW_TRAINER: 'fireworks',
+      OPENCLAW_METHOD: 'opd',
+      OPENCLAW_TEACHER_TOP_K: '8',
+    });
+    expect(topK.ok ? '' : topK.error).toMatch(/teacher\.topK .*top-K tokens/);
   });
 
   it('builds the slime trainer with the configured image, folders, GPUs and arguments', () => {

@@ -1,0 +1,72 @@
+"""HTTP routes of the Fireworks sidecar: the reference engine's training routes, `/export_for_serving`, and
+`/update_weights_from_disk`, which the publish step calls on the serving engine: here it hot-loads the
+export's snapshot into the Fireworks deployment that serves the policy. Given a `FireworksRunner`, the
+sidecar is also the policy engine the gateway talks to: the reference engine's serving routes, sampling on
+the deployment (and `/update_weights_from_disk` is then the runner's, which hot-loads the same way)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, FastAPI
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict
+
+from ..access import EngineAccess, TokenMiddleware
+from ..errors import install_error_handlers
+from ..fireworks_runner import FireworksRunner
+from ..server import create_app as create_serving_app
+from ..sidecar_routes import cloud_training_router
+from .trainer import FireworksTrainer
+
+# Training batches are larger than chat requests; the reference engine's 64 MiB would be tight.
+DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024
+
+
+class HotLoadRequest(BaseModel):
+    """The serving engines' publish body (engines/sglang-adapter.ts `publishWeights`)."""
+
+    model_config = ConfigDict(extra="ignore")
+    model_path: str
+    weight_version: str = ""
+
+
+def training_router(trainer: FireworksTrainer, roots: Any, *, hot_load_route: bool) -> APIRouter:
+    app = cloud_training_router(trainer, roots)
+
+    if hot_load_route:
+
+        @app.post("/update_weights_from_disk")
+        async def update_weights_from_disk(request: HotLoadRequest) -> dict[str, Any]:
+            path = str(roots.readable(request.model_path, "model_path"))
+            return await run_in_threadpool(trainer.hot_load, path, request.weight_version)
+
+    return app
+
+
+def create_app(
+    trainer: FireworksTrainer,
+    runner: FireworksRunner | None = None,
+    *,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    access: EngineAccess | None = None,
+) -> FastAPI:
+    access = access or EngineAccess()
+    if runner is not None:
+        return create_serving_app(
+            runner,
+            max_body_bytes=max_body_bytes,
+            extra_routers=[training_router(trainer, access.roots, hot_load_route=False)],
+            access=access,
+        )
+    app = FastAPI(title="openclaw fireworks sidecar")
+    install_error_handlers(app)
+    if access.token:
+        app.add_middleware(TokenMiddleware, token=access.token)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"ok": True}
+
+    app.include_router(training_router(trainer, access.roots, hot_load_route=True))
+    return app
