@@ -1,10 +1,13 @@
 // `openclaw-rl demo`: the learning demo (cli/learning-demo.ts) with the usual config flags and environment.
+import { readFile } from 'node:fs/promises';
 import { type Command, Option } from 'commander';
 import { z } from 'zod';
 import { describeZodError } from '../core/training-settings.js';
+import { parseApiKeysFile } from '../security/api-keys.js';
 import { type CommonFlags, configFromFlags } from './cli-config.js';
+import { runGatewayDemo } from './gateway-demo.js';
 import { DEMO_DEFAULTS, DEMO_ENV_DEFAULTS, demoOptionsSchema, runLearningDemo } from './learning-demo.js';
-import { temporalAddressOption, untilStopped } from './options.js';
+import { integer, temporalAddressOption, untilStopped } from './options.js';
 
 interface DemoFlags extends CommonFlags {
   versions?: string;
@@ -12,6 +15,8 @@ interface DemoFlags extends CommonFlags {
   maxTokens?: string;
   samples?: string;
   exit?: boolean;
+  gatewayUrl?: string;
+  apiKeyFile?: string;
 }
 
 const count = (flag: string) =>
@@ -26,7 +31,24 @@ const flagsSchema = z.object({
   maxTokens: count('--max-tokens'),
   samples: count('--samples'),
   exit: z.boolean().optional(),
+  gatewayUrl: z.url({ protocol: /^https?$/, error: '--gateway-url must be an http(s) URL' }).optional(),
+  apiKeyFile: z.string().min(1).optional(),
 });
+
+/** The key for `--gateway-url`: the first key of `--api-key-file` (a gateway keys file, or just the key), else OPENCLAW_API_KEY. */
+async function gatewayApiKey(file: string | undefined): Promise<string> {
+  if (file !== undefined) {
+    const key = parseApiKeysFile(await readFile(file, 'utf8'))[0]?.key;
+    if (!key) throw new Error(`--api-key-file ${file} holds no key`);
+    return key;
+  }
+  const key = process.env.OPENCLAW_API_KEY?.trim();
+  if (!key)
+    throw new Error(
+      "--gateway-url needs the gateway's API key: --api-key-file FILE or OPENCLAW_API_KEY (compose: docker compose exec gateway cat /keys/api-keys)",
+    );
+  return key;
+}
 
 export function registerDemoCommand(program: Command): void {
   program
@@ -44,6 +66,18 @@ export function registerDemoCommand(program: Command): void {
     )
     .addOption(new Option('--exit', 'stop when the scores are printed, rather than keep serving'))
     .addOption(
+      new Option(
+        '--gateway-url <url>',
+        "drive a running gateway (compose with docker-compose.demo.yml) instead of starting a stack; prints its publish gate's scores",
+      ),
+    )
+    .addOption(
+      new Option(
+        '--api-key-file <file>',
+        "with --gateway-url: the gateway's API key (else OPENCLAW_API_KEY)",
+      ),
+    )
+    .addOption(
       new Option('--batch-size <n>', 'samples per training step (OPENCLAW_BATCH_SIZE; demo default 4)'),
     )
     .addOption(new Option('--port <port>', 'gateway port (OPENCLAW_GATEWAY_PORT; default 8000)'))
@@ -55,11 +89,28 @@ export function registerDemoCommand(program: Command): void {
     .action(async (raw: DemoFlags) => {
       const parsed = flagsSchema.safeParse(raw);
       if (!parsed.success) throw new Error(describeZodError(parsed.error));
+      const { gatewayUrl, apiKeyFile, ...demoFlags } = parsed.data;
       const options = demoOptionsSchema.safeParse({
         ...DEMO_DEFAULTS,
-        ...Object.fromEntries(Object.entries(parsed.data).filter(([, v]) => v !== undefined)),
+        ...Object.fromEntries(Object.entries(demoFlags).filter(([, v]) => v !== undefined)),
       });
       if (!options.success) throw new Error(describeZodError(options.error));
+      if (gatewayUrl !== undefined) {
+        // The stack's own settings train and gate (docker-compose.demo.yml); this process only talks and rates.
+        await runGatewayDemo({
+          gatewayUrl,
+          apiKey: await gatewayApiKey(apiKeyFile),
+          versions: options.data.versions,
+          scorer: options.data.scorer,
+          maxTokens: options.data.maxTokens,
+          gain: options.data.gain,
+          batchSize:
+            integer('--batch-size', raw.batchSize ?? process.env.OPENCLAW_BATCH_SIZE) ??
+            Number(DEMO_ENV_DEFAULTS.OPENCLAW_BATCH_SIZE),
+          versionTimeoutMs: options.data.versionTimeoutMs,
+        });
+        return;
+      }
       // The demo's run settings sit under the environment and flags, which may still change them.
       const env = { ...DEMO_ENV_DEFAULTS, ...process.env };
       const config = configFromFlags(raw, env);

@@ -158,7 +158,7 @@ async function postJson(url: string, body: unknown, headers: Record<string, stri
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Ratings centred on a running mean of the scores, so every batch has replies above and below it. */
-class RunningBaseline {
+export class RunningBaseline {
   private value: number | null = null;
   constructor(private readonly gain: number) {}
   rate(score: number): number {

@@ -10,6 +10,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import type { Caller } from '../auth.js';
 import { invalidRequest, notFound } from '../openai-errors.js';
+import { AgenticStepsViews } from './agentic-steps-view.js';
 import { agenticRuns } from './agentic-view.js';
 import type { DashboardSources } from './dashboard-sources.js';
 import { RunViews } from './run-view.js';
@@ -56,6 +57,7 @@ export function registerDashboard(
   callerOf: (request: FastifyRequest) => Caller,
 ): void {
   const runs = new RunViews(sources);
+  const agenticSteps = new AgenticStepsViews(sources.store);
 
   for (const [path, asset] of Object.entries(ASSETS))
     routes.get(path, async (_request, reply) => {
@@ -87,4 +89,12 @@ export function registerDashboard(
     object: 'list',
     data: await agenticRuns(sources.temporal),
   }));
+
+  // A Track 2 run is the operator's, not a tenant's (like the shared run): every key may read its steps.
+  routes.get('/dashboard/api/agentic/:runId/steps', async (request) => {
+    const { runId } = parsed(runParamsSchema, request.params, 'path');
+    const view = await agenticSteps.view(runId);
+    if (!view) throw notFound(`no agentic run ${runId}`);
+    return { object: 'agentic_steps', ...view };
+  });
 }

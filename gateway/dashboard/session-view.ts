@@ -2,7 +2,7 @@
 // scoring made of it (its sample or exclusion, with the judge's votes and hint) and the explicit feedback it got.
 // Only sessions whose id carries the caller's tenant are read, so one tenant never sees another's.
 
-import { flattenContent } from '../../core/chat-messages.js';
+import { type ChatContentPart, flattenContent } from '../../core/chat-messages.js';
 import { type FeedbackRecord, feedbackPrefix } from '../../core/feedback.js';
 import { clientSessionId, tenantOfSession } from '../../core/tenant.js';
 import { exclusionKey, sampleKey, type TurnRecord } from '../../core/turn-record.js';
@@ -92,7 +92,7 @@ async function turnView(store: SampleStore, record: TurnRecord): Promise<TurnVie
     sampleId: clientSessionId(record.sampleId) ?? record.sampleId,
     recordedAt: record.recordedAt,
     policyVersion: record.policyVersion,
-    prompt: flattenContent(lastUser?.content).slice(0, PREVIEW_CHARS),
+    prompt: flattenContent(lastUser?.content, imageMarker).slice(0, PREVIEW_CHARS),
     reply: (record.response?.content ?? '').slice(0, PREVIEW_CHARS),
     outcome: sample
       ? { status: 'sample', reward: sample.reward ?? null, kind: sample.kind ?? null }
@@ -103,4 +103,10 @@ async function turnView(store: SampleStore, record: TurnRecord): Promise<TurnVie
     hint: judged?.judge?.hint ?? null,
     feedback,
   };
+}
+
+/** An image of a prompt, shown by its short digest (the bytes stay in the store). */
+function imageMarker(part: ChatContentPart): string {
+  const digest = typeof part.digest === 'string' ? part.digest.slice(0, 'sha256:'.length + 8) : '';
+  return `[image ${digest}]`;
 }

@@ -121,6 +121,18 @@ describe('compose with the example .env files', () => {
     );
   });
 
+  it('fireworks.env: the trainer-worker trains through the Fireworks sidecar, which publishes', async () => {
+    const { services, started } = await resolved('docs/examples/fireworks.env', ['fireworks']);
+    expect(started).toEqual(expect.arrayContaining(['fireworks', 'trainer-worker']));
+    expect(started).not.toContain('sglang');
+    expect(services['trainer-worker']?.environment?.OPENCLAW_TRAINER).toBe('fireworks');
+    expect(services['trainer-worker']?.environment?.OPENCLAW_FIREWORKS_URL).toBe('http://fireworks:30000');
+    expect(services.fireworks?.command).toEqual(
+      expect.arrayContaining(['openclaw_engine.fireworks_sidecar']),
+    );
+    expect(services.fireworks?.environment?.OPENCLAW_FIREWORKS_TRAINING_SHAPE).toBe('ts-qwen3-8b-policy');
+  });
+
   it('the default: no profile, the reference engine serves and the control worker trains', async () => {
     const empty = join(await mkdtemp(join(tmpdir(), 'compose-env-')), 'empty.env');
     await writeFile(empty, '');
@@ -193,9 +205,22 @@ describe('Prometheus in compose', () => {
       'control-worker': [`control-worker:${METRICS_PORT_DEFAULTS.control}`],
       'trainer-worker': [`trainer-worker:${METRICS_PORT_DEFAULTS.trainer}`],
       'env-worker': [`env-worker:${METRICS_PORT_DEFAULTS.env}`],
+      // On the host's network: reached through the host's Docker bridge.
+      'gpu-worker': [`host.docker.internal:${METRICS_PORT_DEFAULTS.gpu}`],
     });
-    for (const [job, [target]] of Object.entries(targets))
+    for (const [job, [target]] of Object.entries(targets)) {
+      if (job === 'gpu-worker') continue;
       expect(composeFile.services[String(target).split(':')[0] ?? ''], job).toBeDefined();
+    }
+    const gpuWorker = composeFile.services['gpu-worker'] as ComposeService & {
+      network_mode?: string;
+      environment?: Record<string, string>;
+    };
+    expect(gpuWorker.network_mode).toBe('host');
+    expect(gpuWorker.environment?.OPENCLAW_METRICS_HOST).toMatch(/OPENCLAW_GPU_METRICS_HOST/);
+    expect((prometheus as { extra_hosts?: string[] }).extra_hosts).toContain(
+      'host.docker.internal:host-gateway',
+    );
     const dashboard = JSON.parse(
       await readFile(join(ROOT, 'docker/compose/grafana/openclaw-rl.json'), 'utf8'),
     ) as {

@@ -12,7 +12,7 @@
 // Runs alone (vitest.compose.config.ts, `npm run test:compose`): it builds images and starts a whole stack.
 
 import { execFile } from 'node:child_process';
-import { cp, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -36,10 +36,9 @@ import { freePort } from '../support/cli-process.js';
 import { codecPreflightOrigin } from '../support/codec-preflight.js';
 import { engineCalls } from '../support/engine-calls.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
-import { composeCommand } from './compose-command.js';
+import { composeCommand, composeRunner, prepareLocalImageBase, ROOT } from './compose-command.js';
 
 const run = promisify(execFile);
-const ROOT = join(import.meta.dirname, '../..');
 const RUN_ID = 'default';
 const BATCH_SIZE = 4; // docs/examples/start-training-run.json
 const COMPOSE_FILES = [
@@ -87,15 +86,11 @@ describe('docker compose up (local images)', () => {
   let engineToken: string;
   const conversations: Conversation[] = [];
 
-  const composeRun = async (args: string[], timeoutMs = 60_000) => {
-    const [command, ...prefix] = compose;
-    return run(command as string, [...prefix, ...COMPOSE_FILES, ...args], {
-      cwd: ROOT,
-      env,
-      timeout: timeoutMs,
-      maxBuffer: 64 * 1024 * 1024,
-    });
-  };
+  const composeRun = composeRunner(
+    () => compose,
+    COMPOSE_FILES,
+    () => env,
+  );
   const containerOf = async (service: string) => (await composeRun(['ps', '-q', service])).stdout.trim();
   const logs = async () =>
     (await composeRun(['logs', '--no-color', '--tail', '40']).catch((e: Error) => ({ stdout: e.message })))
@@ -103,11 +98,7 @@ describe('docker compose up (local images)', () => {
 
   beforeAll(async () => {
     compose = await composeCommand();
-    // Trust the same extra CAs as this machine in the images (as docker/build-images.sh does).
-    const cas = await readdir('/usr/local/share/ca-certificates').catch(() => [] as string[]);
-    for (const name of cas.filter((n) => n.endsWith('.crt')))
-      await cp(join('/usr/local/share/ca-certificates', name), join(ROOT, 'docker/ca-certificates', name));
-    await run('bash', [join(ROOT, 'docker/base-image.sh')], { timeout: 15 * 60_000 });
+    await prepareLocalImageBase();
 
     judge = await startFakeJudge({ host: '0.0.0.0' });
     dataDir = await mkdtemp(join(tmpdir(), 'compose-smoke-'));

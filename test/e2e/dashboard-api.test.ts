@@ -3,8 +3,16 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
+import type { StepManifest } from '../../activities/agentic-activities.js';
+import { type EvaluationRecord, rolloutKeys } from '../../activities/rollout-records.js';
 import { adapterRunId } from '../../core/tenant-adapters.js';
+import { agenticStepKey } from '../../workflows/agentic-signals.js';
 import { untilTrainingStatus } from '../support/control-stack.js';
+import {
+  DASHBOARD_AGENTIC_TASKS,
+  type DashboardAgenticRun,
+  startDashboardAgenticRun,
+} from '../support/dashboard-agentic-run.js';
 import { type DashboardFixture, startDashboardFixture } from '../support/dashboard-fixture.js';
 
 const errorSchema = z.object({ error: z.object({ message: z.string(), type: z.string() }) });
@@ -92,12 +100,70 @@ const sessionsSchema = z.strictObject({
   ),
 });
 
+const statusCountsSchema = z.strictObject({
+  COMPLETED: z.number().int(),
+  TRUNCATED: z.number().int(),
+  FAILED: z.number().int(),
+  ABORTED: z.number().int(),
+});
+const distributionSchema = z.strictObject({
+  count: z.number().int(),
+  mean: z.number().nullable(),
+  min: z.number().nullable(),
+  q1: z.number().nullable(),
+  median: z.number().nullable(),
+  q3: z.number().nullable(),
+  max: z.number().nullable(),
+});
+const agenticStepsSchema = z.strictObject({
+  object: z.literal('agentic_steps'),
+  runId: z.string(),
+  steps: z.array(
+    z.strictObject({
+      step: z.number().int(),
+      finished: z.boolean(),
+      rollouts: z.number().int(),
+      byStatus: statusCountsSchema,
+      rewards: distributionSchema,
+      tasks: z.array(
+        z.strictObject({
+          taskId: z.string(),
+          rollouts: z.number().int(),
+          byStatus: statusCountsSchema,
+          rewards: distributionSchema,
+        }),
+      ),
+    }),
+  ),
+});
+
+/** The median of sorted values, and of each half for the quartiles (the halves share the middle value). */
+function expectedDistribution(rewards: number[]) {
+  const sorted = [...rewards].sort((a, b) => a - b);
+  const at = (q: number) => {
+    const i = (sorted.length - 1) * q;
+    const lo = sorted[Math.floor(i)] as number;
+    const hi = sorted[Math.ceil(i)] as number;
+    return lo + (hi - lo) * (i - Math.floor(i));
+  };
+  return {
+    count: sorted.length,
+    mean: sorted.reduce((a, b) => a + b, 0) / sorted.length,
+    min: sorted[0],
+    q1: at(0.25),
+    median: at(0.5),
+    q3: at(0.75),
+    max: sorted.at(-1),
+  };
+}
+
 describe('the dashboard API through the real gateway', () => {
   let fixture: DashboardFixture;
   let shared: string;
   let bobsRun: string;
   // The same client session id for both tenants: each must see only its own.
   let session: string;
+  let agentic: DashboardAgenticRun;
 
   beforeAll(async () => {
     fixture = await startDashboardFixture('dash-api', { adapters: ['bob'] });
@@ -108,9 +174,12 @@ describe('the dashboard API through the real gateway', () => {
     await fixture.rateTurn('bob', session, 'Bob asks about trains.', -1);
     await untilTrainingStatus(fixture.env.client, shared, (s) => s.policyVersion >= 1, 90_000);
     await untilTrainingStatus(fixture.env.client, bobsRun, (s) => s.policyVersion >= 1, 90_000);
-  }, 240_000);
+    // A Track 2 run on the same store and engine (trains nothing), paused after its first steps.
+    agentic = await startDashboardAgenticRun(fixture);
+  }, 300_000);
 
   afterAll(async () => {
+    await agentic?.close();
     await fixture?.close();
   });
 
@@ -197,6 +266,62 @@ describe('the dashboard API through the real gateway', () => {
         rollouts: expect.any(Object),
       });
     expect((await fixture.get('/dashboard/api/agentic', 'nobody')).status).toBe(401);
+  });
+
+  // A user training on several tasks wants to see which ones it learns: per step, each task's reward
+  // distribution and the step's status counts, equal to what the rollouts recorded (not only the last step's).
+  it("serves an agentic run's per-task reward distribution and status counts for every step", async () => {
+    const path = `/dashboard/api/agentic/${encodeURIComponent(agentic.runId)}/steps`;
+    expect((await fixture.get(path, 'nobody')).status).toBe(401);
+    const view = agenticStepsSchema.parse((await fixture.get(path, 'bob')).body);
+    expect(view.runId).toBe(agentic.runId);
+    const finished = view.steps.filter((s) => s.finished);
+    expect(finished.map((s) => s.step)).toEqual(
+      Array.from({ length: agentic.status.stepsCompleted }, (_, k) => k),
+    );
+    for (const step of finished) {
+      const manifest = await fixture.stack.store.get<StepManifest>(agenticStepKey(agentic.runId, step.step));
+      if (!manifest) throw new Error(`no manifest for step ${step.step}`);
+      expect(step.tasks.map((t) => t.taskId)).toEqual(DASHBOARD_AGENTIC_TASKS);
+      for (const task of step.tasks) {
+        const rollouts = manifest.groups.filter((g) => g.taskId === task.taskId).flatMap((g) => g.rollouts);
+        expect(task.rollouts).toBe(rollouts.length);
+        expect(task.rollouts).toBe(4);
+        // Each reward is the one the rollout's evaluation record holds.
+        const rewards: number[] = [];
+        for (const rollout of rollouts) {
+          const evaluation = await fixture.stack.store.get<EvaluationRecord>(
+            rolloutKeys.evaluation(rollout.rolloutId),
+          );
+          if (rollout.reward !== null) {
+            expect(evaluation?.reward).toBe(rollout.reward);
+            rewards.push(evaluation?.reward as number);
+          }
+          expect(task.byStatus[rollout.status as keyof typeof task.byStatus]).toBeGreaterThan(0);
+        }
+        if (rewards.length === 0) expect(task.rewards.count).toBe(0);
+        else {
+          const expected = expectedDistribution(rewards);
+          expect(task.rewards.count).toBe(expected.count);
+          for (const field of ['mean', 'min', 'q1', 'median', 'q3', 'max'] as const)
+            expect(task.rewards[field]).toBeCloseTo(expected[field] as number, 12);
+        }
+      }
+      expect(step.rollouts).toBe(DASHBOARD_AGENTIC_TASKS.length * 4);
+    }
+    // The status counts of the run's last step are the ones its summary holds.
+    const last = finished.at(-1);
+    expect(last?.byStatus).toEqual(agentic.status.lastStep?.byStatus);
+    console.log('agentic steps on the dashboard:', JSON.stringify(finished.map((s) => s.tasks)));
+
+    // Listed among the agentic runs (paused: still running), and an unknown run is a 404.
+    const listed = z
+      .object({ data: z.array(z.object({ runId: z.string(), phase: z.string() }).passthrough()) })
+      .parse((await fixture.get('/dashboard/api/agentic', 'alice')).body);
+    expect(listed.data.find((r) => r.runId === agentic.runId)?.phase).toBe('paused');
+    const missing = await fixture.get('/dashboard/api/agentic/no-such-agentic-run/steps', 'alice');
+    expect(missing.status).toBe(404);
+    expect(errorSchema.parse(missing.body).error.message).toContain('no agentic run');
   });
 
   it('refuses malformed query parameters with a 400 naming the parameter', async () => {

@@ -11,6 +11,11 @@ import { lineageKey } from '../../core/training-keys.js';
 import type { LineageEntry, VersionEvaluation } from '../../workflows/training-signals.js';
 import { untilTrainingStatus } from '../support/control-stack.js';
 import {
+  DASHBOARD_AGENTIC_TASKS,
+  type DashboardAgenticRun,
+  startDashboardAgenticRun,
+} from '../support/dashboard-agentic-run.js';
+import {
   DASHBOARD_KEYS,
   type DashboardFixture,
   startDashboardFixture,
@@ -26,6 +31,7 @@ describe('the dashboard in a browser', () => {
   let fixture: DashboardFixture;
   let browser: Browser;
   let page: Page;
+  let agentic: DashboardAgenticRun | undefined;
 
   beforeAll(async () => {
     await mkdir(ARTIFACTS, { recursive: true });
@@ -41,6 +47,7 @@ describe('the dashboard in a browser', () => {
   }, 240_000);
 
   afterAll(async () => {
+    await agentic?.close();
     await browser?.close();
     await fixture?.close();
   });
@@ -188,4 +195,57 @@ describe('the dashboard in a browser', () => {
     const sessions = await page.$('#sessions');
     await sessions?.screenshot({ path: join(ARTIFACTS, 'dashboard-sessions.png') });
   }, 60_000);
+
+  // A user training on several tasks sees, per task, its reward over the steps (mean, median, min–max band),
+  // the rollouts' status counts per step, and the latest step's per-task table.
+  it("plots an agentic run's reward distribution per task over its steps", async () => {
+    agentic = await startDashboardAgenticRun(fixture);
+    const runId = agentic.runId;
+    await page.waitForFunction(
+      (id, tasks) => {
+        const run = (window as unknown as { dashboard: { agentic: Record<string, { plots: object }> } })
+          .dashboard.agentic[id];
+        return tasks.every((t) => `task:${t}` in (run?.plots ?? {}));
+      },
+      { timeout: 60_000 },
+      runId,
+      DASHBOARD_AGENTIC_TASKS,
+    );
+    const drawn = await page.evaluate((id) => {
+      const run = (
+        window as unknown as {
+          dashboard: { agentic: Record<string, { plots: Record<string, { data: (number | null)[][] }> }> };
+        }
+      ).dashboard.agentic[id];
+      return Object.fromEntries(Object.entries(run?.plots ?? {}).map(([name, plot]) => [name, plot.data]));
+    }, runId);
+    const api = (await fixture.get(`/dashboard/api/agentic/${encodeURIComponent(runId)}/steps`, 'alice'))
+      .body as {
+      steps: {
+        step: number;
+        byStatus: Record<string, number>;
+        tasks: { taskId: string; rewards: Record<string, number | null> }[];
+      }[];
+    };
+    const steps = api.steps.map((s) => s.step);
+    for (const taskId of DASHBOARD_AGENTIC_TASKS) {
+      const data = drawn[`task:${taskId}`];
+      const of = (field: string) =>
+        api.steps.map((s) => s.tasks.find((t) => t.taskId === taskId)?.rewards[field] ?? null);
+      // x: the steps; series: max, mean, median, min (the band between max and min).
+      expect(data?.[0]).toEqual(steps);
+      expect(data?.slice(1)).toEqual([of('max'), of('mean'), of('median'), of('min')]);
+    }
+    expect(drawn.status?.[1]).toEqual(api.steps.map((s) => s.byStatus.COMPLETED));
+    expect(drawn.status?.[2]).toEqual(api.steps.map((s) => s.byStatus.TRUNCATED));
+    const section = `#agentic [data-run-id="${runId}"]`;
+    const canvases = await page.$$eval(`${section} .plot canvas`, (nodes) => nodes.length);
+    expect(canvases).toBeGreaterThanOrEqual(DASHBOARD_AGENTIC_TASKS.length + 1);
+    const rows = await page.$$eval(`${section} table.agentic-tasks tr[data-task-id]`, (nodes) =>
+      nodes.map((n) => n.getAttribute('data-task-id')),
+    );
+    expect(rows).toEqual(DASHBOARD_AGENTIC_TASKS);
+    const block = await page.$('#agentic-block');
+    await block?.screenshot({ path: join(ARTIFACTS, 'dashboard-agentic-tasks.png') });
+  }, 240_000);
 });

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import OpenAI from 'openai';
 import { type LaunchedEngine, launchEngine } from '../../cli/engine-launch.js';
-import { loadConfig, type OpenClawConfig } from '../../core/config.js';
+import { loadConfig, type OpenClawConfig, type OpenClawConfigInput } from '../../core/config.js';
 import { type ControlStack, startControlStack } from './control-stack.js';
 import { freePortPair } from './free-port.js';
 import { connectTestEnvironment, uniqueTaskQueue } from './temporal.js';
@@ -32,7 +32,8 @@ export interface DashboardFixture {
 
 export async function startDashboardFixture(
   tag: string,
-  options: { adapters?: string[] } = {},
+  // A publish gate (training.gate) for the run, when a test reads its verdicts.
+  options: { adapters?: string[]; gate?: NonNullable<OpenClawConfigInput['training']>['gate'] } = {},
 ): Promise<DashboardFixture> {
   const env = await connectTestEnvironment();
   const dir = await mkdtemp(join(tmpdir(), `${tag}-`));
@@ -53,7 +54,7 @@ export async function startDashboardFixture(
       dataDir: dir,
       engine: { kind: 'reference', url: `http://127.0.0.1:${port}` },
       judge: { baseUrl: `http://127.0.0.1:${port}/v1`, model: 'tiny', votes: 1, maxTokens: 8 },
-      training: { batchSize: 1, learningRate: 1e-3 },
+      training: { batchSize: 1, learningRate: 1e-3, ...(options.gate && { gate: options.gate }) },
       ...(options.adapters && { adapters: { tenants: options.adapters, rank: 4, maxLoaded: 4 } }),
       gateway: { port: 0 },
       temporal: { taskQueue, heartbeatTimeoutMs: 5_000 },

@@ -432,18 +432,146 @@ async function refreshAgentic() {
       ]),
     ]);
   });
-  document.getElementById('agentic').replaceChildren(
-    el('table', {}, [
-      el(
-        'tr',
-        {},
-        ['run', 'env', 'phase', 'steps', 'policy', 'rollouts', 'step reward', 'last step'].map((h) =>
-          el('th', {}, [h]),
-        ),
+  const table = el('table', {}, [
+    el(
+      'tr',
+      {},
+      ['run', 'env', 'phase', 'steps', 'policy', 'rollouts', 'step reward', 'last step'].map((h) =>
+        el('th', {}, [h]),
       ),
-      ...rows,
-    ]),
+    ),
+    ...rows,
+  ]);
+  const details = [];
+  for (const run of listed.data) details.push(await agenticRunDetails(run.runId));
+  document.getElementById('agentic').replaceChildren(table, ...details.filter(Boolean));
+}
+
+const STATUSES = ['COMPLETED', 'TRUNCATED', 'FAILED', 'ABORTED'];
+
+/** A plot over training steps: `series` of {label, values, color?, dash?}, `bands` as [upper, lower] indexes. */
+function stepPlot(target, title, steps, series, bands) {
+  const width = Math.max(320, target.clientWidth - 8);
+  return new uPlot(
+    {
+      title,
+      width,
+      height: 180,
+      scales: { x: { time: false } },
+      axes: [{ label: 'training step', incrs: [1, 2, 5, 10, 20, 50, 100, 200, 500] }, {}],
+      series: [
+        { label: 'step' },
+        ...series.map((s, i) => ({
+          label: s.label,
+          stroke: s.color || COLORS[i % COLORS.length],
+          width: s.width ?? 2,
+          ...(s.dash && { dash: s.dash }),
+          points: { show: true, size: 5 },
+        })),
+      ],
+      ...(bands && { bands: bands.map(([upper, lower]) => ({ series: [upper, lower], fill: '#1f77b422' })) }),
+    },
+    [steps, ...series.map((s) => s.values)],
+    target,
   );
+}
+
+const fmt = (x) => (x === null || x === undefined ? '' : Number(x).toFixed(3));
+
+/**
+ * One agentic run's steps (read from the store by the API): a plot per task of its reward mean with the
+ * min–max band and the median over steps, the rollouts' status counts over steps, and a table of the latest
+ * step's per-task distribution.
+ */
+async function agenticRunDetails(runId) {
+  let view;
+  try {
+    view = await api(`/dashboard/api/agentic/${encodeURIComponent(runId)}/steps`);
+  } catch (error) {
+    if (error instanceof Unauthorized) throw error;
+    return null;
+  }
+  const steps = view.steps.map((s) => s.step);
+  const taskIds = [];
+  for (const step of view.steps)
+    for (const t of step.tasks) if (!taskIds.includes(t.taskId)) taskIds.push(t.taskId);
+  const signature = JSON.stringify(view.steps);
+  const known = state.agentic[runId];
+  if (known && known.signature === signature && known.node) return known.node;
+  for (const plot of Object.values(known?.plots || {})) plot.destroy();
+
+  const id = `agentic-${runId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+  const plotsNode = el('div', { class: 'plots' });
+  const node = el('div', { class: 'agentic-run', id, 'data-run-id': runId }, [
+    el('h3', {}, [`${runId}: rewards per task over steps`]),
+    plotsNode,
+  ]);
+  // Plots are drawn into a node in the page (uPlot measures its target).
+  const holder = document.getElementById('agentic');
+  holder.append(node);
+  const plots = {};
+  for (const taskId of taskIds) {
+    const target = el('div', { class: 'plot', 'data-task-id': taskId });
+    plotsNode.append(target);
+    const of = (field) =>
+      view.steps.map((s) => {
+        const task = s.tasks.find((t) => t.taskId === taskId);
+        return task ? task.rewards[field] : null;
+      });
+    plots[`task:${taskId}`] = stepPlot(
+      target,
+      `Task ${taskId}`,
+      steps,
+      [
+        { label: 'max', values: of('max'), color: '#9bbbd8', width: 1 },
+        { label: 'mean', values: of('mean'), color: '#1f77b4' },
+        { label: 'median', values: of('median'), color: '#ff7f0e', dash: [4, 4] },
+        { label: 'min', values: of('min'), color: '#9bbbd8', width: 1 },
+      ],
+      [[1, 4]],
+    );
+  }
+  const statusTarget = el('div', { class: 'plot', 'data-plot': 'status' });
+  plotsNode.append(statusTarget);
+  plots.status = stepPlot(
+    statusTarget,
+    'Rollouts by status per step',
+    steps,
+    STATUSES.map((status, i) => ({
+      label: status,
+      values: view.steps.map((s) => s.byStatus[status]),
+      color: ['#2ca02c', '#ff7f0e', '#d62728', '#7f7f7f'][i],
+    })),
+  );
+  const latest = view.steps.at(-1);
+  if (latest)
+    node.append(
+      el('h3', {}, [`Step ${latest.step}${latest.finished ? '' : ' (in progress)'}: per-task rewards`]),
+      el('table', { class: 'agentic-tasks' }, [
+        el(
+          'tr',
+          {},
+          ['task', 'rollouts', 'scored', 'mean', 'min', 'q1', 'median', 'q3', 'max', 'statuses'].map((h) =>
+            el('th', {}, [h]),
+          ),
+        ),
+        ...latest.tasks.map((t) =>
+          el('tr', { 'data-task-id': t.taskId }, [
+            el('td', {}, [t.taskId]),
+            el('td', {}, [t.rollouts]),
+            el('td', {}, [t.rewards.count]),
+            ...['mean', 'min', 'q1', 'median', 'q3', 'max'].map((f) => el('td', {}, [fmt(t.rewards[f])])),
+            el('td', {}, [
+              STATUSES.filter((k) => t.byStatus[k] > 0)
+                .map((k) => `${k} ${t.byStatus[k]}`)
+                .join(', '),
+            ]),
+          ]),
+        ),
+      ]),
+    );
+  state.agentic[runId] = { signature, steps: view.steps, plots, node };
+  return node;
 }
 
 let polls = 0;
