@@ -17,6 +17,7 @@ import {
 import { configFromFlags } from './cli-config.js';
 import { integer, taskQueueOption, temporalAddressOption, untilStopped } from './options.js';
 import { progressBar } from './progress.js';
+import { checkTrainablePolicy, probeKey } from './rollout-policy-plan.js';
 
 export interface AgenticStartFlags {
   run?: string;
@@ -180,6 +181,10 @@ export function registerAgenticCommands(program: Command): void {
         : {};
       const input = agenticInputFromFlags(flags, fromFile);
       const config = configFromFlags({ temporalAddress: flags.temporalAddress });
+      // A policy that cannot return token ids is refused here, not in the run's first step.
+      await checkTrainablePolicy(agenticTrainingInputSchema.parse(input).policy, {
+        apiKey: probeKey(config),
+      });
       const { client, close } = await connectClient(config);
       try {
         const outcome = await startAgenticRun(client, flags.taskQueue ?? config.temporal.taskQueue, input);

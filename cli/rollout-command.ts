@@ -1,5 +1,6 @@
 // `openclaw-rl rollout`: one rollout through Temporal, its input from the flags, a progress bar of its turns
-// read from its history, and the result as text.
+// read from its history, and the result as text. The policy is probed once first: a plain OpenAI-compatible
+// endpoint (no token ids) runs text-only and the result says `mode: evaluate-only` and why.
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Client, WorkflowHandle } from '@temporalio/client';
@@ -16,6 +17,7 @@ import type { EnvRolloutInput, EnvRolloutResult, EpisodeProgress } from '../work
 import { configFromFlags } from './cli-config.js';
 import { integer, taskQueueOption, temporalAddressOption } from './options.js';
 import { drawsProgress, type ProgressStream, progressBar } from './progress.js';
+import { planRolloutPolicy, probeKey, type RolloutMode } from './rollout-policy-plan.js';
 
 export interface RolloutFlags {
   env: string;
@@ -38,7 +40,7 @@ export function rolloutInputFromFlags(flags: RolloutFlags, now = Date.now()): En
     policy: {
       url: flags.policyUrl,
       ...(flags.policyModel !== undefined && { model: flags.policyModel }),
-      ...(flags.mode !== undefined && { mode: flags.mode as 'engine' | 'gateway' }),
+      ...(flags.mode !== undefined && { mode: flags.mode as 'engine' | 'gateway' | 'chat' }),
     },
     ...(flags.maxTurns !== undefined && { maxTurns: integer('--max-turns', flags.maxTurns) }),
     ...(flags.envQueue !== undefined && { envTaskQueue: flags.envQueue }),
@@ -134,9 +136,33 @@ export async function runRolloutWithProgress(
   }
 }
 
-export function formatRolloutResult(result: EnvRolloutResult): string {
+/** A rollout's result with what its policy allows: `evaluate-only` (and why) for a text-only policy. */
+export type RolloutOutcome = EnvRolloutResult & { mode: RolloutMode; modeReason: string | null };
+
+/** The policy probed once at start (a plain endpoint runs text-only), then the rollout with its progress. */
+export async function runPlannedRollout(
+  client: Client,
+  taskQueue: string,
+  input: EnvRolloutInput,
+  options: {
+    apiKey?: string;
+    progress?: { enabled?: boolean; stream?: ProgressStream };
+    log?: (line: string) => void;
+  },
+): Promise<RolloutOutcome> {
+  const plan = await planRolloutPolicy(input.policy, { apiKey: options.apiKey });
+  if (plan.reason) options.log?.(`evaluate-only: ${plan.reason}`);
+  const planned: EnvRolloutInput = { ...input, policy: { ...input.policy, mode: plan.policyMode } };
+  const result = await runRolloutWithProgress(client, taskQueue, planned, options.progress ?? {});
+  return { ...result, mode: plan.mode, modeReason: plan.reason };
+}
+
+export function formatRolloutResult(result: EnvRolloutResult & Partial<RolloutOutcome>): string {
   return [
     `rollout ${result.rolloutId}: ${result.status}`,
+    ...(result.mode
+      ? [`mode        ${result.mode}${result.modeReason ? ` (${result.modeReason})` : ''}`]
+      : []),
     `reward      ${result.reward ?? '-'}`,
     `steps       ${result.steps}${result.parseErrors > 0 ? ` (${result.parseErrors} parse errors)` : ''}`,
     `containers  ${result.containerIds.join(', ') || '-'}`,
@@ -153,7 +179,10 @@ export function registerRolloutCommand(program: Command): void {
     .requiredOption('--task <id|path>', 'task id, or a path to a task file the env hosts can read')
     .requiredOption('--policy-url <url>', 'the policy engine (or gateway) base URL')
     .option('--policy-model <name>', 'model name sent to the policy')
-    .option('--mode <mode>', 'engine | gateway (default engine)')
+    .option(
+      '--mode <mode>',
+      'engine | gateway | chat (default: engine, or chat when the policy has no token-id routes: evaluate-only)',
+    )
     .option('--max-turns <n>', 'model turns before TRUNCATED (default 10)')
     .option('--rollout-id <id>', 'rollout id (default cli-<env>-<time>)')
     .option('--env-queue <queue>', 'shared env queue (default env)')
@@ -173,11 +202,15 @@ export function registerRolloutCommand(program: Command): void {
         const config = configFromFlags({ temporalAddress: flags.temporalAddress });
         const { client, close } = await connectClient(config);
         try {
-          const result = await runRolloutWithProgress(
+          const result = await runPlannedRollout(
             client,
             flags.taskQueue ?? config.temporal.taskQueue,
             rolloutInputFromFlags(flags),
-            { enabled: drawsProgress(flags) },
+            {
+              apiKey: probeKey(config),
+              progress: { enabled: drawsProgress(flags) },
+              log: (line) => console.error(line),
+            },
           );
           console.log(flags.json ? JSON.stringify(result, null, 2) : formatRolloutResult(result));
           if (result.status === 'FAILED') process.exitCode = 2;

@@ -26,8 +26,9 @@ export const policySchema = z.strictObject({
   /**
    * engine: tokenise with the engine's chat template, truncate exactly, generate from token ids.
    * gateway: send messages through the gateway as side turns (never trained as Track 1 turns).
+   * chat: a plain OpenAI-compatible endpoint (`/v1/chat/completions`, text only): evaluated, never trained.
    */
-  mode: z.enum(['engine', 'gateway']).default('engine'),
+  mode: z.enum(['engine', 'gateway', 'chat']).default('engine'),
   /** engine mode: which engine serves at `url` (its adapter speaks that engine's contract). */
   engine: z.enum(ENGINE_KINDS).default('reference'),
   sampling: samplingSchema.prefault({}),
@@ -126,6 +127,12 @@ export const agenticTrainingInputSchema = z
   .superRefine((input, ctx) => {
     if ((input.taskIds === undefined) === (input.taskSet === undefined))
       ctx.addIssue({ code: 'custom', path: ['taskIds'], message: 'give exactly one of taskIds and taskSet' });
+    if (input.policy.mode === 'chat')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['policy', 'mode'],
+        message: `a chat policy (a plain OpenAI-compatible endpoint) returns text, not the token ids and log-probs training needs: it can be evaluated (rollout), not trained; engines that can train: ${ENGINE_KINDS.join(', ')}`,
+      });
     if (input.samplesPerTask > input.rolloutsPerBatch)
       ctx.addIssue({
         code: 'custom',
