@@ -1,4 +1,5 @@
 import OpenAI from 'openai';
+import type { ChatCompletionMessageParam } from 'openai/resources/chat/completions';
 import type { JudgePromptMessage } from '../core/judge-prompts.js';
 
 /** Anything that answers judge prompts: an OpenAI-compatible endpoint (an API, SGLang, the reference engine). */
@@ -32,7 +33,7 @@ export class OpenAIJudge implements Judge {
   async complete(messages: JudgePromptMessage[], { seed }: { seed?: number }): Promise<string> {
     const response = await this.client.chat.completions.create({
       model: this.options.model,
-      messages,
+      messages: messages.map(toOpenAIMessage),
       temperature: this.options.temperature,
       max_tokens: this.options.maxTokens,
       ...(seed !== undefined && { seed }),
@@ -41,4 +42,17 @@ export class OpenAIJudge implements Judge {
     if (typeof content !== 'string') throw new Error('judge returned no message content');
     return content;
   }
+}
+
+/** A judge message as OpenAI's API takes it: its images, if any, as `image_url` parts after its text. */
+function toOpenAIMessage(message: JudgePromptMessage): ChatCompletionMessageParam {
+  if (message.role === 'system' || !message.images?.length)
+    return { role: message.role, content: message.content };
+  return {
+    role: 'user',
+    content: [
+      { type: 'text', text: message.content },
+      ...message.images.map((url) => ({ type: 'image_url' as const, image_url: { url } })),
+    ],
+  };
 }

@@ -8,7 +8,8 @@
 // messages on an engine that cannot start a chat from token ids, vLLM); the completion returns the sampled
 // ids and log-probs, and the engine parses tool calls. gateway mode: the messages go through the gateway as
 // side turns (served, never recorded as Track 1 turns), asking for the gateway's exact-token fields;
-// truncation is by whole messages with an estimated size.
+// truncation is by whole messages with an estimated size. chat mode: a plain OpenAI-compatible endpoint, text
+// only (the step records no token ids: the rollout is scored, never trained), truncated like gateway mode.
 
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { limitCallsPerTurn, parseErrorObservation, parsePolicyAction } from '../core/action-parsing.js';
@@ -31,6 +32,7 @@ import {
 } from '../engines/engine-adapter.js';
 import { createEngineAdapter } from '../engines/engine-adapters.js';
 import { EngineHttp, EngineHttpError } from '../engines/engine-http.js';
+import { plainChatCompletion } from '../engines/plain-chat-policy.js';
 import { exactCompletionOf } from '../engines/sglang-adapter.js';
 import type { SampleStore } from '../store/sample-store.js';
 import type { EpisodeProgress } from '../workflows/agentic-signals.js';
@@ -61,7 +63,7 @@ export interface PolicyDependencies {
   store: SampleStore;
   /** Called while a step runs (with each heartbeat): the env host renews the rollout's lease here. */
   keepAlive?: (rolloutId: string) => void;
-  /** Bearer key for a gateway policy; held by the worker so it never enters a workflow history. */
+  /** Bearer key for a gateway or chat policy; held by the worker so it never enters a workflow history. */
   policyApiKey?: string;
   /** Headers of calls to an engine policy (the engine token, security/engine-token.ts); held by the worker too. */
   engineHeaders?: Record<string, string>;
@@ -203,6 +205,18 @@ export function createPolicyActivities(deps: PolicyDependencies) {
 
       const { completion, truncation } = await whileAlive(rolloutId, deps.keepAlive, async (signal) => {
         try {
+          if (policy.mode === 'chat') {
+            // Text only: no ids to cut, so whole messages are left out by an estimated size.
+            const cut = truncateMessagesHeadTail(transcript.messages, promptBudget);
+            const completion = await plainChatCompletion(
+              { url: policy.url, timeoutMs: policy.timeoutMs, apiKey: deps.policyApiKey },
+              { ...request, messages: cut.messages },
+              signal,
+            );
+            const truncation: Truncation | null =
+              cut.omitted > 0 ? { originalTokens: null, omittedMessages: cut.omitted } : null;
+            return { completion, truncation };
+          }
           if (policy.mode === 'gateway') {
             const cut = truncateMessagesHeadTail(transcript.messages, promptBudget);
             const headers: Record<string, string> = { 'x-turn-type': 'side', 'x-session-id': rolloutId };

@@ -1,12 +1,29 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
-import { nextStateAfter, nextStateOf } from '../core/chat-messages.js';
+import {
+  type ChatMessage,
+  type ImageText,
+  nextStateAfter,
+  nextStateMessages,
+  nextStateOf,
+} from '../core/chat-messages.js';
 import {
   type EffectiveFeedback,
   effectiveFeedback,
   type FeedbackRecord,
   feedbackPrefix,
 } from '../core/feedback.js';
+import { imageNote, storedImageBytes } from '../core/image-notes.js';
+import {
+  dataUrlOf,
+  type ImageDigest,
+  type ImageRefPart,
+  imageRefsOf,
+  imageStoreKey,
+  isImageRefPart,
+  type StoredImage,
+  withImageData,
+} from '../core/image-parts.js';
 import { buildBinaryJudgeMessages, buildHintJudgeMessages } from '../core/judge-prompts.js';
 import type { JudgeScore } from '../core/judge-votes.js';
 import { logprobTemperature } from '../core/logprob-temperature.js';
@@ -26,6 +43,7 @@ import type {
   TrainingSample,
 } from '../core/types.js';
 import { type EngineAdapter, EngineFeatureError } from '../engines/engine-adapter.js';
+import { EngineHttpError } from '../engines/engine-http.js';
 import type { SampleStore } from '../store/sample-store.js';
 import { signalWithStartTraining } from '../temporal/workflow-starts.js';
 import type { SampleDelivery, TrainingInput } from '../workflows/training-signals.js';
@@ -44,6 +62,8 @@ export interface ScoringDependencies {
   controlTaskQueue: string;
   /** Start input for the training run when a sample arrives before the run exists. */
   trainingDefaults: (runId: string, method: Method) => TrainingInput;
+  /** The judge reads images (`judge.vision`): it is sent the next state's images, not only notes of them. */
+  judgeVision?: boolean;
 }
 
 export interface JudgeVoteInput {
@@ -118,6 +138,30 @@ export function createScoringActivities(deps: ScoringDependencies) {
     return served === undefined ? sample : { ...sample, servedByIncarnation: served };
   }
 
+  /** An image's bytes from the store; the gateway stores them before the record that names them. */
+  async function loadImage(digest: ImageDigest): Promise<StoredImage> {
+    const image = await store.get<StoredImage>(imageStoreKey(digest));
+    if (!image) throw ApplicationFailure.nonRetryable(`no stored image ${digest}`, 'MissingImage');
+    return image;
+  }
+
+  /**
+   * The next state's images: a note in place of each (media type, size, short digest), and their data URLs
+   * when the judge reads images.
+   */
+  async function judgeImages(messages: readonly ChatMessage[]): Promise<{ note: ImageText; urls: string[] }> {
+    const refs = imageRefsOf(messages);
+    const images = new Map<ImageDigest, StoredImage>();
+    for (const ref of refs) if (!images.has(ref.digest)) images.set(ref.digest, await loadImage(ref.digest));
+    const note: ImageText = (part) => {
+      if (!isImageRefPart(part)) return '';
+      const image = images.get(part.digest);
+      return imageNote(part as ImageRefPart, image ? storedImageBytes(image) : null);
+    };
+    const urls = deps.judgeVision ? refs.map((ref) => dataUrlOf(images.get(ref.digest) as StoredImage)) : [];
+    return { note, urls };
+  }
+
   /**
    * Teacher log-probs of the exact response tokens under the hinted prompt (spec 6.3-6.4): the hinted prompt
    * is tokenised by the teacher's own chat template with the turn's own `chat_template_kwargs` (so it is
@@ -133,7 +177,8 @@ export function createScoringActivities(deps: ScoringDependencies) {
       const refusal = teacherTemperatureRefusal({ kind: deps.teacher.kind, method: null, temperature });
       if (refusal !== null) throw ApplicationFailure.nonRetryable(refusal, TEACHER_TEMPERATURE_REFUSED);
     }
-    const hinted = appendHintToMessages(turn.messages, input.hint);
+    // Images as the data URLs the policy was sent: the teacher scores the same multimodal prompt.
+    const hinted = await withImageData(appendHintToMessages(turn.messages, input.hint), loadImage);
     const promptIds = await deps.teacher.renderPrompt({
       model: turn.model,
       messages: hinted,
@@ -151,6 +196,9 @@ export function createScoringActivities(deps: ScoringDependencies) {
         // A teacher started so that it scores at temperature 1 only (the adapter asked it): no retry helps.
         if (error instanceof EngineFeatureError)
           throw ApplicationFailure.nonRetryable(error.message, TEACHER_TEMPERATURE_REFUSED);
+        // The teacher refused this prompt (e.g. a vision-language model's prompt log-probs): it would again.
+        if (error instanceof EngineHttpError && error.permanent)
+          throw ApplicationFailure.nonRetryable(`the teacher refused: ${error.message}`, 'TeacherRefused');
         throw error;
       });
     const stored: StoredTeacher = { logProbs, topK, promptIds, temperature };
@@ -169,6 +217,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
     async judgeVote(input: JudgeVoteInput): Promise<string> {
       const turn = await loadTurn(input.sampleId);
       let nextState: ReturnType<typeof nextStateOf>;
+      let imageUrls: string[] = [];
       if (input.nextStateFromCorrection) {
         const { correction } = await turnFeedback(input.sampleId);
         if (correction === null)
@@ -183,15 +232,21 @@ export function createScoringActivities(deps: ScoringDependencies) {
           throw ApplicationFailure.nonRetryable(`turn ${input.nextSampleId} has no messages`, 'InvalidInput');
         // The messages after this turn's reply; the last message alone when the next turn does not continue it.
         const assistantsBefore = turn.messages.filter((message) => message.role === 'assistant').length;
-        nextState = nextStateAfter(next.messages, assistantsBefore) ?? nextStateOf(last);
+        const after = nextStateMessages(next.messages, assistantsBefore);
+        const images = await judgeImages(after.length > 0 ? after : [last]);
+        imageUrls = images.urls;
+        nextState =
+          nextStateAfter(next.messages, assistantsBefore, images.note) ?? nextStateOf(last, images.note);
       }
       const prompt = {
         responseText: responseTextForJudge(turn.response),
         nextStateText: nextState.text,
         nextStateRole: nextState.role,
       };
-      const messages =
-        input.kind === 'eval' ? buildBinaryJudgeMessages(prompt) : buildHintJudgeMessages(prompt);
+      const built = input.kind === 'eval' ? buildBinaryJudgeMessages(prompt) : buildHintJudgeMessages(prompt);
+      const messages = built.map((message) =>
+        message.role === 'user' && imageUrls.length > 0 ? { ...message, images: imageUrls } : message,
+      );
       return withHeartbeats(`judge ${input.kind} ${input.voteIndex}`, () =>
         deps.judge.complete(messages, { seed: input.voteIndex }),
       );
@@ -252,6 +307,7 @@ export function createScoringActivities(deps: ScoringDependencies) {
           policyVersion: turn.policyVersion,
           temperature,
           constraints: turn.sampling?.constraints ?? [],
+          images: imageRefsOf(turn.messages),
         },
         {
           evalScore: input.evalScore,

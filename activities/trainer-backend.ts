@@ -3,6 +3,7 @@
  * container on a GPU host, or Tinker's cloud. Every implementation lives in trainer-backends/ in its own file.
  */
 
+import type { StoredImage } from '../core/image-parts.js';
 import {
   type OptimizerSettings,
   optimizerSettingsSchema,
@@ -28,6 +29,8 @@ export type TrainerSample = Pick<
   useRolloutLogprobs?: boolean;
   /** Group training: this sample's token losses count this many times (its tenant's weight; absent: 1). */
   weight?: number;
+  /** The prompt's images in prompt order, their bytes read from the store when the step is sent. */
+  images?: StoredImage[];
 };
 
 /**

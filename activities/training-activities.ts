@@ -25,6 +25,7 @@ import { withHeartbeats } from './heartbeats.js';
 import type { Judge } from './judge-client.js';
 import { createRollbackActivities } from './rollback-activities.js';
 import type { TrainerBackend, TrainerSample } from './trainer-backend.js';
+import { loadSampleImages } from './trainer-backends/sample-images.js';
 import { asTrainerRefusal, trainerRefusal } from './trainer-refusal.js';
 import { TRAINER_LOST_STEP } from './training-errors.js';
 
@@ -176,6 +177,9 @@ export function createTrainingActivities(deps: TrainingDependencies) {
         }),
       ...(sample.temperature !== undefined && { temperature: sample.temperature }),
       ...(stale.has(sampleId) && { useRolloutLogprobs: true }),
+      // Image bytes are read here, in the activity, so they never travel in a workflow's payload.
+      ...(sample.images !== undefined &&
+        sample.images.length > 0 && { images: await loadSampleImages(store, sampleId, sample.images) }),
     };
   }
 

@@ -19,6 +19,8 @@ export function describeTrainer(config: OpenClawConfig): string {
     }
     case 'tinker':
       return `Tinker through the sidecar at ${trainer.tinkerUrl || config.engine.url}`;
+    case 'fireworks':
+      return `Fireworks through the sidecar at ${trainer.fireworksUrl || config.engine.url}`;
   }
 }
 

@@ -78,6 +78,33 @@ export const SERVING_OPTIONS = [
       'How long a response sent under an `Idempotency-Key` is kept for replay (per API key); after it the key may be reused.',
   },
   {
+    key: 'gateway.images.maxBytes',
+    env: 'OPENCLAW_GATEWAY_IMAGE_MAX_BYTES',
+    kind: 'integer',
+    description:
+      'Largest image (decoded bytes) a chat message may carry, as a data URL or fetched from an allowed host; larger ones get 400 (docs/gateway.md).',
+  },
+  {
+    key: 'gateway.images.maxPerRequest',
+    env: 'OPENCLAW_GATEWAY_IMAGES_PER_REQUEST',
+    kind: 'integer',
+    description:
+      'Most images one chat request may carry, over all its messages; more get 400. 0 refuses images.',
+  },
+  {
+    key: 'gateway.images.allowedHosts',
+    env: 'OPENCLAW_GATEWAY_IMAGE_HOSTS',
+    kind: 'string-list',
+    description:
+      'Comma-separated hosts (`host` or `host:port`) whose http(s) image URLs the gateway fetches and sends on as data URLs. Empty: only data URLs are accepted.',
+  },
+  {
+    key: 'gateway.images.fetchTimeoutMs',
+    env: 'OPENCLAW_GATEWAY_IMAGE_FETCH_TIMEOUT_MS',
+    kind: 'integer',
+    description: 'How long the gateway waits for an image from an allowed host before answering 400.',
+  },
+  {
     key: 'sampling.temperature',
     env: 'OPENCLAW_SAMPLING_TEMPERATURE',
     kind: 'number',
@@ -138,7 +165,7 @@ export const SERVING_OPTIONS = [
     env: 'OPENCLAW_LORA_RANK',
     kind: 'integer',
     description:
-      'LoRA rank of the trainer (reference, slime on its FSDP backend with alpha 2×rank, Tinker); 0 trains all weights (Tinker: its default rank).',
+      'LoRA rank of the trainer (reference, slime on its FSDP backend with alpha 2×rank, Tinker, Fireworks); 0 trains all weights (Tinker: its default rank).',
   },
   {
     key: 'engine.args',

@@ -70,6 +70,13 @@ export const TRAINING_OPTIONS = [
     description: 'Longest judge reply, in tokens (original: `PRM_MAX_NEW_TOKENS`).',
   },
   {
+    key: 'judge.vision',
+    env: 'OPENCLAW_JUDGE_VISION',
+    kind: 'boolean',
+    description:
+      "The judge model reads images: the images of a turn's next state are sent to it as data URLs; otherwise each is a text note (docs/scoring.md).",
+  },
+  {
     key: 'teacher.url',
     env: 'OPENCLAW_TEACHER_URL',
     kind: 'string',
@@ -248,7 +255,7 @@ export const TRAINING_OPTIONS = [
     env: 'OPENCLAW_TRAINER',
     kind: 'enum',
     description:
-      "Who trains: `reference` (the reference engine at `engine.url`), `slime` (one container per step on a GPU host, docs/slime.md) or `tinker` (Tinker's cloud through the Tinker sidecar, docs/tinker.md).",
+      "Who trains: `reference` (the reference engine at `engine.url`), `slime` (one container per step on a GPU host, docs/slime.md) `tinker` (Tinker's cloud through the Tinker sidecar, docs/tinker.md) or `fireworks` (Fireworks AI through the Fireworks sidecar, docs/fireworks.md).",
   },
   {
     key: 'trainer.taskQueue',
@@ -321,6 +328,43 @@ export const TRAINING_OPTIONS = [
     defaultNote: '`engine.url`',
     description:
       'tinker: base URL of the Tinker sidecar (`python -m openclaw_engine.tinker_sidecar`); by default the engine URL, since the sidecar also serves.',
+  },
+  {
+    key: 'trainer.fireworksUrl',
+    env: 'OPENCLAW_FIREWORKS_URL',
+    kind: 'string',
+    defaultNote: '`engine.url`',
+    description:
+      'fireworks: base URL of the Fireworks sidecar (`python -m openclaw_engine.fireworks_sidecar`), which trains and hot-loads published versions into the deployment; by default the engine URL, since the sidecar also serves chat from the deployment (with `--tokenizer`).',
+  },
+  {
+    key: 'trainer.fireworksBaseModel',
+    env: 'OPENCLAW_FIREWORKS_BASE_MODEL',
+    kind: 'string',
+    description:
+      "fireworks: the model the sidecar trains, by Fireworks' name (`accounts/fireworks/models/qwen3-8b`); its LoRA rank is `engine.loraRank` (0: all weights). The API key is FIREWORKS_API_KEY; the SDK resolves the account from it.",
+  },
+  {
+    key: 'trainer.fireworksTrainingShape',
+    env: 'OPENCLAW_FIREWORKS_TRAINING_SHAPE',
+    kind: 'string',
+    description:
+      "fireworks: the training shape (`ts-…`) the sidecar creates its trainer job on (accelerators, image, context length); the deployment takes the shape's deployment shape.",
+  },
+  {
+    key: 'trainer.fireworksDeployment',
+    env: 'OPENCLAW_FIREWORKS_DEPLOYMENT',
+    kind: 'string',
+    description:
+      'fireworks: id of the deployment each published version is hot-loaded into (created on the training shape if missing); empty: versions are saved, never served.',
+  },
+  {
+    key: 'trainer.fireworksTrainerJob',
+    env: 'OPENCLAW_FIREWORKS_TRAINER_JOB',
+    kind: 'string',
+    defaultNote: 'empty: the sidecar creates one',
+    description:
+      'fireworks: id of a running trainer job the sidecar reconnects to (after a restart), instead of creating a new one.',
   },
   {
     key: 'trainer.url',

@@ -16,7 +16,7 @@ import type { SupersededPolicy } from './types.js';
 
 export const METHODS = ['rl', 'opd', 'combine'] as const;
 export const STALENESS_POLICIES = ['drop', 'rollout-logprobs'] as const;
-export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker'] as const;
+export const TRAINER_BACKENDS = ['reference', 'slime', 'tinker', 'fireworks'] as const;
 export const EPOCH_COMMANDS = ['slime', 'reference'] as const;
 export const PAYLOAD_ENCRYPTION_MODES = ['auto', 'required', 'off'] as const;
 export const SUPERSEDED_POLICIES = ['exclude', 'negative'] as const satisfies readonly SupersededPolicy[];
@@ -54,6 +54,19 @@ const configObject = z.strictObject({
         .min(1024)
         .default(16 * 1024 * 1024),
       idempotencyTtlMs: z.number().int().min(1000).default(86_400_000),
+      images: z
+        .strictObject({
+          maxBytes: z
+            .number()
+            .int()
+            .min(1)
+            .default(10 * 1024 * 1024),
+          maxPerRequest: z.number().int().min(0).default(16),
+          // Hosts whose http(s) image URLs the gateway fetches; none: only data URLs are accepted.
+          allowedHosts: z.array(z.string().min(1)).default([]),
+          fetchTimeoutMs: z.number().int().min(100).default(10_000),
+        })
+        .prefault({}),
     })
     .prefault({}),
   sampling: z
@@ -106,6 +119,8 @@ const configObject = z.strictObject({
       votes: z.number().int().min(1).max(32).optional(),
       temperature: z.number().min(0).max(2).default(0.6),
       maxTokens: z.number().int().min(1).optional(),
+      // The judge model reads images: it is sent a turn's images, not a note in their place.
+      vision: z.boolean().default(false),
     })
     .prefault({}),
   teacher: z
@@ -166,6 +181,12 @@ const configObject = z.strictObject({
         .default(16 * 2 ** 30),
       extraArgs: z.string().default(''),
       tinkerUrl: z.union([z.literal(''), httpUrl]).default(''),
+      // fireworks: the sidecar's URL, and what it trains on (passed to the sidecar, docs/fireworks.md).
+      fireworksUrl: z.union([z.literal(''), httpUrl]).default(''),
+      fireworksBaseModel: z.string().default(''),
+      fireworksTrainingShape: z.string().default(''),
+      fireworksDeployment: z.string().default(''),
+      fireworksTrainerJob: z.string().default(''),
       url: z.union([z.literal(''), httpUrl]).default(''),
     })
     .prefault({}),
@@ -311,8 +332,26 @@ function checkStore(config: z.output<typeof configObject>, ctx: z.RefinementCtx)
     });
 }
 
+/** Fireworks' custom losses see target-token log-probs only: no KL, entropy or top-K term (docs/fireworks.md). */
+export const FIREWORKS_NO_KL =
+  'the Fireworks trainer trains no KL term: set loss.klCoef 0, or use the reference or slime trainer';
+export const FIREWORKS_NO_ENTROPY =
+  'the Fireworks trainer has no entropy term (its forward returns target log-probs only): set loss.entropyCoef 0, or use the reference or slime trainer';
+export const FIREWORKS_NO_TOPK =
+  "Fireworks' forward returns the log-probs of the target tokens only, not of the teacher's top-K tokens: set teacher.topK 0 (training.distillTopK 0), or use the reference or slime trainer";
+
+/** What Fireworks cannot train, and what its sidecar cannot start without. */
+function checkFireworks(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  if (config.trainer.backend !== 'fireworks') return;
+  const refuse = (path: string[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+  if (config.loss.klCoef > 0) refuse(['loss', 'klCoef'], FIREWORKS_NO_KL);
+  if (config.loss.entropyCoef !== 0) refuse(['loss', 'entropyCoef'], FIREWORKS_NO_ENTROPY);
+  if (config.teacher.topK > 0) refuse(['teacher', 'topK'], FIREWORKS_NO_TOPK);
+}
+
 /** What a slime trainer cannot start without, checked with the config rather than at the first step. */
 function checkTrainer(config: z.output<typeof configObject>, ctx: z.RefinementCtx): void {
+  checkFireworks(config, ctx);
   if (config.trainer.backend === 'tinker' && config.loss.klCoef > 0)
     ctx.addIssue({
       code: 'custom',

@@ -16,6 +16,11 @@ export interface JudgeInput {
 export interface JudgePromptMessage {
   role: 'system' | 'user';
   content: string;
+  /**
+   * Data URLs of images sent after the text, for a judge that reads images (`judge.vision`); the text names each
+   * where it was (core/image-notes.ts). A judge that reads text only ignores them.
+   */
+  images?: string[];
 }
 
 const BINARY_JUDGE_SYSTEM = `You grade a single step of an AI assistant's work. You are shown what the assistant produced and the state that came straight after it, called the next state. Use the next state as evidence to decide whether the assistant's output achieved what the user wanted at that step.

@@ -2,6 +2,7 @@
 // A turn without a training signal becomes an exclusion with its reason instead of a zero-mask sample, so it
 // never takes a batch slot (spec 13, item 13).
 
+import type { ImageRefPart } from './image-parts.js';
 import type { JudgeScore } from './judge-votes.js';
 import type {
   Method,
@@ -30,6 +31,8 @@ export interface CapturedTurn {
    * `sampling.constraints`); any makes the turn a `constrained-sampling` exclusion.
    */
   constraints?: readonly string[];
+  /** The prompt's image refs in prompt order (`imageRefsOf(record.messages)`); the ids hold their pad tokens. */
+  images?: readonly ImageRefPart[];
 }
 
 /** Whether the hint judge produced a hint; `HintSelection` from judge-votes fits. */
@@ -99,6 +102,8 @@ export function assembleSample(method: Method, turn: CapturedTurn, scoring: Turn
       kind,
     };
     if (turn.temperature !== undefined && turn.temperature !== 1) sample.temperature = turn.temperature;
+    if (turn.images && turn.images.length > 0)
+      sample.images = turn.images.map((ref) => ({ digest: ref.digest, mediaType: ref.media_type }));
     if (teacher === 'hinted') {
       const problem = invalidTeacher(turn.responseIds.length, scoring);
       if (problem !== null) return exclude('invalid-input', problem);

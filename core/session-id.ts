@@ -6,6 +6,7 @@
 
 import { flattenContent } from './chat-messages.js';
 import { fnv1a64Hex } from './fnv1a64.js';
+import { isImageRefPart } from './image-parts.js';
 import { replyView } from './reply-view.js';
 import { LOCAL_TENANT, scopedSessionId } from './tenant.js';
 import type { TurnType } from './types.js';
@@ -122,9 +123,21 @@ function openingOf(messages: unknown): { text: string; reply: string | null } | 
   const reply = all.find((m) => m.role === 'assistant');
   if (first === undefined && reply === undefined) return null;
   return {
-    text: first ? `${String(first.role)}:${flattenContent(first.content)}` : '',
+    text: first ? `${String(first.role)}:${openingText(first.content)}` : '',
     reply: reply ? replyView(reply.content, reply.tool_calls) : null,
   };
+}
+
+/**
+ * A message's text, and the digest of each of its images (the gateway has made them `image_ref` parts): two
+ * conversations that open with different images are two sessions, and one image sent as a data URL or as a URL
+ * opens the same one. Text alone is as it always was, so the ids of text conversations do not change.
+ */
+function openingText(content: unknown): string {
+  const text = flattenContent(content);
+  if (!Array.isArray(content)) return text;
+  const digests = content.filter(isImageRefPart).map((part) => part.digest);
+  return digests.length === 0 ? text : `${text}\n[images ${digests.join(' ')}]`;
 }
 
 /**

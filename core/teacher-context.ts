@@ -18,7 +18,8 @@ export const HINT_MARKER = "[user's hint / instruction]";
 
 /**
  * A copy of the turn's request messages with the hint appended to the last user message (or the last
- * message, if none is from the user); that message's content becomes flat text. No messages → a single user
+ * message, if none is from the user); that message's content becomes flat text, unless it holds images: then
+ * the hint is a text part after its parts. No messages → a single user
  * message carrying the hint. The input is not changed.
  */
 export function appendHintToMessages(messages: readonly ChatMessage[], hint: string): ChatMessage[] {
@@ -32,7 +33,13 @@ export function appendHintToMessages(messages: readonly ChatMessage[], hint: str
     }
   }
   const message = copy[target] as ChatMessage;
-  message.content = pythonStrip(`${flattenContent(message.content)}\n\n${HINT_MARKER}\n${pythonStrip(hint)}`);
+  const hintText = `${HINT_MARKER}\n${pythonStrip(hint)}`;
+  // A message with images keeps them where they were (the teacher sees what the policy saw); the hint follows.
+  if (Array.isArray(message.content) && message.content.some((part) => part.type === 'image_ref')) {
+    message.content = [...message.content, { type: 'text', text: `\n\n${hintText}` }];
+    return copy;
+  }
+  message.content = pythonStrip(`${flattenContent(message.content)}\n\n${hintText}`);
   return copy;
 }
 

@@ -92,6 +92,17 @@ export interface TrainingSample {
   policyVersion: number;
   method: Method;
   kind: SampleKind;
+  /**
+   * The prompt's images in prompt order (a vision-language policy's turn), as digests: the bytes are in the
+   * store under `imageStoreKey(digest)` (core/image-parts.ts) and are read only when a step is sent.
+   */
+  images?: SampleImageRef[];
+}
+
+/** An image of a sample's prompt: its content digest (`sha256:<hex>`) and media type, no bytes. */
+export interface SampleImageRef {
+  digest: `sha256:${string}`;
+  mediaType: string;
 }
 
 /**

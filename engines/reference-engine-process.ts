@@ -44,6 +44,23 @@ export async function makeTinyModel(dir: string, seed = 0, headDim = 64): Promis
   return dir;
 }
 
+/**
+ * Writes the tiny random vision-language model folder (`make-tiny-vlm`: Qwen2.5-VL architecture, the tiny
+ * model's tokenizer with the vision tokens, a 56x56 image is 4 image tokens) unless one is already there.
+ */
+export async function makeTinyVlm(dir: string, seed = 0): Promise<string> {
+  if (existsSync(resolve(dir, 'config.json'))) return dir;
+  await execFileAsync(enginePython(), [
+    '-m',
+    'openclaw_engine',
+    'make-tiny-vlm',
+    dir,
+    '--seed',
+    String(seed),
+  ]);
+  return dir;
+}
+
 async function assertCurrentTinyModel(dir: string): Promise<void> {
   const file = resolve(dir, 'openclaw_tiny_model.json');
   if (!existsSync(file)) return; // a model folder of the user's own

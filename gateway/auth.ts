@@ -1,4 +1,5 @@
-// Bearer-key authentication. Keys are compared as SHA-256 digests with timingSafeEqual, so neither a key's
+// Bearer-key authentication (Anthropic clients may send the key as `x-api-key` instead, on the routes that serve
+// them: `credentialOf`). Keys are compared as SHA-256 digests with timingSafeEqual, so neither a key's
 // length nor its prefix leaks through response timing. Each key belongs to a tenant (the one its keys-file
 // entry names, else the key's own name); no keys configured means an open gateway, whose one tenant is `local`.
 
@@ -46,6 +47,21 @@ export function createApiKeyCheck(apiKeys: readonly (string | ApiKey)[]): ApiKey
       return { ok: true, ...found };
     },
   };
+}
+
+/**
+ * The `Authorization` value a request presents: its own, or where `apiKeyHeader` (a route for Anthropic
+ * clients, which send `x-api-key: <key>`) and it has none, its `x-api-key` as a bearer token.
+ */
+export function credentialOf(
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+  apiKeyHeader: boolean,
+): string | undefined {
+  const authorization = typeof headers.authorization === 'string' ? headers.authorization : undefined;
+  if (authorization !== undefined || !apiKeyHeader) return authorization;
+  const key = headers['x-api-key'];
+  const value = (Array.isArray(key) ? key[0] : key)?.trim();
+  return value ? `Bearer ${value}` : undefined;
 }
 
 function sha256(text: string): Buffer {

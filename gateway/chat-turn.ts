@@ -8,9 +8,11 @@ import { type SessionIdentification, stripSessionFields } from '../core/session-
 import type { TurnCapture } from '../engines/chat-capture.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import type { ChatRequest } from './chat-request-schema.js';
+import type { ClientProtocol } from './client-protocol.js';
 import type { ClientWants } from './client-response.js';
 import type { EngineUpstream } from './engine-upstream.js';
 import type { IdempotencyClaim, IdempotencyKeys, StoredResponse } from './idempotency.js';
+import type { ImageLimits, TakenImages } from './image-intake.js';
 import type { GatewayMetrics } from './metrics.js';
 import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
 import type { ExplicitSampling, SamplingDefaults } from './sampling.js';
@@ -26,10 +28,14 @@ export interface ChatDeps {
   idempotency: IdempotencyKeys;
   /** Which policy serves each tenant (absent: the engine's one policy serves everyone). */
   routing?: TenantRouting;
+  /** What images a request may carry, and from where (gateway/image-intake.ts). */
+  images: ImageLimits;
 }
 
 export interface ChatTurn {
   request: ChatRequest;
+  /** How the client reads the answer (chat completions, Responses API…). */
+  protocol: ClientProtocol;
   identity: SessionIdentification;
   /** A main turn of a known session: captured exactly and recorded. */
   main: boolean;
@@ -40,6 +46,8 @@ export interface ChatTurn {
   idempotency: IdempotencyClaim | null;
   /** The body sent to the engine. */
   engineBody: Record<string, unknown>;
+  /** The request's images: its messages with digest refs (what is recorded), and their bytes (stored first). */
+  images: TakenImages;
   /**
    * For a main turn on an engine whose answer does not name its weight version: the version read just
    * before the engine was asked (null when it could not be read). The turn records the older of it and
@@ -129,7 +137,7 @@ export async function recordMainTurn(
       {
         sessionId,
         model: captured.turn.model || turn.request.model || '',
-        messages: normaliseMessagesForTemplate(turn.request.messages as ChatMessage[]),
+        messages: normaliseMessagesForTemplate(turn.images.refMessages as ChatMessage[]),
         tools: turn.request.tools ?? null,
         response,
         promptIds,
@@ -140,7 +148,7 @@ export async function recordMainTurn(
         sampling: turn.sampling.record,
         chatTemplateKwargs: turn.request.chat_template_kwargs ?? null,
       },
-      { legacySessionId },
+      { legacySessionId, images: turn.images.images },
     );
     const recordMs = performance.now() - recordStarted;
     deps.metrics.turnRecorded(recorded.duplicate ? 'duplicate' : 'recorded', recorded.pairing);

@@ -3,6 +3,7 @@
 // to its session workflow whenever Temporal can take it, so serving never waits on Temporal.
 
 import type { OpenClawConfig } from '../core/config.js';
+import { imageStoreKey } from '../core/image-parts.js';
 import { type AdapterSettings, runIdOfSession } from '../core/tenant-adapters.js';
 import { type OutboxWorkflow, sessionDoneEntry, turnEntry } from '../store/outbox.js';
 import type { SampleStore } from '../store/sample-store.js';
@@ -56,6 +57,13 @@ export class DurableTurnRecorder implements TurnRecorder {
   }
 
   async record(draft: TurnDraft, options: RecordOptions = {}): Promise<RecordedTurn> {
+    // Before the record: a record never names an image the store lacks. Create-if-absent: an image already
+    // stored (sent before, by anyone) costs one existence check and is not written again.
+    await Promise.all(
+      [...(options.images ?? [])].map(([digest, image]) =>
+        withRetry(() => this.options.store.putIfAbsent(imageStoreKey(digest), image), this.retry),
+      ),
+    );
     const recorded = await this.persistence.persist(draft, options);
     this.options.onQueued?.();
     return recorded;

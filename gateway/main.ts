@@ -22,6 +22,7 @@ import { IdempotencyKeys } from './idempotency.js';
 import { GatewayMetrics, type TurnTiming } from './metrics.js';
 import { sessionDelivery } from './outbox-delivery.js';
 import { OutboxRelay } from './outbox-relay.js';
+import { ResponseStates } from './responses/response-state.js';
 import { checkTeacherTemperature, loadSamplingDefaults } from './sampling.js';
 import { createGateway } from './server.js';
 import type { TurnRecorder } from './turn-recorder.js';
@@ -160,10 +161,12 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     recorder,
     ...(feedback && { feedback }),
     idempotency,
+    responses: new ResponseStates(store),
     sampling: sampling.defaults,
     apiKeys: apiKeys.keys,
     bodyLimitBytes: deps.bodyLimitBytes ?? config.gateway.bodyLimitBytes,
     rateLimitPerMinute: config.gateway.rateLimitPerMinute,
+    images: config.gateway.images,
     metricsNeedKey: apiKeys.keys.length > 0 && !isLoopbackHost(config.gateway.host),
     adapters: config.adapters,
     dashboard: {

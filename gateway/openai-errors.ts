@@ -43,8 +43,8 @@ export function unauthorized(message: string): OpenAIError {
   return new OpenAIError(401, message, 'authentication_error', null, 'invalid_api_key');
 }
 
-export function notFound(message: string): OpenAIError {
-  return new OpenAIError(404, message, 'not_found_error', null, 'not_found');
+export function notFound(message: string, param: string | null = null): OpenAIError {
+  return new OpenAIError(404, message, 'not_found_error', param, 'not_found');
 }
 
 export function payloadTooLarge(limitBytes: number): OpenAIError {

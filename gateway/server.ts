@@ -15,8 +15,11 @@ import { type ApiKey, LOCAL_TENANT } from '../core/tenant.js';
 import type { AdapterSettings } from '../core/tenant-adapters.js';
 import type { EngineAdapter } from '../engines/engine-adapter.js';
 import { createEngineAdapter } from '../engines/engine-adapters.js';
-import { type ApiKeyCheck, type Caller, createApiKeyCheck } from './auth.js';
-import { chatCompletionsHandler, type RequestContext } from './chat-completions-route.js';
+import { type ApiKeyCheck, type Caller, createApiKeyCheck, credentialOf } from './auth.js';
+import { chatCompletionsRoute } from './chat-completions-route.js';
+import { chatProtocol } from './chat-protocol.js';
+import type { ChatDeps } from './chat-turn.js';
+import type { ClientProtocol } from './client-protocol.js';
 import { clientSignalOf } from './client-signal.js';
 import { DASHBOARD_PUBLIC_ROUTES, registerDashboard } from './dashboard/dashboard-routes.js';
 import type { DashboardSources } from './dashboard/dashboard-sources.js';
@@ -24,6 +27,8 @@ import { ClientGoneError, EngineUpstream } from './engine-upstream.js';
 import type { FeedbackDesk } from './feedback-desk.js';
 import { FEEDBACK_ROUTE, feedbackHandler } from './feedback-route.js';
 import type { IdempotencyKeys } from './idempotency.js';
+import { DEFAULT_IMAGE_LIMITS, type ImageLimits } from './image-intake.js';
+import { MESSAGES_ROUTE, messagesRoute } from './messages/messages-route.js';
 import { GatewayMetrics } from './metrics.js';
 import {
   internalError,
@@ -33,7 +38,10 @@ import {
   payloadTooLarge,
   rateLimited,
 } from './openai-errors.js';
+import { type ProtocolRoute, protocolHandler, type RequestContext } from './protocol-route.js';
 import { traceRequests } from './request-tracing.js';
+import type { ResponseStates } from './responses/response-state.js';
+import { RESPONSES_ROUTE, responsesRoute } from './responses/responses-route.js';
 import { NEUTRAL_SAMPLING, type SamplingDefaults } from './sampling.js';
 import { TenantRouting } from './tenant-routing.js';
 import type { TurnRecorder } from './turn-recorder.js';
@@ -83,8 +91,15 @@ export interface GatewayOptions {
   metricsNeedKey?: boolean;
   /** Tenants with an adapter of their own: served by it, and nobody else is (gateway/tenant-routing.ts). */
   adapters?: AdapterSettings;
+  /**
+   * Where `POST /v1/responses` keeps conversations for `previous_response_id` (the sample store); absent: the
+   * route is not served.
+   */
+  responses?: ResponseStates;
   /** Where the dashboard (`/dashboard`, docs/dashboard.md) reads runs and sessions; absent: no dashboard. */
   dashboard?: DashboardSources;
+  /** What images a chat request may carry (default: data URLs only, gateway/image-intake.ts). */
+  images?: ImageLimits;
 }
 
 export const DEFAULT_BODY_LIMIT_BYTES = 16 * 1024 * 1024;
@@ -129,14 +144,23 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
     for (const problem of problems) app.log.warn({ engine: engine.url }, problem);
   });
 
+  // The routes clients send turns to, each answered in its own protocol; errors too (protocol-route.ts).
+  const clientRoutes = new Map<string, ProtocolRoute>([[CHAT_ROUTE, chatCompletionsRoute]]);
+  if (options.responses) clientRoutes.set(RESPONSES_ROUTE, responsesRoute(options.responses));
+  const protocolOf = (request: FastifyRequest): ClientProtocol =>
+    clientRoutes.get(request.routeOptions.url ?? '')?.protocol ?? chatProtocol;
+  clientRoutes.set(MESSAGES_ROUTE, messagesRoute);
+
   const contexts = new WeakMap<FastifyRequest, RequestContext>();
   const contextOf = (request: FastifyRequest): RequestContext =>
     contexts.get(request) ?? { tenant: LOCAL_TENANT, keyName: '', startedAt: process.hrtime.bigint() };
 
   app.addHook('onRequest', async (request, reply) => {
     const startedAt = process.hrtime.bigint();
-    observeRequest(metrics, request, reply, startedAt);
-    contexts.set(request, { ...authenticate(auth, publicRoutes, request), startedAt });
+    observeRequest(metrics, request, reply, startedAt, clientRoutes.has(request.routeOptions.url ?? ''));
+    // Anthropic clients send their key as `x-api-key`.
+    const apiKeyHeader = protocolOf(request).name === 'messages';
+    contexts.set(request, { ...authenticate(auth, publicRoutes, request, apiKeyHeader), startedAt });
   });
 
   const limit = options.rateLimitPerMinute ?? 0;
@@ -163,10 +187,10 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
     }
     const openai = toOpenAIError(error, bodyLimit);
     if (openai.status >= 500) request.log.error({ err: error }, 'request failed');
-    return sendError(reply, openai);
+    return sendError(reply, openai, protocolOf(request));
   });
   app.setNotFoundHandler((request, reply) =>
-    sendError(reply, notFound(`no route for ${request.method} ${request.url.split('?')[0]}`)),
+    sendError(reply, notFound(`no route for ${request.method} ${request.url.split('?')[0]}`), chatProtocol),
   );
 
   // Registered as a plugin so that it loads after the rate limiter, whose hook attaches to routes as they are added.
@@ -191,20 +215,16 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
       routing.visibleModels(contextOf(request).tenant, await upstream.models(clientSignalOf(reply))),
     );
 
-    routes.post(
-      CHAT_ROUTE,
-      chatCompletionsHandler(
-        {
-          upstream,
-          recorder: options.recorder,
-          metrics,
-          sampling: options.sampling ?? NEUTRAL_SAMPLING,
-          idempotency: options.idempotency,
-          routing,
-        },
-        contextOf,
-      ),
-    );
+    const chatDeps: ChatDeps = {
+      upstream,
+      recorder: options.recorder,
+      metrics,
+      sampling: options.sampling ?? NEUTRAL_SAMPLING,
+      idempotency: options.idempotency,
+      routing,
+      images: options.images ?? DEFAULT_IMAGE_LIMITS,
+    };
+    for (const [path, route] of clientRoutes) routes.post(path, protocolHandler(chatDeps, contextOf, route));
 
     routes.post(FEEDBACK_ROUTE, feedbackHandler(options.feedback ?? null, contextOf));
 
@@ -214,11 +234,19 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
   return app;
 }
 
-/** Checks the bearer key on every non-public route (before the body is read); returns who is calling. */
-function authenticate(auth: ApiKeyCheck, publicRoutes: ReadonlySet<string>, request: FastifyRequest): Caller {
+/**
+ * Checks the bearer key (or, where `apiKeyHeader`, an `x-api-key`) on every non-public route (before the body is
+ * read); returns who is calling.
+ */
+function authenticate(
+  auth: ApiKeyCheck,
+  publicRoutes: ReadonlySet<string>,
+  request: FastifyRequest,
+  apiKeyHeader: boolean,
+): Caller {
   const path = request.url.split('?')[0] ?? '';
   if (publicRoutes.has(path)) return { tenant: LOCAL_TENANT, keyName: '' };
-  const result = auth.check(request.headers.authorization);
+  const result = auth.check(credentialOf(request.headers, apiKeyHeader));
   if (!result.ok) throw result.error;
   return { tenant: result.tenant, keyName: result.keyName };
 }
@@ -229,8 +257,9 @@ function observeRequest(
   request: FastifyRequest,
   reply: FastifyReply,
   startedAt: bigint,
+  /** A turn for the engine (any client protocol): counted as a chat request in flight. */
+  chat: boolean,
 ): void {
-  const chat = request.routeOptions.url === CHAT_ROUTE;
   metrics.inFlight.inc();
   if (chat) metrics.chatStarted();
   reply.raw.once('close', () => {
@@ -274,7 +303,8 @@ function toOpenAIError(error: FastifyError | Error, bodyLimit: number): OpenAIEr
   return internalError(`internal error: ${error.message}`);
 }
 
-function sendError(reply: FastifyReply, error: OpenAIError): FastifyReply {
+function sendError(reply: FastifyReply, error: OpenAIError, protocol: ClientProtocol): FastifyReply {
   if (error.retryAfterSeconds !== null) reply.header('retry-after', String(error.retryAfterSeconds));
-  return reply.code(error.status).type('application/json; charset=utf-8').send(error.toJSON());
+  const { status, body } = protocol.error(error);
+  return reply.code(status).type('application/json; charset=utf-8').send(body);
 }

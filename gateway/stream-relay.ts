@@ -1,8 +1,9 @@
-// Streaming chat completions: each engine chunk is relayed to the client as it arrives, and captured. Only
-// the final `data: [DONE]` is held back until a main turn is recorded; if recording fails the client gets an
-// error event and the stream ends without [DONE], so a client that saw [DONE] can count on its turn. A
+// Streaming answers: each engine chunk is relayed to the client as it arrives, in the client's protocol
+// (client-protocol.ts), and captured. The closing events come only after a main turn is recorded, and the
+// very last (chat's `data: [DONE]`) only once the response is kept for replay; if recording fails the client
+// gets an error event and the stream ends without it, so a client that saw it can count on its turn. A
 // client that disconnects aborts the engine request, and nothing is recorded. Under an `Idempotency-Key` the
-// events sent are kept as they were written, and stored (with the final [DONE]) before [DONE] goes out.
+// events sent are kept as they were written, and stored (with the last one) before the last one goes out.
 
 import type { ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
@@ -16,13 +17,11 @@ import {
   keepForReplay,
   recordMainTurn,
 } from './chat-turn.js';
-import { clientChunk, turnIdChunk } from './client-response.js';
 import { parseSseEvents } from './engine-stream.js';
 import { ClientGoneError } from './engine-upstream.js';
 import { badGateway, internalError, OpenAIError } from './openai-errors.js';
 
 const SSE_CONTENT_TYPE = 'text/event-stream; charset=utf-8';
-const DONE_EVENT = 'data: [DONE]\n\n';
 
 export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: FastifyReply): Promise<void> {
   // Errors before the engine answers (unreachable, 4xx) are thrown here and sent as plain JSON errors.
@@ -45,9 +44,12 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
   const sessionId = clientSessionId(turn.identity.sessionId);
   // What the client was sent, event by event, when a replay may need it.
   const sent: string[] | null = turn.idempotency ? [] : null;
-  const writeEvent = (payload: unknown) => writeSseEvent(raw, payload, sent);
+  const encoder = turn.protocol.stream({ wants: turn.wants, sessionId });
+  const writeEvents = async (events: string[]) => {
+    for (const event of events) await writeSseEvent(raw, event, sent);
+  };
   const endWithError = async (error: OpenAIError) => {
-    await writeEvent(error.toJSON());
+    await writeEvents(encoder.error(error.toJSON()));
     raw.end();
   };
   let sawDone = false;
@@ -64,7 +66,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
         // The engine failed mid-stream and said so: pass its error on, record nothing.
         deps.metrics.upstreamError('stream');
         turn.log.warn({ error: chunk.error }, 'the engine reported an error mid-stream');
-        await writeEvent({ error: chunk.error });
+        await writeEvents(encoder.error({ error: chunk.error }));
         raw.end();
         return;
       }
@@ -74,8 +76,7 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
         sawToken = true;
         deps.metrics.timeToFirstToken.observe(secondsSince(turn.startedAt));
       }
-      const view = clientChunk(chunk, turn.wants, sessionId);
-      if (view !== null) await writeEvent(view);
+      await writeEvents(encoder.chunk(chunk));
     }
   } catch (error) {
     await body.cancel().catch(() => {});
@@ -95,29 +96,28 @@ export async function relayStream(deps: ChatDeps, turn: ChatTurn, reply: Fastify
 
   const engineDone = performance.now();
   let recordMs: number | null = null;
+  let last: string;
   try {
     const recorded = turn.main ? await recordMainTurn(deps, turn, capture) : null;
     recordMs = recorded?.recordMs ?? null;
     await endSessionIfAsked(deps, turn, recorded?.ref.sessionId ?? turn.identity.sessionId);
-    // The turn's id, once it is recorded, on a chunk of its own: feedback names the turn by it.
-    if (recorded)
-      await writeEvent(
-        turnIdChunk(
-          lastChunk,
-          clientSessionId(recorded.ref.sessionId),
-          clientSessionId(recorded.ref.sampleId) ?? recorded.ref.sampleId,
-        ),
-      );
+    // The turn's id, once it is recorded, goes in the closing events: feedback names the turn by it.
+    const closing = await encoder.finish(lastChunk, {
+      sessionId: clientSessionId(recorded?.ref.sessionId ?? turn.identity.sessionId),
+      turnId: recorded ? (clientSessionId(recorded.ref.sampleId) ?? recorded.ref.sampleId) : null,
+    });
+    last = closing.pop() ?? '';
+    await writeEvents(closing);
     if (sent !== null)
       await keepForReplay(
         turn,
-        { status: 200, contentType: SSE_CONTENT_TYPE, body: sent.join('') + DONE_EVENT },
+        { status: 200, contentType: SSE_CONTENT_TYPE, body: sent.join('') + last },
         recorded,
       );
   } catch (error) {
     return endWithError(asOpenAIError(error));
   }
-  raw.end(DONE_EVENT);
+  raw.end(last);
   deps.metrics.turnAnswered({
     turnType: turn.main ? 'main' : 'side',
     afterEngineMs: performance.now() - engineDone,
@@ -171,9 +171,8 @@ function clientGone(deps: ChatDeps, turn: ChatTurn): void {
  * Writes one SSE event (and notes it in `sent`), waiting for the socket to drain when the client reads slower
  * than the engine.
  */
-function writeSseEvent(raw: ServerResponse, payload: unknown, sent: string[] | null): Promise<void> {
+function writeSseEvent(raw: ServerResponse, event: string, sent: string[] | null): Promise<void> {
   if (raw.destroyed || raw.writableEnded) return Promise.resolve();
-  const event = `data: ${JSON.stringify(payload)}\n\n`;
   sent?.push(event);
   if (raw.write(event)) return Promise.resolve();
   return new Promise((resolve) => {

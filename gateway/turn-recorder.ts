@@ -1,6 +1,7 @@
 // The durable hand-off of a main turn: once `record` resolves, the turn and its outbox entry are durable in
 // the sample store, so the response may complete; the relay delivers it to its session workflow later.
 
+import type { ImageDigest, StoredImage } from '../core/image-parts.js';
 import type { TurnRecord } from '../core/turn-record.js';
 import type { TurnRef } from '../core/types.js';
 
@@ -28,6 +29,8 @@ export interface RecordOptions {
    * continues is found there and not in `draft.sessionId`, the turn is recorded there.
    */
   legacySessionId?: string | null;
+  /** The bytes of the images the draft's `image_ref` parts name: stored before the record that names them. */
+  images?: ReadonlyMap<ImageDigest, StoredImage>;
 }
 
 export interface TurnRecorder {

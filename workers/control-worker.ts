@@ -88,6 +88,7 @@ export async function createControlWorker(
       judge,
       teacher: teacherEngineFromConfig(config),
       teacherTopK: config.teacher.topK,
+      judgeVision: config.judge.vision,
       client,
       controlTaskQueue: options.taskQueue ?? config.temporal.taskQueue,
       trainingDefaults: (runId, method) => trainingInputFromConfig(config, runId, method),

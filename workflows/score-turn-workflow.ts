@@ -75,6 +75,8 @@ function teacherFailure(error: ActivityFailure): string {
   const cause = error.cause;
   if (cause instanceof ApplicationFailure && cause.type === TEACHER_TEMPERATURE_REFUSED)
     return `the teacher refused: ${cause.message}`;
+  // An engine's refusal of the prompt (scoring-activities.ts): its message says so already.
+  if (cause instanceof ApplicationFailure && cause.type === 'TeacherRefused') return cause.message;
   return 'teacher log-probs failed after retries';
 }
 

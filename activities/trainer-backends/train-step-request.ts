@@ -25,6 +25,9 @@ export function trainStepRequest(
       ...(s.useRolloutLogprobs !== undefined && { use_rollout_logprobs: s.useRolloutLogprobs }),
       // The engine's default is 1.0: sent only when group training weighs the sample's tenant otherwise.
       ...(s.weight !== undefined && s.weight !== 1 && { weight: s.weight }),
+      // A vision-language policy's sample: the images' bytes, in prompt order (the tokens hold their pads).
+      ...(s.images !== undefined &&
+        s.images.length > 0 && { images: s.images.map((i) => ({ media_type: i.mediaType, data: i.data })) }),
     })),
     loss: lossOnWire(loss),
     optimizer: optimizerOnWire(optimizer),

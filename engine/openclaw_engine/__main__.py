@@ -6,6 +6,7 @@ import argparse
 import logging
 import os
 import sys
+from typing import Any
 
 _DEFAULT_MAX_BODY_MB = 64
 # Before torch starts its OpenMP threads: idle threads sleep instead of spinning. On a machine whose cores are
@@ -28,6 +29,10 @@ def _parser() -> argparse.ArgumentParser:
         choices=[32, 64, 128],
         help="attention head size (vLLM's CPU sizes)",
     )
+
+    vlm = sub.add_parser("make-tiny-vlm", help="write a tiny random Qwen2.5-VL model folder (images)")
+    vlm.add_argument("dir", help="output folder (created if missing)")
+    vlm.add_argument("--seed", type=int, default=0, help="weight initialisation seed")
 
     serve = sub.add_parser("serve", help="serve a model folder over SGLang's HTTP API subset")
     serve.add_argument("--model", required=True, help="Hugging Face model folder")
@@ -106,18 +111,33 @@ def _serve(args: argparse.Namespace) -> None:
     access = engine_access(args, [args.model])
     if args.threads > 0:
         torch.set_num_threads(args.threads)
-    runner = ModelRunner(
-        args.model,
-        device=args.device,
-        dtype=args.dtype,
-        weight_version=args.weight_version,
-        original_logprobs=args.return_original_logprob,
-        served_model_name=args.served_model_name,
-        max_batch_tokens=args.max_batch_tokens,
-        max_running=args.max_running_requests,
-        prefix_cache_mb=args.prefix_cache_mb,
-        max_loras=args.max_loras,
-    )
+    from .vision_processor import is_vision_model
+
+    runner: Any
+    if is_vision_model(args.model):  # a VLM: images served one request per step (vision_runner.py)
+        from .vision_runner import VisionRunner
+
+        runner = VisionRunner(
+            args.model,
+            device=args.device,
+            dtype=args.dtype,
+            weight_version=args.weight_version,
+            original_logprobs=args.return_original_logprob,
+            served_model_name=args.served_model_name,
+        )
+    else:
+        runner = ModelRunner(
+            args.model,
+            device=args.device,
+            dtype=args.dtype,
+            weight_version=args.weight_version,
+            original_logprobs=args.return_original_logprob,
+            served_model_name=args.served_model_name,
+            max_batch_tokens=args.max_batch_tokens,
+            max_running=args.max_running_requests,
+            prefix_cache_mb=args.prefix_cache_mb,
+            max_loras=args.max_loras,
+        )
     routers = []
     if args.trainer:
         # Imported only on demand: the serving half must not depend on the training half.
@@ -151,6 +171,10 @@ def main(argv: list[str] | None = None) -> None:
 
         out = make_tiny_model(args.dir, seed=args.seed, head_dim=args.head_dim)
         print(out)
+    elif args.command == "make-tiny-vlm":
+        from .tiny_vlm import make_tiny_vlm
+
+        print(make_tiny_vlm(args.dir, seed=args.seed))
     elif args.command == "train-epoch":
         from .train_epoch import main as train_epoch
 

@@ -74,7 +74,7 @@ class SharedLoraBase:
         self.lock = threading.Lock()
         self.holder: str | None = None
         self.model: PeftModel | None = None
-        self.vocab_size = int(AutoConfig.from_pretrained(self.model_dir).vocab_size)
+        self.vocab_size = int(AutoConfig.from_pretrained(self.model_dir).get_text_config().vocab_size)
         self._init_state: dict[str, Tensor] | None = None
         self._trainers: dict[str, AdapterTrainer] = {}
         self._registry = threading.Lock()

@@ -19,9 +19,8 @@ THINK_START = "<think>"
 THINK_END = "</think>"
 TOOL_START = "<tool_call>"
 TOOL_END = "</tool_call>"
-# The engine serves text-only models: an image content part (`image_url` or `image`) is shown to the
-# chat template as this text part instead, so the prompt says where an image was without its pixels.
-IMAGE_PLACEHOLDER = "<image>"
+# Image content parts: OpenAI's `image_url` ({"url": ...} or, as SGLang/vLLM accept, the url string) and
+# the `image` form. The chat template sees each as {"type": "image"}; only a vision-language model takes them.
 IMAGE_PART_TYPES = ("image_url", "image")
 
 
@@ -31,7 +30,7 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
     `developer` is a `system` turn; assistant tool-call arguments given as JSON strings are parsed
     to objects (SGLang does the same) so templates can `tojson` them; `None` content becomes "";
-    image content parts become the text part IMAGE_PLACEHOLDER (the model reads text only).
+    image content parts become {"type": "image"} (their bytes are `image_urls`', in the same order).
     """
     out: list[dict[str, Any]] = []
     for message in messages:
@@ -41,17 +40,37 @@ def normalize_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         if msg.get("content") is None:
             msg["content"] = ""
         elif isinstance(msg["content"], list):
-            msg["content"] = [_image_as_placeholder(part) for part in msg["content"]]
+            msg["content"] = [_image_as_marker(part) for part in msg["content"]]
         if msg.get("role") == "assistant" and isinstance(msg.get("tool_calls"), list):
             msg["tool_calls"] = [_parse_arguments(call) for call in msg["tool_calls"]]
         out.append(msg)
     return out
 
 
-def _image_as_placeholder(part: Any) -> Any:
+def _image_as_marker(part: Any) -> Any:
     if isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES:
-        return {"type": "text", "text": IMAGE_PLACEHOLDER}
+        return {"type": "image"}
     return part
+
+
+def image_urls(messages: list[dict[str, Any]]) -> list[str]:
+    """The URLs of the messages' image parts, in prompt order (a part without one gives "")."""
+    urls: list[str] = []
+    for message in messages:
+        content = message.get("content")
+        if not isinstance(content, list):
+            continue
+        for part in content:
+            if isinstance(part, dict) and part.get("type") in IMAGE_PART_TYPES:
+                urls.append(_url_of(part))
+    return urls
+
+
+def _url_of(part: dict[str, Any]) -> str:
+    value = part.get("image_url") if part.get("type") == "image_url" else part.get("image")
+    if isinstance(value, dict):
+        value = value.get("url")
+    return value if isinstance(value, str) else ""
 
 
 def _parse_arguments(call: dict[str, Any]) -> dict[str, Any]:

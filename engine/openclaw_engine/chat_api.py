@@ -16,7 +16,7 @@ from contextlib import aclosing
 from dataclasses import dataclass
 from typing import Any
 
-from .chat import StreamDelta, StreamParser, normalize_messages, parse_output
+from .chat import StreamDelta, StreamParser, image_urls, normalize_messages, parse_output
 from .errors import EngineError, error_body
 from .forced_tool_call import already_called, forced_reply
 from .generate_api import check_token_ids
@@ -50,12 +50,17 @@ def plan(
         raise EngineError(refusal, param="max_tokens" if refusal.startswith("max_tokens") else "stream")
     tools_on = bool(body.tools) and body.tool_choice != "none"
     prompt_text: str | None = None
+    vision: Any = None
     if body.input_ids is not None:  # SGLang: a pre-tokenised prompt bypasses the chat template
         check_token_ids(body.input_ids, runner, "input_ids")
         prompt_ids = list(body.input_ids)
     else:
         prompt_text = render_prompt(body, raw, runner, tools_on=tools_on)
         prompt_ids = runner.encode(prompt_text, add_special_tokens=False)
+        images = images_of(raw["messages"], runner)
+        if images:
+            vision = prepare_images(runner, prompt_text, images)
+            prompt_ids = vision.input_ids
     stop_ids = body.stop_token_ids or []
     check_token_ids(stop_ids, runner, "stop_token_ids")
 
@@ -81,6 +86,7 @@ def plan(
         top_logprobs_num=(body.top_logprobs or 0) if body.logprobs else 0,
         forced_output=_forced_tool_call(body, raw, runner) if tools_on else (),
         lora_name=lora_of_model(body.model, runner),
+        vision=vision,
         **({"rid": body.rid} if body.rid else {}),
     )
     try:
@@ -97,6 +103,35 @@ def plan(
         created=int(time.time()),
         strict=strict,
     )
+
+
+def images_of(messages: list[dict[str, Any]], runner: ServedPolicy) -> list[Any]:
+    """The decoded images of the messages, in prompt order; a 400 when the model cannot take them."""
+    urls = image_urls(messages)
+    if not urls:
+        return []
+    if not getattr(runner, "accepts_images", False):
+        raise EngineError(
+            f"model '{runner.served_model_name}' does not accept images (it is a text-only model); "
+            "send text, or serve a vision-language model",
+            param="messages",
+        )
+    from .vision_processor import ImageError, decode_data_url
+
+    try:
+        return [decode_data_url(url) for url in urls]
+    except ImageError as exc:
+        raise EngineError(str(exc), param="messages") from None
+
+
+def prepare_images(runner: ServedPolicy, prompt_text: str, images: list[Any]) -> Any:
+    """The VLM's model inputs: expanded prompt ids, pixel values and grids (a 400 if they disagree)."""
+    from .vision_processor import ImageError
+
+    try:
+        return runner.prepare(prompt_text, images)  # type: ignore[attr-defined]
+    except ImageError as exc:
+        raise EngineError(str(exc), param="messages") from None
 
 
 def lora_of_model(model: str | None, runner: ServedPolicy) -> str | None:

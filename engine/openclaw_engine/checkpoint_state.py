@@ -29,9 +29,13 @@ def write_state(checkpoint: Path, state: dict[str, Any]) -> None:
 def step_fingerprint(request: TrainStepRequest) -> str:
     """A hash of the batch without its step id: a step id reused for another batch is caught by it.
 
-    A sample's weight of 1 (the default) is left out, so a step hashes as it did before samples had weights
-    (the fingerprints recorded in older checkpoints still match).
+    A sample's weight of 1 and absent images (the defaults) are left out, so a step hashes as it did before
+    samples had weights or images (the fingerprints recorded in older checkpoints still match).
     """
-    unweighted = {i: {"weight"} for i, sample in enumerate(request.samples) if sample.weight == 1.0}
-    exclude: dict = {"step_id": True, "samples": unweighted} if unweighted else {"step_id": True}
+    defaults = {
+        i: ({"weight"} if sample.weight == 1.0 else set()) | ({"images"} if sample.images is None else set())
+        for i, sample in enumerate(request.samples)
+    }
+    defaults = {i: fields for i, fields in defaults.items() if fields}
+    exclude: dict = {"step_id": True, "samples": defaults} if defaults else {"step_id": True}
     return hashlib.sha256(request.model_dump_json(exclude=exclude).encode()).hexdigest()

@@ -24,6 +24,9 @@ class GenerationRequest:
     forced_output: tuple[int, ...] = ()
     # A loaded LoRA adapter's name (lora_serving.py); None: the base model.
     lora_name: str | None = None
+    # A vision-language model's image inputs (`vision_processor.VisionInputs`); input_ids already hold
+    # each image's pad tokens. None: a text prompt.
+    vision: Any = None
 
 
 @dataclass

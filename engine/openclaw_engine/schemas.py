@@ -176,8 +176,8 @@ class ChatMessageIn(_Lenient):
     def _text_and_images(self) -> ChatMessageIn:
         if isinstance(self.content, list):
             for part in self.content:
-                # Images are accepted so multimodal clients (the gui environment's screenshots) can use
-                # this text-only engine: chat.normalize_messages renders each as IMAGE_PLACEHOLDER.
+                # Images are parsed here; chat_api serves them to a vision-language model and refuses
+                # them (400) for a text-only one.
                 if part.type in IMAGE_PART_TYPES:
                     continue
                 if part.type != "text" or part.text is None:

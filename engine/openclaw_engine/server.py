@@ -201,6 +201,9 @@ def _routes(runner: ServedPolicy, *, strict: bool, access: EngineAccess) -> APIR
                 template_kwargs=dict(body.chat_template_kwargs or {}),
             )
             ids = runner.encode(prompt, add_special_tokens=False)
+            images = chat_api.images_of(raw["messages"], runner)  # a text model refuses them (400)
+            if images:  # the ids the model consumes: each image's pads expanded
+                ids = chat_api.prepare_images(runner, prompt, images).input_ids
             return {
                 "tokens": ids,
                 "count": len(ids),

@@ -22,7 +22,7 @@ import torch
 from peft import LoraConfig, PeftModel, get_peft_model, get_peft_model_state_dict, set_peft_model_state_dict
 from safetensors.torch import load_file
 from torch import Tensor
-from transformers import AutoModelForCausalLM, PreTrainedModel
+from transformers import AutoModelForCausalLM, AutoModelForImageTextToText, PreTrainedModel
 
 from .checkpoint_state import STATE_DIR, state_file, step_fingerprint, write_state
 from .durable_files import publish_dir, staged_dir
@@ -35,6 +35,8 @@ from .training_schemas import (
     check_for_method,
     parse_train_step,
 )
+from .vision_forward import vision_logits
+from .vision_processor import ImageError, decode_image_bytes, is_vision_model, load_processor
 
 DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 GRAD_CLIP = 1.0
@@ -64,6 +66,9 @@ class Trainer:
 
     # The PEFT adapter this trainer trains when it is a LoRA trainer (adapter_trainer.py trains others).
     _adapter_name = "default"
+    # A vision-language model (Qwen2.5-VL): samples may carry images (vision_forward.py's forward pass).
+    is_vision = False
+    _processor: Any = None
 
     def __init__(
         self,
@@ -83,6 +88,11 @@ class Trainer:
         self.lora_alpha = (lora_alpha if lora_alpha is not None else 2 * lora_rank) if lora_rank else None
         self.lora_target_modules = list(lora_target_modules or DEFAULT_LORA_TARGETS) if lora_rank else None
         self._lock = threading.Lock()
+        self.is_vision = is_vision_model(self.model_dir)
+        if self.is_vision:
+            if lora_rank:
+                raise ValueError("LoRA training of a vision-language model is not supported; use lora_rank 0")
+            self._processor = load_processor(self.model_dir)
         self.model: PreTrainedModel | PeftModel = self._base_policy()
         self.vocab_size = int(self.model.get_input_embeddings().num_embeddings)
         self._optimizer: torch.optim.AdamW | None = None
@@ -121,12 +131,17 @@ class Trainer:
             return {**metrics, "duplicate": False}
 
     def response_log_probs(
-        self, tokens: list[int], response_length: int, temperature: float = 1.0
+        self,
+        tokens: list[int],
+        response_length: int,
+        temperature: float = 1.0,
+        images: list[dict[str, str]] | None = None,
     ) -> list[float]:
         """log π_T(response token | prefix) under the current weights, one per response token."""
         with self._lock, torch.no_grad():
             ids = torch.tensor(tokens, device=self.device)
-            logits = tempered(self._response_logits(self.model, ids, response_length), temperature)
+            vision = self._vision_inputs(ids, [d["data"] for d in images or []], "images")
+            logits = tempered(self._response_logits(self.model, ids, response_length, vision), temperature)
             return _gather(torch.log_softmax(logits, dim=-1), ids[-response_length:]).tolist()
 
     def reset(self) -> dict[str, Any]:
@@ -249,7 +264,7 @@ class Trainer:
             )
             expected = get_peft_model_state_dict(self.model, adapter_name=self._adapter_name)
         else:
-            weights = AutoModelForCausalLM.from_pretrained(str(root), dtype=torch.float32).state_dict()
+            weights = self._model_class().from_pretrained(str(root), dtype=torch.float32).state_dict()
             expected = self.model.state_dict()
         if weights.keys() != expected.keys():
             diff = sorted(set(weights) ^ set(expected))[:3]
@@ -276,12 +291,16 @@ class Trainer:
         tokens = 0
         # One sample per forward/backward (gradient accumulation): memory stays that of the longest sample,
         # and compute_loss divides by the global batch size so the summed gradient is the full-batch one.
-        for sample in req.samples:
+        for i, sample in enumerate(req.samples):
             batch = self._sample_tensors(sample)
+            vision = self._vision_inputs(
+                batch["ids"], [image.data for image in sample.images or []], f"samples[{i}].images"
+            )
             # Every log-prob of a sample is of the distribution it was drawn from: log_softmax(logits / T),
             # as the engine reported its rollout log-probs (slime divides by --rollout-temperature alike).
             logits = tempered(
-                self._response_logits(self.model, batch["ids"], sample.response_length), sample.temperature
+                self._response_logits(self.model, batch["ids"], sample.response_length, vision),
+                sample.temperature,
             )
             log_probs_all = torch.log_softmax(logits, dim=-1)
             lp = _gather(log_probs_all, batch["targets"])[None]
@@ -302,7 +321,7 @@ class Trainer:
                     entropy = entropy_from_logits(logits.detach())[None]
             ref = (
                 self._ref_log_probs(
-                    batch["ids"], sample.response_length, batch["targets"], sample.temperature
+                    batch["ids"], sample.response_length, batch["targets"], sample.temperature, vision
                 )
                 if hp.kl_coef
                 else None
@@ -372,27 +391,76 @@ class Trainer:
             out["topk_idx"] = torch.tensor(sample.teacher_topk_indices, dtype=torch.long, device=dev)
         return out
 
-    @staticmethod
-    def _response_logits(model: torch.nn.Module, ids: Tensor, response_length: int) -> Tensor:
+    def _response_logits(
+        self,
+        model: torch.nn.Module,
+        ids: Tensor,
+        response_length: int,
+        vision: dict[str, Tensor] | None = None,
+    ) -> Tensor:
         """Logits that predict the response: position prompt_len + t − 1 predicts token t; [R, V] fp32."""
         # The last token is never an input; logits_to_keep skips the prompt positions' vocabulary projection.
+        if self.is_vision:  # 3-D positions and the images, as the engine computed them when serving
+            vision = vision or {}
+            return vision_logits(
+                model,
+                ids[None, :-1],
+                pixel_values=vision.get("pixel_values"),
+                image_grid_thw=vision.get("image_grid_thw"),
+                logits_to_keep=response_length,
+            )
         out = model(input_ids=ids[None, :-1], logits_to_keep=response_length, use_cache=False)
         return out.logits[0].float()
 
+    def _vision_inputs(self, ids: Tensor, images_b64: list[str], param: str) -> dict[str, Tensor] | None:
+        """Pixel values and grids of a sample's images, from their bytes by the model's processor.
+
+        The ids are the sample's exact tokens: their `<|image_pad|>` count must be what the images make.
+        """
+        if not images_b64:
+            return None
+        if not self.is_vision:
+            reason = (
+                "LoRA adapters of a vision-language model are not trained with images (full weights only)"
+                if is_vision_model(self.model_dir)
+                else f"model '{self.model_dir}' does not accept images (it is a text-only model)"
+            )
+            raise EngineError(f"{param}: {reason}", param=param)
+        processor = self._processor
+        try:
+            pictures = [decode_image_bytes(data) for data in images_b64]
+        except ImageError as exc:
+            raise EngineError(f"{param}: {exc}", param=param) from None
+        out = processor.image_processor(images=pictures, return_tensors="pt")
+        grid = out["image_grid_thw"]
+        expected = int((grid.prod(dim=-1) // processor.image_processor.merge_size**2).sum())
+        pads = int((ids == processor.image_token_id).sum())
+        if pads != expected:
+            raise EngineError(
+                f"{param}: the tokens hold {pads} image tokens but the images make {expected}",
+                param=param,
+            )
+        return {"pixel_values": out["pixel_values"].to(self.device), "image_grid_thw": grid.to(self.device)}
+
     @torch.no_grad()
     def _ref_log_probs(
-        self, ids: Tensor, response_length: int, targets: Tensor, temperature: float = 1.0
+        self,
+        ids: Tensor,
+        response_length: int,
+        targets: Tensor,
+        temperature: float = 1.0,
+        vision: dict[str, Tensor] | None = None,
     ) -> Tensor:
         """log π_ref at the sample's temperature: the adapter switched off (LoRA), or the frozen base."""
         if self.is_lora:
             assert isinstance(self.model, PeftModel)
             with self.model.disable_adapter():
-                logits = self._response_logits(self.model, ids, response_length)
+                logits = self._response_logits(self.model, ids, response_length, vision)
         else:
             if self._ref_model is None:
                 # Loaded from model_dir (not copied from the live model) so it is the base even after resumes.
                 self._ref_model = self._load_base().to(self.device).eval().requires_grad_(False)
-            logits = self._response_logits(self._ref_model, ids, response_length)
+            logits = self._response_logits(self._ref_model, ids, response_length, vision)
         return _gather(torch.log_softmax(tempered(logits, temperature), dim=-1), targets)[None]
 
     def _new_optimizer(self, cfg: OptimizerRequest) -> torch.optim.AdamW:
@@ -496,7 +564,10 @@ class Trainer:
 
     def _load_base(self) -> PreTrainedModel:
         # fp32 master weights whatever the source dtype: Adam updates of 1e-5 vanish in bf16.
-        return AutoModelForCausalLM.from_pretrained(self.model_dir, dtype=torch.float32)
+        return self._model_class().from_pretrained(self.model_dir, dtype=torch.float32)
+
+    def _model_class(self) -> Any:
+        return AutoModelForImageTextToText if self.is_vision else AutoModelForCausalLM
 
     def _lora_config(self) -> LoraConfig:
         return LoraConfig(

@@ -80,6 +80,13 @@ def _response_length(info: ValidationInfo) -> int | None:
     return value if isinstance(value, int) else None
 
 
+class TrainImage(_Strict):
+    """One image of a sample's prompt: its bytes, base64 (the trainer's processor makes the pixel values)."""
+
+    media_type: str = Field(pattern=r"^image/[A-Za-z0-9.+-]+$")
+    data: str = Field(min_length=1)
+
+
 class TrainSample(_Strict):
     """One trajectory: `tokens` = prompt + response; the per-token arrays cover the response only.
 
@@ -103,6 +110,9 @@ class TrainSample(_Strict):
     # The sample's loss weight: its per-token loss terms count w times in the step's mean (engine/TRAINING.md,
     # "Sample weights"); 0 leaves it out of the step, 1 (the default) is the unweighted loss.
     weight: float = Field(1.0, ge=0.0, le=1e6)
+    # The prompt's images in prompt order (a vision-language model's sample): `tokens` already hold each
+    # image's `<|image_pad|>` tokens, as the engine served them; the trainer never re-tokenises.
+    images: list[TrainImage] | None = None
 
     @field_validator("response_length")
     @classmethod

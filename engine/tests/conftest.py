@@ -36,6 +36,19 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
+def tiny_vlm_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The tiny Qwen2.5-VL folder (`make-tiny-vlm`, seed 0): the vision-language tests' model."""
+    out = tmp_path_factory.mktemp("tiny-vlm")
+    subprocess.run(
+        [sys.executable, "-m", "openclaw_engine", "make-tiny-vlm", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return out
+
+
+@pytest.fixture(scope="session")
 def other_model_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Same architecture, different weights (seed 1): the target of weight-update tests."""
     return _make_model(tmp_path_factory.mktemp("tiny-model-seed1"), seed=1)

@@ -3,6 +3,7 @@
 // entry written together, and the outbox's per-session order and leases. The filesystem store (with and without
 // its turn journal) and the PostgreSQL store run it: test/store/*-store-contract.test.ts.
 import { describe, expect, it } from 'vitest';
+import { imageStoreKey, type StoredImage } from '../../core/image-parts.js';
 import type { TurnRef } from '../../core/types.js';
 import type { ClaimLimit } from '../../store/outbox.js';
 import { FileSampleStore, type SampleStore, storeKey } from '../../store/sample-store.js';
@@ -93,6 +94,21 @@ export function describeSampleStoreContract(
       await store.delete('turns/a/2');
       await store.delete('turns/a/never');
       expect(await store.list('turns')).toEqual(['turns/a/1', 'turns/a/3', 'turns/ab/1']);
+    });
+
+    // A user's screenshot sent in many turns, by many sessions at once: its bytes are kept once, exactly.
+    it('keeps an image once under its digest: the first write creates it, later ones change nothing', async () => {
+      const store = await make();
+      const image: StoredImage = {
+        mediaType: 'image/png',
+        data: Buffer.from([0x89, 0x50, 0x4e, 0x47, 0, 255]).toString('base64'),
+      };
+      const key = imageStoreKey(`sha256:${'ab'.repeat(32)}`);
+      const created = await Promise.all([1, 2, 3].map(() => store.putIfAbsent(key, image)));
+      expect(created.filter(Boolean)).toHaveLength(1);
+      expect(await store.putIfAbsent(key, { mediaType: 'image/png', data: '' })).toBe(false);
+      expect(await store.get(key)).toEqual(image);
+      expect(await store.list('images')).toEqual([key]);
     });
 
     it('rejects keys that would escape the store', async () => {

@@ -31,6 +31,7 @@ describe('loadConfig defaults', () => {
         rateLimitPerMinute: 600,
         bodyLimitBytes: 16 * 1024 * 1024,
         idempotencyTtlMs: 86_400_000,
+        images: { maxBytes: 10 * 1024 * 1024, maxPerRequest: 16, allowedHosts: [], fetchTimeoutMs: 10_000 },
       },
       // Unset: the model's generation_config.json, else the engines' neutral values.
       sampling: {},
@@ -60,6 +61,7 @@ describe('loadConfig defaults', () => {
         apiKey: '',
         votes: 1,
         temperature: 0.6,
+        vision: false,
         maxTokens: 8192,
       },
       teacher: { url: 'http://127.0.0.1:30001', kind: 'reference', topK: 0 },
@@ -98,6 +100,11 @@ describe('loadConfig defaults', () => {
         shmBytes: 16 * 2 ** 30,
         extraArgs: '',
         tinkerUrl: '',
+        fireworksUrl: '',
+        fireworksBaseModel: '',
+        fireworksTrainingShape: '',
+        fireworksDeployment: '',
+        fireworksTrainerJob: '',
         url: '',
       },
       store: {

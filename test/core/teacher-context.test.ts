@@ -44,6 +44,19 @@ describe('appendHintToMessages', () => {
     expect(hinted[0]?.content).toBe(`Describe this.\n\n${HINT_MARKER}\nMention the colours.`);
   });
 
+  // A user sent a screenshot: the teacher must see it where the policy did, with the hint after it.
+  it('keeps the images of the target message in place and adds the hint as a text part', () => {
+    const image = { type: 'image_ref', digest: `sha256:${'0'.repeat(64)}`, media_type: 'image/png' };
+    const messages: ChatMessage[] = [
+      { role: 'user', content: [{ type: 'text', text: 'What is this?' }, image] },
+    ];
+    expect(appendHintToMessages(messages, ' Say the colour. ')[0]?.content).toEqual([
+      { type: 'text', text: 'What is this?' },
+      image,
+      { type: 'text', text: `\n\n${HINT_MARKER}\nSay the colour.` },
+    ]);
+  });
+
   it('falls back to the last message when no message is from the user, and strips the result', () => {
     const hinted = appendHintToMessages([{ role: 'system', content: '   ' }], 'Be brief.');
     expect(hinted[0]?.content).toBe(`${HINT_MARKER}\nBe brief.`);

@@ -12,6 +12,7 @@ import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
 import {
   type EngineProcess,
   makeTinyModel,
+  makeTinyVlm,
   startReferenceEngine,
 } from '../../engines/reference-engine-process.js';
 import { DurableTurnRecorder, type SessionSettings } from '../../gateway/durable-turn-recorder.js';
@@ -19,6 +20,7 @@ import { FeedbackDesk } from '../../gateway/feedback-desk.js';
 import { IdempotencyKeys } from '../../gateway/idempotency.js';
 import { sessionDelivery } from '../../gateway/outbox-delivery.js';
 import { OutboxRelay } from '../../gateway/outbox-relay.js';
+import { ResponseStates } from '../../gateway/responses/response-state.js';
 import { createGateway, type GatewayOptions } from '../../gateway/server.js';
 import { FileSampleStore, type SampleStore } from '../../store/sample-store.js';
 import { sessionWorkflowId } from '../../temporal/workflow-ids.js';
@@ -48,7 +50,8 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
-export interface TestGatewayOptions extends Partial<Omit<GatewayOptions, 'recorder' | 'idempotency'>> {
+export interface TestGatewayOptions
+  extends Partial<Omit<GatewayOptions, 'recorder' | 'idempotency' | 'responses'>> {
   engineUrl: string;
   client: Client;
   /** Default: a FileSampleStore in a fresh temp dir. */
@@ -93,7 +96,8 @@ export async function startTestGateway(options: TestGatewayOptions): Promise<Tes
     retry,
     onQueued: () => relay.notify(),
   });
-  const app = createGateway({ ...options, recorder, idempotency, feedback });
+  const responses = new ResponseStates(store);
+  const app = createGateway({ ...options, recorder, idempotency, feedback, responses });
   await app.listen({ host: '127.0.0.1', port: 0 });
   relay.start();
   const address = app.server.address();
@@ -128,10 +132,18 @@ export interface EngineStack {
   close(): Promise<void>;
 }
 
-export async function startEngineStack(label: string): Promise<EngineStack> {
+/**
+ * `vision`: the tiny vision-language model (`make-tiny-vlm`) instead of the text one, which refuses images;
+ * `trainer`: the engine trains too (`--trainer`).
+ */
+export async function startEngineStack(
+  label: string,
+  options: { vision?: boolean; trainer?: boolean } = {},
+): Promise<EngineStack> {
   const dir = await mkdtemp(join(tmpdir(), `openclaw-${label}-`));
-  const [model, env] = await Promise.all([makeTinyModel(join(dir, 'model')), connectTestEnvironment()]);
-  const engine = await startReferenceEngine({ model });
+  const make = options.vision ? makeTinyVlm : makeTinyModel;
+  const [model, env] = await Promise.all([make(join(dir, 'model')), connectTestEnvironment()]);
+  const engine = await startReferenceEngine({ model, ...(options.trainer && { trainer: true }) });
   const sessions = new Set<string>();
   return {
     dir,

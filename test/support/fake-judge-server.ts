@@ -32,6 +32,8 @@ export interface FakeJudgeOptions {
   answer?: (call: {
     system: string;
     user: string;
+    /** The URLs of the user message's `image_url` parts (a judge that reads images is sent them). */
+    images: string[];
   }) => { content: string | null } | { raw: string } | undefined;
 }
 
@@ -54,12 +56,19 @@ export async function startFakeJudge(options: FakeJudgeOptions = {}): Promise<Fa
         res.end(JSON.stringify({ error: { message: 'fake judge failure', type: 'server_error' } }));
         return;
       }
-      const request = JSON.parse(body) as { messages: { role: string; content: string }[] };
-      const system = request.messages[0]?.content ?? '';
-      const user = request.messages.at(-1)?.content ?? '';
+      type Part = { type: string; text?: string; image_url?: { url: string } };
+      const request = JSON.parse(body) as { messages: { role: string; content: string | Part[] }[] };
+      const textOf = (content: string | Part[] | undefined) =>
+        typeof content === 'string' ? content : (content ?? []).map((part) => part.text ?? '').join('');
+      const system = textOf(request.messages[0]?.content);
+      const last = request.messages.at(-1)?.content;
+      const user = textOf(last);
+      const images = Array.isArray(last)
+        ? last.flatMap((part) => (part.image_url ? [part.image_url.url] : []))
+        : [];
       const nextState = user.split(/\n## [^\n]*\[role: [a-z]+\]\n/)[1] ?? user;
       const isHintJudge = system.includes('HINT_START');
-      const answered = options.answer?.({ system, user });
+      const answered = options.answer?.({ system, user, images });
       if (answered !== undefined && 'raw' in answered) {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.end(answered.raw);

@@ -53,6 +53,9 @@ def read_batch_file(path: str | os.PathLike[str]) -> TrainStepRequest:
     """The batch at `path`, validated (shapes, finite numbers, per-method fields); errors name the field."""
     request = parse_train_step(json.loads(Path(path).read_text()))
     check_for_method(request)
+    for i, sample in enumerate(request.samples):
+        if sample.images:
+            raise ValueError(f"samples[{i}] has images; the slime epoch trains text only")
     return request
 
 

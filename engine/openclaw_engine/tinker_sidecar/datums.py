@@ -45,6 +45,8 @@ class DatumArrays:
 
 def response_advantages(sample: TrainSample, loss: LossRequest) -> list[float]:
     """One advantage per response token, masked tokens 0, computed with the functions of losses.py."""
+    if sample.images:
+        raise ValueError("the sample has images; the Tinker trainer trains text only (use the reference one)")
     if sample.temperature != 1.0:
         raise ValueError(
             f"the sample was drawn at temperature {sample.temperature:g}; Tinker computes log-probs at "
