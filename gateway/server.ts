@@ -28,6 +28,8 @@ import type { FeedbackDesk } from './feedback-desk.js';
 import { FEEDBACK_ROUTE, feedbackHandler } from './feedback-route.js';
 import type { IdempotencyKeys } from './idempotency.js';
 import { DEFAULT_IMAGE_LIMITS, type ImageLimits } from './image-intake.js';
+import { COUNT_TOKENS_ROUTE, countTokensHandler } from './messages/count-tokens-route.js';
+import { messagesProtocol } from './messages/messages-protocol.js';
 import { MESSAGES_ROUTE, messagesRoute } from './messages/messages-route.js';
 import { GatewayMetrics } from './metrics.js';
 import {
@@ -147,9 +149,13 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
   // The routes clients send turns to, each answered in its own protocol; errors too (protocol-route.ts).
   const clientRoutes = new Map<string, ProtocolRoute>([[CHAT_ROUTE, chatCompletionsRoute]]);
   if (options.responses) clientRoutes.set(RESPONSES_ROUTE, responsesRoute(options.responses));
-  const protocolOf = (request: FastifyRequest): ClientProtocol =>
-    clientRoutes.get(request.routeOptions.url ?? '')?.protocol ?? chatProtocol;
   clientRoutes.set(MESSAGES_ROUTE, messagesRoute);
+  // Routes that carry no turn but speak a client's protocol: its errors, its key header.
+  const otherProtocolRoutes = new Map<string, ClientProtocol>([[COUNT_TOKENS_ROUTE, messagesProtocol]]);
+  const protocolOf = (request: FastifyRequest): ClientProtocol => {
+    const url = request.routeOptions.url ?? '';
+    return clientRoutes.get(url)?.protocol ?? otherProtocolRoutes.get(url) ?? chatProtocol;
+  };
 
   const contexts = new WeakMap<FastifyRequest, RequestContext>();
   const contextOf = (request: FastifyRequest): RequestContext =>
@@ -225,6 +231,7 @@ export function createGateway(options: GatewayOptions): FastifyInstance {
       images: options.images ?? DEFAULT_IMAGE_LIMITS,
     };
     for (const [path, route] of clientRoutes) routes.post(path, protocolHandler(chatDeps, contextOf, route));
+    routes.post(COUNT_TOKENS_ROUTE, countTokensHandler(upstream));
 
     routes.post(FEEDBACK_ROUTE, feedbackHandler(options.feedback ?? null, contextOf));
 

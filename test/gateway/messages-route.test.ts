@@ -210,6 +210,54 @@ describe('POST /v1/messages with the Anthropic SDK against a real engine and Tem
     expect(await recordedTurns(gateway.store, scoped(sessionId))).toHaveLength(1);
   });
 
+  // A Claude-style agent counts its context before sending it: the count must be the one the turn then reports
+  // (a gateway counting with another tokenizer or template would have the agent trim too much or too little).
+  it('counts input tokens as the engine renders the conversation, as messages.create then reports them', async () => {
+    const sessionId = stack.session('count-tokens', TENANT);
+    const headers = { 'X-Session-Id': sessionId };
+    const messages: MessageParam[] = [{ role: 'user', content: 'How long is this conversation?' }];
+    const counted = await apiKeyHeader.messages.countTokens(
+      { model: MODEL, system: SYSTEM, messages, tools: [WEATHER] },
+      { headers },
+    );
+    const chatMessages = [{ role: 'system', content: SYSTEM }, ...messages];
+    expect(counted).toEqual({
+      input_tokens: (await tokenize({ messages: chatMessages, tools: [CHAT_WEATHER] })).length,
+    });
+    // Counting is not a turn: nothing recorded.
+    expect(await recordedTurns(gateway.store, scoped(sessionId))).toEqual([]);
+    const created = await bearer.messages.create(
+      { model: MODEL, max_tokens: 4, system: SYSTEM, messages, tools: [WEATHER] },
+      { headers },
+    );
+    expect(created.usage.input_tokens).toBe(counted.input_tokens);
+
+    // What it cannot count is an error the SDK types, naming the field.
+    const image = await apiKeyHeader.messages
+      .countTokens({
+        model: MODEL,
+        messages: [
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: 'What is this?' },
+              { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+            ],
+          },
+        ],
+      })
+      .catch((error: unknown) => error);
+    expect(image).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((image as InstanceType<typeof Anthropic.BadRequestError>).apiMessage).toMatch(
+      /^messages\.0\.content\.1: count_tokens does not count images/,
+    );
+    const empty = await apiKeyHeader.messages
+      .countTokens({ model: MODEL, messages: [] })
+      .catch((error: unknown) => error);
+    expect(empty).toBeInstanceOf(Anthropic.BadRequestError);
+    expect((empty as InstanceType<typeof Anthropic.BadRequestError>).apiMessage).toMatch(/^messages: /);
+  });
+
   it('answers what it cannot serve, and a missing key, with errors the SDK types', async () => {
     const bad = await bearer.messages
       .create({
