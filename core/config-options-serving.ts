@@ -78,6 +78,13 @@ export const SERVING_OPTIONS = [
       'How long a response sent under an `Idempotency-Key` is kept for replay (per API key); after it the key may be reused.',
   },
   {
+    key: 'gateway.responsesRetentionDays',
+    env: 'OPENCLAW_RESPONSES_RETENTION_DAYS',
+    kind: 'number',
+    description:
+      'How many days a Responses API response can be continued by `previous_response_id`; older ones are deleted (at start, hourly, and when read). 0 keeps them for ever.',
+  },
+  {
     key: 'gateway.images.maxBytes',
     env: 'OPENCLAW_GATEWAY_IMAGE_MAX_BYTES',
     kind: 'integer',

@@ -54,6 +54,8 @@ const configObject = z.strictObject({
         .min(1024)
         .default(16 * 1024 * 1024),
       idempotencyTtlMs: z.number().int().min(1000).default(86_400_000),
+      // As long as OpenAI keeps a stored response; 0: for ever.
+      responsesRetentionDays: z.number().min(0).default(30),
       images: z
         .strictObject({
           maxBytes: z

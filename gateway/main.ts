@@ -27,6 +27,9 @@ import { checkTeacherTemperature, loadSamplingDefaults } from './sampling.js';
 import { createGateway } from './server.js';
 import type { TurnRecorder } from './turn-recorder.js';
 
+/** How often the gateway deletes stored responses past `gateway.responsesRetentionDays`. */
+const RESPONSE_SWEEP_EVERY_MS = 3_600_000;
+
 export interface GatewayDeps {
   /** Default: the store the config names (`store.backend`), closed with the gateway. */
   store?: SampleStore;
@@ -154,6 +157,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     });
   }
 
+  const responses = new ResponseStates(store, { retentionDays: config.gateway.responsesRetentionDays });
   const app = createGateway({
     engineUrl: config.engine.url,
     engineKind: config.engine.kind,
@@ -161,7 +165,7 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     recorder,
     ...(feedback && { feedback }),
     idempotency,
-    responses: new ResponseStates(store),
+    responses,
     sampling: sampling.defaults,
     apiKeys: apiKeys.keys,
     bodyLimitBytes: deps.bodyLimitBytes ?? config.gateway.bodyLimitBytes,
@@ -186,6 +190,18 @@ export async function startGateway(config: OpenClawConfig, deps: GatewayDeps = {
     throw error;
   }
   relay?.start();
+  // Stored responses past their retention are deleted at start and every hour (a read also refuses them).
+  const sweepResponses = () =>
+    responses
+      .sweep()
+      .then((deleted) => {
+        if (deleted > 0) app.log.info({ deleted }, 'deleted stored responses past their retention');
+      })
+      .catch((error: unknown) => app.log.warn({ err: error }, 'sweeping stored responses failed'));
+  void sweepResponses();
+  const sweeper = setInterval(sweepResponses, RESPONSE_SWEEP_EVERY_MS);
+  sweeper.unref();
+  cleanups.push(async () => clearInterval(sweeper));
   const address = app.server.address() as AddressInfo;
   const url = `http://${clientHost(address)}:${address.port}`;
   app.log.info(

@@ -31,6 +31,7 @@ describe('loadConfig defaults', () => {
         rateLimitPerMinute: 600,
         bodyLimitBytes: 16 * 1024 * 1024,
         idempotencyTtlMs: 86_400_000,
+        responsesRetentionDays: 30,
         images: { maxBytes: 10 * 1024 * 1024, maxPerRequest: 16, allowedHosts: [], fetchTimeoutMs: 10_000 },
       },
       // Unset: the model's generation_config.json, else the engines' neutral values.
