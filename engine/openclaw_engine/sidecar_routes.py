@@ -1,16 +1,22 @@
 """The training routes a cloud trainer's sidecar serves (Tinker, Fireworks): the reference engine's training
 contract (engine/TRAINING.md) plus `/export_for_serving`, each call run off the event loop, paths checked
-against the sidecar's roots."""
+against the sidecar's roots; and the sidecar's app, with or without serving routes beside them."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fastapi import APIRouter
+from fastapi import APIRouter, FastAPI
 from fastapi.concurrency import run_in_threadpool
 
-from .access import PathRoots
+from .access import EngineAccess, PathRoots, TokenMiddleware
+from .errors import install_error_handlers
+from .served_policy import ServedPolicy
+from .server import create_app as create_serving_app
 from .training_schemas import CheckpointRequest, TrainStepRequest
+
+# Training batches are larger than chat requests; the reference engine's 64 MiB would be tight.
+DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024
 
 
 class CloudTrainer(Protocol):
@@ -52,3 +58,30 @@ def cloud_training_router(trainer: CloudTrainer, roots: PathRoots) -> APIRouter:
         return await run_in_threadpool(trainer.export_for_serving, str(roots.writable(request.path, "path")))
 
     return r
+
+
+def create_sidecar_app(
+    title: str,
+    training: APIRouter,
+    runner: ServedPolicy | None,
+    *,
+    max_body_bytes: int,
+    access: EngineAccess,
+) -> FastAPI:
+    """Given a runner, the reference engine's serving app with the training routes beside it (one process is
+    the trainer and the policy engine the gateway talks to); else the training routes and `/health` alone."""
+    if runner is not None:
+        return create_serving_app(
+            runner, max_body_bytes=max_body_bytes, extra_routers=[training], access=access
+        )
+    app = FastAPI(title=title)
+    install_error_handlers(app)
+    if access.token:
+        app.add_middleware(TokenMiddleware, token=access.token)
+
+    @app.get("/health")
+    async def health() -> dict[str, Any]:
+        return {"ok": True}
+
+    app.include_router(training)
+    return app

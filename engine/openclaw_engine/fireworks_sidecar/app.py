@@ -12,15 +12,10 @@ from fastapi import APIRouter, FastAPI
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict
 
-from ..access import EngineAccess, TokenMiddleware
-from ..errors import install_error_handlers
+from ..access import EngineAccess
 from ..fireworks_runner import FireworksRunner
-from ..server import create_app as create_serving_app
-from ..sidecar_routes import cloud_training_router
+from ..sidecar_routes import DEFAULT_MAX_BODY_BYTES, cloud_training_router, create_sidecar_app
 from .trainer import FireworksTrainer
-
-# Training batches are larger than chat requests; the reference engine's 64 MiB would be tight.
-DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024
 
 
 class HotLoadRequest(BaseModel):
@@ -52,21 +47,11 @@ def create_app(
     access: EngineAccess | None = None,
 ) -> FastAPI:
     access = access or EngineAccess()
-    if runner is not None:
-        return create_serving_app(
-            runner,
-            max_body_bytes=max_body_bytes,
-            extra_routers=[training_router(trainer, access.roots, hot_load_route=False)],
-            access=access,
-        )
-    app = FastAPI(title="openclaw fireworks sidecar")
-    install_error_handlers(app)
-    if access.token:
-        app.add_middleware(TokenMiddleware, token=access.token)
-
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
-        return {"ok": True}
-
-    app.include_router(training_router(trainer, access.roots, hot_load_route=True))
-    return app
+    # With a runner, the runner's own /update_weights_from_disk hot-loads (it also swaps the served version).
+    return create_sidecar_app(
+        "openclaw fireworks sidecar",
+        training_router(trainer, access.roots, hot_load_route=runner is None),
+        runner,
+        max_body_bytes=max_body_bytes,
+        access=access,
+    )

@@ -7,13 +7,13 @@ with the synchronous API (`.result()` on the returned futures); the HTTP layer r
 from __future__ import annotations
 
 import json
-import os
 import re
 import threading
 import uuid
 from pathlib import Path
 from typing import Any
 
+from ..cloud_checkpoints import read_record, write_record
 from ..errors import EngineError
 from ..training_schemas import TrainStepRequest
 from .connection import FireworksConnection
@@ -25,13 +25,6 @@ SAMPLER_FILE = "fireworks-sampler.json"
 # The reference trainer clips the gradient norm at 1 and uses torch AdamW's eps: the same optimizer here.
 GRAD_CLIP = 1.0
 ADAM_EPS = 1e-8
-
-
-def _write_json_atomically(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2))
-    os.replace(tmp, path)
 
 
 def _snapshot_name(path: str) -> str:
@@ -145,15 +138,12 @@ class FireworksTrainer:
                 "trainer_job_id": self.connection.trainer_job_id,
                 "steps": self.steps,
             }
-            _write_json_atomically(Path(path) / CHECKPOINT_FILE, record)
+            write_record(path, CHECKPOINT_FILE, record)
             self.last_checkpoint = path
             return record
 
     def load_checkpoint(self, path: str) -> dict[str, Any]:
-        file = Path(path) / CHECKPOINT_FILE
-        if not file.is_file():
-            raise EngineError(f"{file} does not exist (not a Fireworks checkpoint)", param="path", status=404)
-        record = json.loads(file.read_text())
+        record = read_record(path, CHECKPOINT_FILE, "a Fireworks checkpoint")
         with self._lock:
             self.client.load_state_with_optimizer(record["fireworks_path"]).result()
             self.steps = dict(record.get("steps", {}))
@@ -173,7 +163,7 @@ class FireworksTrainer:
                 "deployment_id": self.connection.deployment_id,
                 "step_ids": list(self.steps),
             }
-            _write_json_atomically(Path(path) / SAMPLER_FILE, record)
+            write_record(path, SAMPLER_FILE, record)
             return {"path": path, **record}
 
     def hot_load(self, path: str, version: str) -> dict[str, Any]:

@@ -4,19 +4,12 @@ then both the trainer and the policy engine the gateway talks to)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, FastAPI
 
-from ..access import EngineAccess, PathRoots, TokenMiddleware
-from ..errors import install_error_handlers
-from ..server import create_app as create_serving_app
-from ..sidecar_routes import cloud_training_router
+from ..access import EngineAccess, PathRoots
+from ..sidecar_routes import DEFAULT_MAX_BODY_BYTES, cloud_training_router, create_sidecar_app
 from ..tinker_runner import TinkerRunner
 from .trainer import TinkerTrainer
-
-# Training batches are larger than chat requests; the reference engine's 64 MiB would be tight.
-DEFAULT_MAX_BODY_BYTES = 512 * 1024 * 1024
 
 
 def training_router(trainer: TinkerTrainer, roots: PathRoots) -> APIRouter:
@@ -31,21 +24,10 @@ def create_app(
     access: EngineAccess | None = None,
 ) -> FastAPI:
     access = access or EngineAccess()
-    if runner is not None:
-        return create_serving_app(
-            runner,
-            max_body_bytes=max_body_bytes,
-            extra_routers=[training_router(trainer, access.roots)],
-            access=access,
-        )
-    app = FastAPI(title="openclaw tinker sidecar")
-    install_error_handlers(app)
-    if access.token:
-        app.add_middleware(TokenMiddleware, token=access.token)
-
-    @app.get("/health")
-    async def health() -> dict[str, Any]:
-        return {"ok": True}
-
-    app.include_router(training_router(trainer, access.roots))
-    return app
+    return create_sidecar_app(
+        "openclaw tinker sidecar",
+        training_router(trainer, access.roots),
+        runner,
+        max_body_bytes=max_body_bytes,
+        access=access,
+    )

@@ -6,26 +6,18 @@ the synchronous API (`.result()` on the returned futures); the HTTP layer runs i
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import threading
 from pathlib import Path
 from typing import Any
 
+from ..cloud_checkpoints import read_record, write_record
 from ..errors import EngineError
 from ..training_schemas import TrainStepRequest
 from .datums import SUPPORTED_METHODS, datum_arrays, to_datum
 
 CHECKPOINT_FILE = "tinker-checkpoint.json"
 SAMPLER_FILE = "tinker-sampler.json"
-
-
-def _write_json_atomically(path: Path, value: Any) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(value, indent=2))
-    os.replace(tmp, path)
 
 
 def _state_name(path: str) -> str:
@@ -125,15 +117,12 @@ class TinkerTrainer:
             # A repeated save to the same folder (an activity retry) replaces the state saved under its name.
             saved = self.client.save_state(name=_state_name(path), overwrite=True).result()
             record = {"tinker_path": saved.path, "base_model": self.base_model, "steps": self.steps}
-            _write_json_atomically(Path(path) / CHECKPOINT_FILE, record)
+            write_record(path, CHECKPOINT_FILE, record)
             self.last_checkpoint = path
             return record
 
     def load_checkpoint(self, path: str) -> dict[str, Any]:
-        file = Path(path) / CHECKPOINT_FILE
-        if not file.is_file():
-            raise EngineError(f"{file} does not exist (not a Tinker checkpoint)", param="path", status=404)
-        record = json.loads(file.read_text())
+        record = read_record(path, CHECKPOINT_FILE, "a Tinker checkpoint")
         with self._lock:
             self.client.load_state_with_optimizer(record["tinker_path"]).result()
             self.steps = dict(record.get("steps", {}))
@@ -150,5 +139,5 @@ class TinkerTrainer:
         with self._lock:
             saved = self.client.save_weights_for_sampler(name=_state_name(path)).result()
             record = {"model_path": saved.path, "base_model": self.base_model, "step_ids": list(self.steps)}
-            _write_json_atomically(Path(path) / SAMPLER_FILE, record)
+            write_record(path, SAMPLER_FILE, record)
             return {"path": path, **record}
