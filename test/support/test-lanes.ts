@@ -29,12 +29,14 @@ export const LANE_ONE: readonly string[] = [
   'test/e2e/tenant-adapters-vllm.test.ts',
   'test/engines/vllm-adapter.test.ts',
   'test/engines/vllm-prompt-temperature.test.ts',
-  // Not Docker: the real OpenClaw agent's files and the crash tests, to balance the lanes.
+  // Not Docker: long files that balance the lanes (lane 2 also pays a few seconds of start-up for each of its
+  // many short files).
   'test/e2e/openclaw-agent.test.ts',
   'test/e2e/openclaw-daemon.test.ts',
   'test/e2e/openclaw-feedback.test.ts',
   'test/e2e/openclaw-responses.test.ts',
   'test/recovery/crash-recovery.test.ts',
+  'test/gateway/compacted-conversation.test.ts',
 ];
 
 export const LANE_COUNT = 2;
