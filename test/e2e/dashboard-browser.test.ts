@@ -211,33 +211,49 @@ describe('the dashboard in a browser', () => {
       runId,
       DASHBOARD_AGENTIC_TASKS,
     );
-    const drawn = await page.evaluate((id) => {
-      const run = (
-        window as unknown as {
-          dashboard: { agentic: Record<string, { plots: Record<string, { data: (number | null)[][] }> }> };
-        }
-      ).dashboard.agentic[id];
-      return Object.fromEntries(Object.entries(run?.plots ?? {}).map(([name, plot]) => [name, plot.data]));
-    }, runId);
-    const api = (await fixture.get(`/dashboard/api/agentic/${encodeURIComponent(runId)}/steps`, 'alice'))
-      .body as {
-      steps: {
-        step: number;
-        byStatus: Record<string, number>;
-        tasks: { taskId: string; rewards: Record<string, number | null> }[];
-      }[];
+    type Steps = {
+      step: number;
+      byStatus: Record<string, number>;
+      tasks: { taskId: string; rewards: Record<string, number | null> }[];
+    }[];
+    // What the page drew and what the API says; the page polls every 3 s, so it may still show a step fewer than
+    // the API (the step in progress when the run was paused completes after it): compare once it has caught up.
+    const read = async () => {
+      const drawn = await page.evaluate((id) => {
+        const run = (
+          window as unknown as {
+            dashboard: { agentic: Record<string, { plots: Record<string, { data: (number | null)[][] }> }> };
+          }
+        ).dashboard.agentic[id];
+        return Object.fromEntries(Object.entries(run?.plots ?? {}).map(([name, plot]) => [name, plot.data]));
+      }, runId);
+      const api = (await fixture.get(`/dashboard/api/agentic/${encodeURIComponent(runId)}/steps`, 'alice'))
+        .body as { steps: Steps };
+      return { drawn, steps: api.steps };
     };
-    const steps = api.steps.map((s) => s.step);
+    let latest = await read();
+    await expect
+      .poll(
+        async () => {
+          latest = await read();
+          const drawnSteps = latest.drawn.status?.[0] ?? [];
+          return JSON.stringify(drawnSteps) === JSON.stringify(latest.steps.map((s) => s.step));
+        },
+        { timeout: 30_000, interval: 500 },
+      )
+      .toBe(true);
+    const { drawn, steps: apiSteps } = latest;
+    const steps = apiSteps.map((s) => s.step);
     for (const taskId of DASHBOARD_AGENTIC_TASKS) {
       const data = drawn[`task:${taskId}`];
       const of = (field: string) =>
-        api.steps.map((s) => s.tasks.find((t) => t.taskId === taskId)?.rewards[field] ?? null);
+        apiSteps.map((s) => s.tasks.find((t) => t.taskId === taskId)?.rewards[field] ?? null);
       // x: the steps; series: max, mean, median, min (the band between max and min).
       expect(data?.[0]).toEqual(steps);
       expect(data?.slice(1)).toEqual([of('max'), of('mean'), of('median'), of('min')]);
     }
-    expect(drawn.status?.[1]).toEqual(api.steps.map((s) => s.byStatus.COMPLETED));
-    expect(drawn.status?.[2]).toEqual(api.steps.map((s) => s.byStatus.TRUNCATED));
+    expect(drawn.status?.[1]).toEqual(apiSteps.map((s) => s.byStatus.COMPLETED));
+    expect(drawn.status?.[2]).toEqual(apiSteps.map((s) => s.byStatus.TRUNCATED));
     const section = `#agentic [data-run-id="${runId}"]`;
     const canvases = await page.$$eval(`${section} .plot canvas`, (nodes) => nodes.length);
     expect(canvases).toBeGreaterThanOrEqual(DASHBOARD_AGENTIC_TASKS.length + 1);
