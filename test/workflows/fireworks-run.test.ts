@@ -9,7 +9,6 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FireworksSidecarProcess } from '../../activities/trainer-backends/fireworks-sidecar-process.js';
 import { FIREWORKS_SAMPLER_FILE } from '../../activities/trainer-backends/fireworks-trainer.js';
@@ -19,15 +18,14 @@ import type { SampleRef, TrainingSample } from '../../core/types.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import { trainingInputFromConfig } from '../../workers/control-worker.js';
-import { createTrainerWorker } from '../../workers/trainer-worker.js';
 import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../workflows/training-signals.js';
 import {
   fireworksDoubleCalls,
   fireworksDoubleServedSnapshot,
   startFireworksSidecarWithDouble,
 } from '../support/fireworks-cloud-double.js';
+import { type RunWorkers, startRunWorkers } from '../support/run-workers.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { createTestControlWorker } from '../support/workflow-bundle.js';
 
 describe('a training run on Fireworks (sidecar with the Fireworks cloud double)', () => {
   let env: TestWorkflowEnvironment;
@@ -37,7 +35,7 @@ describe('a training run on Fireworks (sidecar with the Fireworks cloud double)'
   let config: OpenClawConfig;
   let store: FileSampleStore;
   let controlQueue: string;
-  let workers: { worker: Worker; running: Promise<void> }[] = [];
+  let workers: RunWorkers | undefined;
 
   beforeAll(async () => {
     env = await connectTestEnvironment();
@@ -63,15 +61,12 @@ describe('a training run on Fireworks (sidecar with the Fireworks cloud double)'
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
-    const control = await createTestControlWorker(config, env, { store });
-    const trainer = await createTrainerWorker(config, env.nativeConnection, { store });
-    expect(trainer.trainer.name).toBe('fireworks');
-    workers = [control, trainer.worker].map((worker) => ({ worker, running: worker.run() }));
+    workers = await startRunWorkers(config, env, store);
+    expect(workers.trainerName).toBe('fireworks');
   }, 120_000);
 
   afterAll(async () => {
-    for (const { worker } of workers) worker.shutdown();
-    await Promise.all(workers.map(({ running }) => running.catch(() => undefined)));
+    await workers?.stop();
     await sidecar?.stop();
     await env?.teardown();
     if (dir) await rm(dir, { recursive: true, force: true });

@@ -8,7 +8,6 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import type { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   startTinkerSidecar,
@@ -21,11 +20,10 @@ import type { SampleRef, TrainingSample } from '../../core/types.js';
 import { FileSampleStore } from '../../store/sample-store.js';
 import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import { trainingInputFromConfig } from '../../workers/control-worker.js';
-import { createTrainerWorker } from '../../workers/trainer-worker.js';
 import { lineageQuery, sampleScoredSignal, trainingStatusQuery } from '../../workflows/training-signals.js';
 import { engineCalls } from '../support/engine-calls.js';
+import { type RunWorkers, startRunWorkers } from '../support/run-workers.js';
 import { connectTestEnvironment, uniqueTaskQueue } from '../support/temporal.js';
-import { createTestControlWorker } from '../support/workflow-bundle.js';
 
 const fakeSdkDir = fileURLToPath(new URL('../../engine/tests', import.meta.url));
 
@@ -36,7 +34,7 @@ describe('a training run on Tinker (sidecar with the fake Tinker SDK)', () => {
   let config: OpenClawConfig;
   let store: FileSampleStore;
   let controlQueue: string;
-  let workers: { worker: Worker; running: Promise<void> }[] = [];
+  let workers: RunWorkers | undefined;
 
   beforeAll(async () => {
     env = await connectTestEnvironment();
@@ -63,15 +61,12 @@ describe('a training run on Tinker (sidecar with the fake Tinker SDK)', () => {
     if (!loaded.ok) throw new Error(loaded.error);
     config = loaded.config;
     store = new FileSampleStore(join(dir, 'store'));
-    const control = await createTestControlWorker(config, env, { store });
-    const trainer = await createTrainerWorker(config, env.nativeConnection, { store });
-    expect(trainer.trainer.name).toBe('tinker');
-    workers = [control, trainer.worker].map((worker) => ({ worker, running: worker.run() }));
+    workers = await startRunWorkers(config, env, store);
+    expect(workers.trainerName).toBe('tinker');
   }, 120_000);
 
   afterAll(async () => {
-    for (const { worker } of workers) worker.shutdown();
-    await Promise.all(workers.map(({ running }) => running.catch(() => undefined)));
+    await workers?.stop();
     await sidecar?.stop();
     await env?.teardown();
     if (dir) await rm(dir, { recursive: true, force: true });
