@@ -57,7 +57,10 @@ export async function streamCapture(
       done = true;
       break;
     }
-    const chunk = adapter.canonicalChunk(JSON.parse(event.data) as Record<string, unknown>);
+    const data = JSON.parse(event.data) as Record<string, unknown>;
+    // An engine reports a failure inside the stream as an error event: say what it was.
+    if ('error' in data) throw new Error(`the engine's stream failed: ${JSON.stringify(data.error)}`);
+    const chunk = adapter.canonicalChunk(data);
     chunks.push(chunk);
     capture.addChunk(engineChatChunkSchema.parse(chunk));
   }

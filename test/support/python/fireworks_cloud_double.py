@@ -188,7 +188,11 @@ class DeploymentManager:
         if not (_store() / "snapshots" / f"{snapshot_identity}.pt").is_file():
             self.last_hotload_error_message = f"no snapshot {snapshot_identity}"
             return False
-        self._loaded_file(deployment_id).write_text(json.dumps({"identity": snapshot_identity}))
+        # Renamed into place: a completion in flight reads this file, and must never see it half written.
+        file = self._loaded_file(deployment_id)
+        partial = file.with_suffix(".json.partial")
+        partial.write_text(json.dumps({"identity": snapshot_identity}))
+        os.replace(partial, file)
         return True
 
     def warmup(self, model: str, max_retries: int = 30, retry_interval_s: float = 10.0) -> bool:
@@ -263,7 +267,10 @@ class FiretitanTrainingClient:
     def _save(self, folder: str, name: str) -> Path:
         path = _store() / folder / f"{name}.pt"
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(self.policy.state(), path)
+        # Written aside and renamed: the deployment may be reading the file while a step saves it.
+        partial = path.with_suffix(".pt.partial")
+        torch.save(self.policy.state(), partial)
+        os.replace(partial, path)
         return path
 
     def save_state(
