@@ -177,29 +177,45 @@ export function createScoringActivities(deps: ScoringDependencies) {
       const refusal = teacherTemperatureRefusal({ kind: deps.teacher.kind, method: null, temperature });
       if (refusal !== null) throw ApplicationFailure.nonRetryable(refusal, TEACHER_TEMPERATURE_REFUSED);
     }
-    // Images as the data URLs the policy was sent: the teacher scores the same multimodal prompt.
-    const hinted = await withImageData(appendHintToMessages(turn.messages, input.hint), loadImage);
-    const promptIds = await deps.teacher.renderPrompt({
-      model: turn.model,
-      messages: hinted,
-      tools: turn.tools,
-      chatTemplateKwargs: turn.chatTemplateKwargs ?? null,
-    });
+    // Images as the data URLs the policy was sent: the teacher scores the same multimodal prompt, its images
+    // sent with the ids so that each image's pad tokens meet that image's pixels.
+    const withHint = appendHintToMessages(turn.messages, input.hint);
+    const imageUrls = await Promise.all(
+      imageRefsOf(withHint).map(async (ref) => dataUrlOf(await loadImage(ref.digest))),
+    );
+    if (imageUrls.length > 0 && !deps.teacher.features.prefillImages)
+      throw ApplicationFailure.nonRetryable(
+        `the teacher refused: a ${deps.teacher.kind} engine scores no prompts with images; use a reference-engine or SGLang teacher that serves a vision-language model`,
+        'TeacherRefused',
+      );
+    const hinted = await withImageData(withHint, loadImage);
+    // The teacher refused this prompt (e.g. a text-only teacher sent images): it would again.
+    const refused = (error: unknown): never => {
+      if (error instanceof EngineHttpError && error.permanent)
+        throw ApplicationFailure.nonRetryable(`the teacher refused: ${error.message}`, 'TeacherRefused');
+      throw error;
+    };
+    const promptIds = await deps.teacher
+      .renderPrompt({
+        model: turn.model,
+        messages: hinted,
+        tools: turn.tools,
+        chatTemplateKwargs: turn.chatTemplateKwargs ?? null,
+      })
+      .catch(refused);
     const { logprobs: logProbs, topK } = await deps.teacher
       .prefillLogprobs({
         inputIds: [...promptIds, ...turn.responseIds],
         responseLength: turn.responseIds.length,
         topK: deps.teacherTopK,
         temperature,
+        ...(imageUrls.length > 0 && { images: imageUrls }),
       })
       .catch((error: unknown) => {
         // A teacher started so that it scores at temperature 1 only (the adapter asked it): no retry helps.
         if (error instanceof EngineFeatureError)
           throw ApplicationFailure.nonRetryable(error.message, TEACHER_TEMPERATURE_REFUSED);
-        // The teacher refused this prompt (e.g. a vision-language model's prompt log-probs): it would again.
-        if (error instanceof EngineHttpError && error.permanent)
-          throw ApplicationFailure.nonRetryable(`the teacher refused: ${error.message}`, 'TeacherRefused');
-        throw error;
+        return refused(error);
       });
     const stored: StoredTeacher = { logProbs, topK, promptIds, temperature };
     await store.put(teacherKey(input.storeAs ?? input.sampleId), stored);

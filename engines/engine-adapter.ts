@@ -31,6 +31,8 @@ export interface EngineFeatures {
   loraAdapters: boolean;
   /** Whether `prefillLogprobs` can score at a temperature other than 1. */
   prefillTemperature: boolean;
+  /** Whether `prefillLogprobs` takes a prompt's images (a vision-language teacher scoring an image turn). */
+  prefillImages: boolean;
   /** Whether a chat completion can start from a pre-tokenised prompt with the engine's own output parsing. */
   chatFromTokenIds: boolean;
 }
@@ -77,6 +79,8 @@ export interface PrefillRequest {
   topK: number;
   /** Temperature of the distribution scored (default 1). */
   temperature?: number;
+  /** The prompt's images as data URLs, in order; the ids already hold each image's pad tokens. */
+  images?: readonly string[];
 }
 
 export interface PrefillResult {

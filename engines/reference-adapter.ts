@@ -14,6 +14,7 @@ export class ReferenceAdapter extends SglangAdapter {
     weightVersionInResponse: { stream: true, nonStream: true },
     loraAdapters: true,
     prefillTemperature: true,
+    prefillImages: true,
     chatFromTokenIds: true,
   };
 

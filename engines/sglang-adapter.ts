@@ -89,6 +89,10 @@ export class SglangAdapter implements EngineAdapter {
     // log_softmax of the raw logits for input positions; neither the request's temperature nor
     // `temp_scaled_logprobs` nor SGLANG_RETURN_ORIGINAL_LOGPROB is read there (they touch sampled tokens only).
     prefillTemperature: false,
+    // SGLang 0.5.23's Qwen-VL processor (multimodal/processors/qwen_vl.py) matches a run of already expanded
+    // `<|image_pad|>` between vision_start and vision_end as one image, so ids from a captured turn and their
+    // `image_data` make the same inputs again.
+    prefillImages: true,
     chatFromTokenIds: true,
   };
   protected readonly http: EngineHttp;
@@ -229,6 +233,7 @@ export class SglangAdapter implements EngineAdapter {
       return_logprob: true,
       logprob_start_len: start,
       ...(request.topK > 0 && { top_logprobs_num: request.topK }),
+      ...(request.images && request.images.length > 0 && { image_data: request.images }),
     };
     const { meta_info } = generateSchema.parse(await this.http.json('POST', '/generate', body, { signal }));
     const logprobs = alignTeacherLogprobs(

@@ -67,6 +67,8 @@ export class VllmAdapter implements EngineAdapter {
     weightVersionInResponse: { stream: false, nonStream: false },
     loraAdapters: true,
     prefillTemperature: false,
+    // Its prompt log-probs come from `/v1/completions`, whose prompt is token ids or text, never images.
+    prefillImages: false,
     chatFromTokenIds: false,
   };
   private readonly http: EngineHttp;
@@ -178,6 +180,10 @@ export class VllmAdapter implements EngineAdapter {
     if (request.temperature !== undefined && request.temperature !== 1)
       throw new EngineFeatureError(
         `vLLM scores prompt tokens at temperature 1 only (asked for ${request.temperature}); use a reference-engine teacher`,
+      );
+    if (request.images && request.images.length > 0)
+      throw new EngineFeatureError(
+        'vLLM scores prompt tokens through /v1/completions, which takes no images; use a reference-engine or SGLang teacher',
       );
     const body = {
       model: await this.modelName(signal),

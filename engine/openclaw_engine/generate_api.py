@@ -34,8 +34,32 @@ def check_lora(name: str | None, runner: ServedPolicy, param: str) -> str | None
     raise EngineError(f"LoRA adapter `{name}` is not loaded.", param=param, status=404, type_="NotFoundError")
 
 
+def vision_inputs(body: GenerateIn, runner: ServedPolicy) -> Any:
+    """The prompt's model inputs with its `image_data`: the text's image markup expanded by the processor,
+    or exact ids whose pad tokens the images must fill (a teacher scoring a captured image turn)."""
+    if not getattr(runner, "accepts_images", False):
+        raise EngineError(
+            f"model '{runner.served_model_name}' does not accept images (it is a text-only model)",
+            param="image_data",
+        )
+    from .vision_processor import ImageError, decode_data_url
+
+    try:
+        images = [decode_data_url(url) for url in body.image_data or []]
+        if body.input_ids is not None:
+            check_token_ids(body.input_ids, runner, "input_ids")
+            return runner.prepare_ids(list(body.input_ids), images)  # type: ignore[attr-defined]
+        return runner.prepare(body.text or "", images)  # type: ignore[attr-defined]
+    except ImageError as exc:
+        raise EngineError(str(exc), param="image_data") from None
+
+
 def build_request(body: GenerateIn, runner: ServedPolicy) -> GenerationRequest:
-    if body.input_ids is not None:
+    vision = None
+    if body.image_data:
+        vision = vision_inputs(body, runner)
+        prompt_ids = list(vision.input_ids)
+    elif body.input_ids is not None:
         check_token_ids(body.input_ids, runner, "input_ids")
         prompt_ids = list(body.input_ids)
     else:
@@ -67,6 +91,7 @@ def build_request(body: GenerateIn, runner: ServedPolicy) -> GenerationRequest:
         logprob_start_len=body.logprob_start_len,
         top_logprobs_num=body.top_logprobs_num if body.return_logprob else 0,
         lora_name=check_lora(body.lora_path, runner, "lora_path"),
+        vision=vision,
         **({"rid": body.rid} if body.rid else {}),
     )
     try:

@@ -10,7 +10,7 @@ import json
 from typing import Annotated, Any, Literal, TypeVar
 
 from fastapi import Request
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .chat import IMAGE_PART_TYPES
 from .errors import EngineError
@@ -114,6 +114,13 @@ class GenerateIn(_Strict):
     stream: bool = False
     rid: str | None = Field(None, max_length=256)
     lora_path: str | None = None  # SGLang's field: the name of a loaded LoRA adapter (None: the base)
+    # SGLang's field: the prompt's images in order, as base64 data URLs (a vision-language model only).
+    image_data: list[str] | None = Field(None, max_length=64)
+
+    @field_validator("image_data", mode="before")
+    @classmethod
+    def _image_list(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
 
     @model_validator(mode="after")
     def _one_prompt(self) -> GenerateIn:

@@ -36,7 +36,7 @@ from .training_schemas import (
     parse_train_step,
 )
 from .vision_forward import vision_logits
-from .vision_processor import ImageError, decode_image_bytes, is_vision_model, load_processor
+from .vision_processor import ImageError, decode_image_bytes, inputs_for_ids, is_vision_model, load_processor
 
 DEFAULT_LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"]
 GRAD_CLIP = 1.0
@@ -426,21 +426,15 @@ class Trainer:
                 else f"model '{self.model_dir}' does not accept images (it is a text-only model)"
             )
             raise EngineError(f"{param}: {reason}", param=param)
-        processor = self._processor
         try:
             pictures = [decode_image_bytes(data) for data in images_b64]
+            inputs = inputs_for_ids(self._processor, ids.tolist(), pictures)
         except ImageError as exc:
             raise EngineError(f"{param}: {exc}", param=param) from None
-        out = processor.image_processor(images=pictures, return_tensors="pt")
-        grid = out["image_grid_thw"]
-        expected = int((grid.prod(dim=-1) // processor.image_processor.merge_size**2).sum())
-        pads = int((ids == processor.image_token_id).sum())
-        if pads != expected:
-            raise EngineError(
-                f"{param}: the tokens hold {pads} image tokens but the images make {expected}",
-                param=param,
-            )
-        return {"pixel_values": out["pixel_values"].to(self.device), "image_grid_thw": grid.to(self.device)}
+        return {
+            "pixel_values": inputs.pixel_values.to(self.device),
+            "image_grid_thw": inputs.image_grid_thw.to(self.device),
+        }
 
     @torch.no_grad()
     def _ref_log_probs(

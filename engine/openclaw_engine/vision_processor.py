@@ -94,3 +94,23 @@ def process(processor: ImageOnlyProcessor, prompt: str, images: list[Image.Image
     if not images:
         return VisionInputs(ids, torch.empty(0), torch.empty(0, 3, dtype=torch.long))
     return VisionInputs(ids, out["pixel_values"], out["image_grid_thw"])
+
+
+def inputs_for_ids(processor: ImageOnlyProcessor, ids: list[int], images: list[Image.Image]) -> VisionInputs:
+    """The model inputs for exact ids (each image's pads already expanded) and their images, in order.
+
+    Tokens come from an earlier rendering (a captured turn, a teacher's prompt): the images must make exactly
+    as many pad tokens as the ids hold, or the pads would meet other pixels than the ones they were made for.
+    """
+    pad = processor.image_token_id
+    pads = sum(1 for token in ids if token == pad)
+    if not images:
+        if pads:
+            raise ImageError(f"the tokens hold {pads} image tokens but no images came with them")
+        return VisionInputs(list(ids), torch.empty(0), torch.empty(0, 3, dtype=torch.long))
+    out = processor.image_processor(images=images, return_tensors="pt")
+    grid = out["image_grid_thw"]
+    expected = int((grid.prod(dim=-1) // processor.image_processor.merge_size**2).sum())
+    if pads != expected:
+        raise ImageError(f"the tokens hold {pads} image tokens but the images make {expected}")
+    return VisionInputs(list(ids), out["pixel_values"], grid)

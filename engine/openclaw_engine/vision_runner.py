@@ -3,8 +3,9 @@ own KV cache, through the model's own forward.
 
 What the text runner (`model_runner.py`) does and this one does not: no continuous batching (requests take
 turns step by step through the `StepGate`, none is packed with another), no prefix cache (every request
-prefills its whole prompt, images included), no LoRA adapters beside the base, no prompt log-probs
-(`logprob_start_len`). What it keeps: the same events, sampling, log-prob semantics, stop handling and
+prefills its whole prompt, images included), no LoRA adapters beside the base. Prompt log-probs
+(`logprob_start_len`, a teacher scoring an image turn) come from one forward pass over the whole prompt
+before generation starts. What it keeps: the same events, sampling, log-prob semantics, stop handling and
 weight swaps (a request whose KV was built under older weights prefills again, prompt and tokens so far,
 before its next token), so a response reports prompt ids, token ids and log-probs exactly as text
 responses do. Positions and the forward pass are `vision_forward.py`'s, shared with the trainer.
@@ -26,13 +27,23 @@ from transformers import AutoModelForImageTextToText, DynamicCache, PreTrainedMo
 from transformers.utils import logging as hf_logging
 
 from .detokenizer import IncrementalDetokenizer, StopStringFilter
-from .generation_events import Event, Finished, GenerationRequest, RequestError, TokenStep, fit_to_context
+from .generation_events import (
+    Event,
+    Finished,
+    GenerationRequest,
+    LogprobEntry,
+    PromptLogprobs,
+    RequestError,
+    TokenStep,
+    TopEntry,
+    fit_to_context,
+)
 from .model_runner import DTYPES, _architecture_mismatch, _bump_version
 from .sampling import make_generator, sample_tokens, top_logprobs
 from .step_gate import StepCancelled, StepGate
 from .tokenizer_methods import TokenizerMethods
 from .vision_forward import mrope_positions, vision_logits
-from .vision_processor import VisionInputs, load_processor, process
+from .vision_processor import VisionInputs, inputs_for_ids, load_processor, process
 
 if TYPE_CHECKING:
     from PIL import Image
@@ -113,6 +124,11 @@ class VisionRunner(TokenizerMethods):
         with self._processor_lock:
             return process(self.processor, prompt, images)
 
+    def prepare_ids(self, ids: list[int], images: list[Image.Image]) -> VisionInputs:
+        """Exact ids (pads already expanded) with their images' pixel values (ImageError if they disagree)."""
+        with self._processor_lock:
+            return inputs_for_ids(self.processor, ids, images)
+
     # ------------------------------------------------------------------ control
     def pause(self, mode: str) -> int:
         if mode == "abort":
@@ -172,10 +188,6 @@ class VisionRunner(TokenizerMethods):
 
     # ------------------------------------------------------------------ generation
     def validate(self, req: GenerationRequest) -> GenerationRequest:
-        if req.return_logprob and req.logprob_start_len >= 0:
-            raise RequestError(
-                "prompt log-probs are not served for vision-language models", "logprob_start_len"
-            )
         if req.vision is None and self.image_token_id in req.input_ids:
             raise RequestError("the prompt has image tokens but no images", "input_ids")
         return fit_to_context(req, self.context_length)
@@ -197,8 +209,20 @@ class VisionRunner(TokenizerMethods):
         self._cancels[req.rid] = cancel
         self.gate.begin_request()
         try:
+            version = self.weight_version
+            if req.return_logprob and req.logprob_start_len >= 0:
+                scored = None
+                while scored is None:
+                    if cancel.is_set():
+                        yield Finished(dict(ABORTED), "", self.weight_version)
+                        return
+                    try:
+                        scored, version = await asyncio.to_thread(self._prompt_logprobs, seq, cancel)
+                    except StepCancelled:
+                        continue
+                yield scored
             if params.max_new_tokens == 0:
-                yield Finished({"type": "length", "length": 0}, "", self.weight_version)
+                yield Finished({"type": "length", "length": 0}, "", version)
                 return
             while True:
                 if cancel.is_set():
@@ -217,6 +241,35 @@ class VisionRunner(TokenizerMethods):
             self.gate.end_request()
             if self._cancels.get(req.rid) is cancel:
                 del self._cancels[req.rid]
+
+    def _prompt_logprobs(self, seq: _Sequence, cancel: threading.Event) -> tuple[PromptLogprobs, str]:
+        """Log-probs of the prompt's tokens from `logprob_start_len` on, each given the ones before it (images
+        included), at the temperature sampled log-probs are reported at; position 0 has none."""
+        req = seq.req
+        ids = torch.tensor([req.input_ids], dtype=torch.long, device=self.device)
+        vision = seq.vision
+        with self.gate.step(cancel), torch.inference_mode():
+            grid = vision.image_grid_thw.to(self.device) if vision is not None else None
+            logits = vision_logits(
+                self.model,
+                ids,
+                pixel_values=vision.pixel_values.to(self.device, self.dtype) if vision is not None else None,
+                image_grid_thw=grid,
+                positions=mrope_positions(self.model, ids, grid),
+            )
+            version = self.weight_version
+        temperature = req.sampling.logprob_temperature(self.original_logprobs)
+        first = max(req.logprob_start_len - 1, 0)  # row p scores ids[p + 1]
+        rows = torch.log_softmax(logits[first:-1] / temperature, dim=-1)
+        rows = rows.clamp(min=torch.finfo(rows.dtype).min)
+        targets = req.input_ids[first + 1 :]
+        picked = rows[torch.arange(len(targets)), torch.tensor(targets, dtype=torch.long)].tolist()
+        entries: list[LogprobEntry] = [(None, req.input_ids[0])] if req.logprob_start_len == 0 else []
+        tops: list[TopEntry | None] = [None] if req.logprob_start_len == 0 else []
+        entries.extend(zip(picked, targets, strict=True))
+        k = req.top_logprobs_num
+        tops.extend(top_logprobs(rows[i], k) if k > 0 else [] for i in range(len(targets)))
+        return PromptLogprobs(req.logprob_start_len, entries, tops), version
 
     def _step(self, seq: _Sequence, cancel: threading.Event) -> tuple[int, torch.Tensor, str]:
         """One forward pass (the prefill, or one decode step) and the next token."""

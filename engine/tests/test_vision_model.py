@@ -173,3 +173,56 @@ def test_a_train_step_on_a_served_image_turn(vlm: httpx.Client, tmp_path: Path) 
 
 def vlm_dir_of(client: httpx.Client) -> str:
     return client.get("/trainer_info").json()["model_dir"]
+
+
+def test_a_teacher_prefill_scores_exact_ids_with_their_images(vlm: httpx.Client) -> None:
+    """A teacher scoring a captured image turn sends its exact ids (pads expanded) with the images: the
+    prompt log-probs of the response are the ones it was sampled with; other pixels score otherwise."""
+    served = chat(vlm, max_tokens=4, temperature=1.0)
+    choice = served["choices"][0]
+    prompt, response = choice["prompt_token_ids"], choice["token_ids"]
+    sampled = [item["logprob"] for item in choice["logprobs"]["content"]]
+
+    def prefill(images: list[str] | None, **extra) -> httpx.Response:
+        body = {
+            "input_ids": prompt + response,
+            "sampling_params": {"temperature": 1.0, "max_new_tokens": 0},
+            "return_logprob": True,
+            "logprob_start_len": len(prompt),
+            "top_logprobs_num": 2,
+            **({"image_data": images} if images is not None else {}),
+            **extra,
+        }
+        return vlm.post("/generate", json=body)
+
+    urls = [f"data:image/png;base64,{RED}", f"data:image/png;base64,{GREEN}"]
+    out = prefill(urls)
+    assert out.status_code == 200, out.text
+    meta = out.json()["meta_info"]
+    scored = [entry[0] for entry in meta["input_token_logprobs"]]
+    assert [entry[1] for entry in meta["input_token_logprobs"]] == response
+    assert scored == pytest.approx(sampled, abs=1e-4)
+    assert len(meta["input_top_logprobs"]) == len(response)
+    assert all(len(row) == 2 for row in meta["input_top_logprobs"])
+    # The same pads with other pixels (GREEN first makes other grids: refused; RED twice is 4 pads short).
+    swapped = prefill(
+        [f"data:image/png;base64,{RED}", f"data:image/png;base64,{png_b64((20, 20, 200), (84, 56))}"]
+    )
+    assert swapped.status_code == 200, swapped.text
+    assert [e[0] for e in swapped.json()["meta_info"]["input_token_logprobs"]] != pytest.approx(
+        sampled, abs=1e-4
+    )
+    short = prefill([urls[0], urls[0]])
+    assert short.status_code == 400 and short.json()["error"]["param"] == "image_data"
+    assert "image tokens" in short.json()["error"]["message"]
+    missing = prefill(None)
+    assert missing.status_code == 400 and "no images" in missing.json()["error"]["message"]
+
+
+def test_a_text_only_engine_refuses_image_data(start_server, tiny_model_dir: Path) -> None:
+    with start_server(tiny_model_dir) as url, httpx.Client(base_url=url, timeout=60.0) as client:
+        body = {"text": "hi", "image_data": [f"data:image/png;base64,{RED}"]}
+        out = client.post("/generate", json=body)
+        assert out.status_code == 400
+        assert out.json()["error"]["param"] == "image_data"
+        assert "does not accept images" in out.json()["error"]["message"]

@@ -19,7 +19,7 @@ import { imageRefsOf, imageStoreKey, type StoredImage } from '../../core/image-p
 import { lossSettingsSchema, optimizerSettingsSchema } from '../../core/loss-settings.js';
 import { assembleSample } from '../../core/sample-assembly.js';
 import { LOCAL_TENANT, scopedSessionId } from '../../core/tenant.js';
-import { sampleKey } from '../../core/turn-record.js';
+import { sampleKey, teacherKey } from '../../core/turn-record.js';
 import { ReferenceAdapter } from '../../engines/reference-adapter.js';
 import {
   type EngineProcess,
@@ -193,32 +193,78 @@ describe('images in chat turns', () => {
     expect(seen[1]?.user).toContain(note);
     expect(seen[1]?.images).toEqual([pngDataUrl(RED)]);
 
-    // The vision policy as teacher refuses prompt log-probs for an image prompt: refused once, not retried
-    // (the scoring workflow then goes on without a teacher, saying why).
-    const teaching = createScoringActivities({
-      store: gateway.store,
-      judge: new OpenAIJudge({
-        baseUrl: 'http://127.0.0.1:9',
-        model: 'judge',
-        apiKey: '',
-        temperature: 0,
-        maxTokens: 8,
-      }),
-      teacher: new ReferenceAdapter(vlm.url),
-      teacherTopK: 0,
-      client: stack.env.client,
-      controlTaskQueue: 'unused',
-      trainingDefaults: () => ({ runId: 'unused', method: 'rl' }),
+    // The vision policy as teacher scores the image turn with its image: the hinted prompt keeps the pads.
+    const teacherFor = (url: string) =>
+      createScoringActivities({
+        store: gateway.store,
+        judge: new OpenAIJudge({
+          baseUrl: 'http://127.0.0.1:9',
+          model: 'judge',
+          apiKey: '',
+          temperature: 0,
+          maxTokens: 8,
+        }),
+        teacher: new ReferenceAdapter(url),
+        teacherTopK: 2,
+        client: stack.env.client,
+        controlTaskQueue: 'unused',
+        trainingDefaults: () => ({ runId: 'unused', method: 'rl' }),
+      });
+    const imageTurn = turns[0];
+    if (!imageTurn) throw new Error('no first turn');
+    await teacherFor(vlm.url).computeTeacherLogprobs({
+      sampleId: imageTurn.sampleId,
+      hint: 'Name the colour.',
     });
-    const refused = await teaching
-      .computeTeacherLogprobs({ sampleId: turns[0]?.sampleId ?? '', hint: 'Name the colour.' })
+    const scored = await gateway.store.get<{ logProbs: number[]; promptIds: number[] }>(
+      teacherKey(imageTurn.sampleId),
+    );
+    const [imagePad] = await new ReferenceAdapter(vlm.url).tokenize('<|image_pad|>');
+    const pads = (ids: number[]) => ids.filter((id) => id === imagePad).length;
+    expect(scored?.logProbs).toHaveLength(imageTurn.responseIds.length);
+    expect(scored?.logProbs.every(Number.isFinite)).toBe(true);
+    expect(pads(scored?.promptIds ?? [])).toBe(pads(imageTurn.promptIds));
+    expect(pads(imageTurn.promptIds)).toBe(4);
+
+    // Scored without a hint, the teacher's log-probs are the ones the policy sampled with: the image was seen.
+    const teacher = new ReferenceAdapter(vlm.url);
+    const again = await teacher.prefillLogprobs({
+      inputIds: [...imageTurn.promptIds, ...imageTurn.responseIds],
+      responseLength: imageTurn.responseIds.length,
+      topK: 0,
+      temperature: imageTurn.sampling?.temperature ?? 1,
+      images: [pngDataUrl(RED)],
+    });
+    again.logprobs.forEach((lp, i) => {
+      expect(lp).toBeCloseTo(imageTurn.responseLogProbs[i] ?? Number.NaN, 3);
+    });
+    // Other pixels under the same pads score otherwise; no pixels at all is refused.
+    const blue = await teacher.prefillLogprobs({
+      inputIds: [...imageTurn.promptIds, ...imageTurn.responseIds],
+      responseLength: imageTurn.responseIds.length,
+      topK: 0,
+      images: [pngDataUrl(BLUE)],
+    });
+    expect(blue.logprobs).not.toEqual(again.logprobs);
+    await expect(
+      teacher.prefillLogprobs({
+        inputIds: [...imageTurn.promptIds, ...imageTurn.responseIds],
+        responseLength: imageTurn.responseIds.length,
+        topK: 0,
+      }),
+    ).rejects.toThrow(/image tokens but no images/);
+
+    // A text-only teacher refuses the image prompt once, not retried (the scoring workflow goes on without a
+    // teacher, saying why).
+    const refused = await teacherFor(stack.engine.url)
+      .computeTeacherLogprobs({ sampleId: imageTurn.sampleId, hint: 'Name the colour.' })
       .then(
         () => null,
         (error: unknown) => error,
       );
     expect(refused).toBeInstanceOf(ApplicationFailure);
     expect(refused).toMatchObject({ nonRetryable: true, type: 'TeacherRefused' });
-    expect((refused as Error).message).toMatch(/prompt log-probs are not served for vision-language models/);
+    expect((refused as Error).message).toMatch(/does not accept images/);
   });
 
   it('fetches an image from an allowed host: the same digest and the same session as its data URL', async () => {
