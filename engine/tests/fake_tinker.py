@@ -30,19 +30,47 @@ from typing import Any
 
 
 @dataclass
-class ModelInput:
+class EncodedTextChunk:
     tokens: list[int]
-
-    @classmethod
-    def from_ints(cls, tokens: list[int]) -> ModelInput:
-        return cls(list(tokens))
-
-    def to_ints(self) -> list[int]:
-        return list(self.tokens)
+    type: str = "encoded_text"
 
     @property
     def length(self) -> int:
         return len(self.tokens)
+
+
+@dataclass
+class ImageChunk:
+    data: bytes
+    format: str
+    expected_tokens: int | None = None
+    type: str = "image"
+
+    @property
+    def length(self) -> int:
+        if self.expected_tokens is None:
+            raise ValueError("ImageChunk expected_tokens needs to be set in order to compute the length")
+        return self.expected_tokens
+
+
+@dataclass
+class ModelInput:
+    """The real shape: a list of chunks (token runs, images)."""
+
+    chunks: list[EncodedTextChunk | ImageChunk]
+
+    @classmethod
+    def from_ints(cls, tokens: list[int]) -> ModelInput:
+        return cls([EncodedTextChunk(list(tokens))])
+
+    def to_ints(self) -> list[int]:
+        if not all(isinstance(chunk, EncodedTextChunk) for chunk in self.chunks):
+            raise ValueError("to_ints only supported for ModelInput with EncodedTextChunks")
+        return [token for chunk in self.chunks for token in chunk.tokens]  # type: ignore[union-attr]
+
+    @property
+    def length(self) -> int:
+        return sum(chunk.length for chunk in self.chunks)
 
 
 @dataclass
@@ -102,6 +130,8 @@ class SampleResponse:
 types = _types.SimpleNamespace(
     Datum=Datum,
     ModelInput=ModelInput,
+    EncodedTextChunk=EncodedTextChunk,
+    ImageChunk=ImageChunk,
     AdamParams=AdamParams,
     ForwardBackwardOutput=ForwardBackwardOutput,
     SamplingParams=SamplingParams,
@@ -145,11 +175,21 @@ class FakeTrainingClient:
         for datum in data:
             inputs = {k: list(v) for k, v in datum.loss_fn_inputs.items()}
             targets, advantages = inputs["target_tokens"], inputs["advantages"]
-            assert len(datum.model_input.tokens) == len(targets) == len(advantages) == len(inputs["logprobs"])
+            assert datum.model_input.length == len(targets) == len(advantages) == len(inputs["logprobs"])
             for token, adv in zip(targets, advantages, strict=True):
                 self.pending[token] = self.pending.get(token, 0.0) + adv
                 loss -= adv * self.weights.get(token, 0.0)
-            recorded.append({"model_input": datum.model_input.to_ints(), **inputs})
+            chunks = datum.model_input.chunks
+            if all(isinstance(chunk, EncodedTextChunk) for chunk in chunks):
+                recorded.append({"model_input": datum.model_input.to_ints(), **inputs})
+            else:  # images: each chunk as sent (an image as its format, size and token count)
+                shown = [
+                    {"tokens": c.tokens}
+                    if isinstance(c, EncodedTextChunk)
+                    else {"image": c.format, "bytes": len(c.data), "expected_tokens": c.expected_tokens}
+                    for c in chunks
+                ]
+                recorded.append({"model_input_chunks": shown, **inputs})
         call = {"datums": recorded, "loss_fn": loss_fn, "loss_fn_config": loss_fn_config}
         self.forward_backward_calls.append(call)
         folder = _store_dir()

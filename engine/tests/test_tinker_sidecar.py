@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import sys
 import tempfile
 from pathlib import Path
@@ -176,3 +177,42 @@ def test_export_writes_the_sampler_path(sidecar, tmp_path: Path) -> None:
     out = client.post("/export_for_serving", json={"path": str(tmp_path / "v1")}).json()
     assert out["model_path"].startswith("tinker://fake-run/sampler_weights/")
     assert (tmp_path / "v1" / "tinker-sampler.json").is_file()
+
+
+# A vision-language sample: `<|vision_start|>` (98), four `<|image_pad|>` (99), `<|vision_end|>` (97).
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\x00" * 24).decode()
+IMAGE_SAMPLE = {
+    **SAMPLE,
+    "tokens": [11, 98, 99, 99, 99, 99, 97, 12, 21, 22, 23],
+    "images": [{"media_type": "image/png", "data": PNG}],
+}
+
+
+def test_an_image_sample_sends_its_image_where_its_pads_were() -> None:
+    # Scenario: a screenshot turn trained on Tinker must reach it as the image, standing exactly where the
+    # served pad tokens stood, or every later position (and every array) would be shifted.
+    trainer = TinkerTrainer(fake_tinker, base_model="fake/vl", lora_rank=8, image_token_id=99)
+    client = TestClient(create_app(trainer, access=TEMP_ROOTS))
+    step(client, "img-1", {"method": "grpo"}, [IMAGE_SAMPLE])
+    datum = sent(trainer.client)
+    assert datum["model_input_chunks"] == [
+        {"tokens": [11, 98]},
+        {"image": "png", "bytes": 32, "expected_tokens": 4},
+        {"tokens": [97, 12, 21, 22]},
+    ]
+    assert datum["target_tokens"] == IMAGE_SAMPLE["tokens"][1:]
+    assert datum["advantages"][-3:] == [1.0, 0.0, 1.0]
+
+    def refused(sample: dict, sidecar: TestClient = client) -> str:
+        out = sidecar.post(
+            "/train_step", json={"step_id": "bad", "samples": [sample], "loss": {"method": "grpo"}}
+        )
+        assert out.status_code == 400 and out.json()["error"]["param"] == "samples[0]"
+        return out.json()["error"]["message"]
+
+    webp = {**IMAGE_SAMPLE, "images": [{"media_type": "image/webp", "data": PNG}]}
+    assert "image/png and image/jpeg only" in refused(webp)
+    two = {**IMAGE_SAMPLE, "images": IMAGE_SAMPLE["images"] * 2}
+    assert "1 image runs for 2 images" in refused(two)
+    text_only = TinkerTrainer(fake_tinker, base_model="fake/base", lora_rank=8)
+    assert "--tokenizer" in refused(IMAGE_SAMPLE, TestClient(create_app(text_only, access=TEMP_ROOTS)))

@@ -7,6 +7,7 @@ The SDK is one of the engine's test dependencies (`pip install -e engine[test]`)
 from __future__ import annotations
 
 import asyncio
+import base64
 import inspect
 from typing import Any
 
@@ -153,3 +154,33 @@ def test_the_runner_reads_the_sdks_sample_response() -> None:
     assert result.text == "hi"  # the EOS ends the text, as on the reference engine
     assert result.finish_reason == {"type": "stop", "matched": END}
     assert result.input_token_logprobs == [(None, 10), (-2.5, 20), (-0.75, 30)]
+
+
+def test_the_sdk_accepts_an_image_datum(tiny_vlm_dir) -> None:
+    """An image sample's datum in the real SDK's types: an ImageChunk where the pad run was, whose
+    expected_tokens keep the model input as long as the targets."""
+    from transformers import AutoTokenizer
+
+    from openclaw_engine.tinker_sidecar.__main__ import image_token_id
+    from openclaw_engine.vision_processor import load_processor
+
+    pad = image_token_id(AutoTokenizer.from_pretrained(tiny_vlm_dir))
+    assert pad == load_processor(tiny_vlm_dir).image_token_id
+    png = b"\x89PNG\r\n\x1a\n" + b"\x00" * 8
+    sample = TrainSample(
+        tokens=[11, 12, pad, pad, pad, pad, 13, 21, 22],
+        response_length=2,
+        loss_mask=[1, 1],
+        rollout_log_probs=[-1.0, -2.0],
+        reward=1.0,
+        images=[{"media_type": "image/png", "data": base64.b64encode(png).decode()}],
+    )
+    datum = to_datum(tinker, datum_arrays(sample, LossRequest(method="grpo"), pad))
+    chunks = datum.model_input.chunks
+    assert [type(c).__name__ for c in chunks] == ["EncodedTextChunk", "ImageChunk", "EncodedTextChunk"]
+    assert chunks[0].tokens == [11, 12] and chunks[2].tokens == [13, 21]
+    image = chunks[1]
+    assert (image.data, image.format, image.expected_tokens) == (png, "png", 4)
+    assert datum.model_input.length == len(datum.loss_fn_inputs["target_tokens"].data) == 8
+    # The wire form (what the SDK sends) carries the image as base64.
+    assert image.model_dump(mode="json")["data"] == base64.b64encode(png).decode()

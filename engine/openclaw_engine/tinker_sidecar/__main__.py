@@ -13,6 +13,7 @@ import importlib
 import logging
 import os
 import sys
+from typing import Any
 
 from ..access import add_access_arguments, engine_access
 
@@ -63,15 +64,25 @@ def main(argv: list[str] | None = None) -> None:
     from .app import create_app
     from .trainer import TinkerTrainer
 
-    trainer = TinkerTrainer(sdk, base_model=args.base_model, lora_rank=args.lora_rank, loss_fn=args.loss_fn)
+    # A local tokenizer (--tokenizer) also names the image pad token the trainer lays image samples out by.
+    local_tokenizer = None
+    if args.tokenizer:
+        from transformers import AutoTokenizer
+
+        local_tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+    trainer = TinkerTrainer(
+        sdk,
+        base_model=args.base_model,
+        lora_rank=args.lora_rank,
+        loss_fn=args.loss_fn,
+        image_token_id=image_token_id(local_tokenizer),
+    )
     runner = None
     if not args.no_serve:
         from ..tinker_runner import TinkerRunner
 
-        if args.tokenizer:
-            from transformers import AutoTokenizer
-
-            tokenizer = AutoTokenizer.from_pretrained(args.tokenizer)
+        if local_tokenizer is not None:
+            tokenizer = local_tokenizer
             tokenizer_path = args.tokenizer
         else:
             try:
@@ -82,6 +93,7 @@ def main(argv: list[str] | None = None) -> None:
                     "pass --tokenizer DIR (a local copy) or --no-serve"
                 ) from error
             tokenizer_path = str(getattr(tokenizer, "name_or_path", "") or args.base_model)
+            trainer.image_token_id = image_token_id(tokenizer)
         runner = TinkerRunner(
             sdk,
             service=trainer.service,
@@ -94,6 +106,13 @@ def main(argv: list[str] | None = None) -> None:
         )
     app = create_app(trainer, runner, max_body_bytes=int(args.max_body_mb * 1024 * 1024), access=access)
     serve(app, host=args.host, port=args.port, log_level=args.log_level)
+
+
+def image_token_id(tokenizer: Any) -> int | None:
+    """The Qwen-VL image pad token's id, where the tokenizer has one (a vision-language model's)."""
+    if tokenizer is None:
+        return None
+    return tokenizer.get_vocab().get("<|image_pad|>")
 
 
 if __name__ == "__main__":

@@ -27,8 +27,18 @@ def _state_name(path: str) -> str:
 
 
 class TinkerTrainer:
-    def __init__(self, sdk: Any, *, base_model: str, lora_rank: int = 32, loss_fn: str = "ppo") -> None:
+    def __init__(
+        self,
+        sdk: Any,
+        *,
+        base_model: str,
+        lora_rank: int = 32,
+        loss_fn: str = "ppo",
+        image_token_id: int | None = None,
+    ) -> None:
         self.sdk = sdk
+        # The base model's `<|image_pad|>` id (from its tokenizer): image samples need it; None refuses them.
+        self.image_token_id = image_token_id
         self.base_model = base_model
         self.lora_rank = lora_rank
         self.loss_fn = loss_fn
@@ -58,6 +68,7 @@ class TinkerTrainer:
             "base_model": self.base_model,
             "lora_rank": self.lora_rank,
             "loss_fn": self.loss_fn,
+            "image_token_id": self.image_token_id,
             "step_ids": list(self.steps),
             "last_checkpoint": self.last_checkpoint,
         }
@@ -77,7 +88,7 @@ class TinkerTrainer:
             arrays = []
             for i, sample in enumerate(request.samples):
                 try:
-                    arrays.append(datum_arrays(sample, loss))
+                    arrays.append(datum_arrays(sample, loss, self.image_token_id))
                 except ValueError as error:
                     raise EngineError(str(error), param=f"samples[{i}]") from error
             datums = [to_datum(self.sdk, a) for a in arrays]
