@@ -53,6 +53,11 @@ export interface SlimeSettings {
    * losses, which take each sample's π_old as the batch file flags it (combine's loss always does).
    */
   perSampleOldPolicy?: boolean;
+  /**
+   * Some samples carry images: slime then keeps each sample's `multimodal_train_inputs` (pixel values and
+   * grids, which the plugin's batch loader makes from the images) in the training data.
+   */
+  images?: boolean;
   /** LoRA on slime's FSDP backend (spec 8.1); without it the Megatron backend trains all weights. */
   lora?: SlimeLoraSettings;
   actorGpus?: number;
@@ -147,6 +152,8 @@ export function slimeArguments(settings: SlimeSettings): string[] {
     'score',
     '--rollout-temperature',
     String(settings.rolloutTemperature ?? 1),
+    // slime's key for a sample's images (`--multimodal-keys`, as its VLM recipes pass it).
+    ...(settings.images ? ['--multimodal-keys', JSON.stringify({ image: 'images' })] : []),
     ...methodArguments(settings),
     // Loss (spec 5, 7): KL term present with its coefficient (0.0 in every Track-1 script), PPO clip.
     '--use-kl-loss',

@@ -23,6 +23,8 @@ export interface EpochFiles {
   distillTopk?: number;
   /** Some samples, not all, take their rollout log-probs as π_old (`SlimeSettings.perSampleOldPolicy`). */
   perSampleOldPolicy?: boolean;
+  /** Some samples carry images (`SlimeSettings.images`). */
+  images?: boolean;
 }
 
 export interface EpochCommand {
@@ -70,6 +72,7 @@ export function slimeEpochCommand(
       rolloutBatchSize: epoch.sampleCount,
       ...(epoch.distillTopk !== undefined && { distillTopk: epoch.distillTopk }),
       ...(epoch.perSampleOldPolicy && { perSampleOldPolicy: true }),
+      ...(epoch.images && { images: true }),
       ...settings,
       rolloutTemperature: epoch.temperature,
       hfCheckpoint: epoch.baseModel,

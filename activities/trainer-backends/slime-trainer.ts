@@ -154,6 +154,7 @@ export class SlimeTrainerBackend implements TrainerBackend {
       temperature,
       distillTopk: samples[0]?.teacherTopkIndices?.[0]?.length,
       ...(oldPolicy === 'per-sample' && { perSampleOldPolicy: true }),
+      ...(samples.some((sample) => (sample.images?.length ?? 0) > 0) && { images: true }),
     });
     const metrics = await this.recordedMetrics(checkpointOut, stepId);
     if (!metrics)

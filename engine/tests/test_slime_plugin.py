@@ -578,3 +578,66 @@ def test_epoch_launcher_parses_slime_metric_lines() -> None:
     lines = ["step 3: {'train/loss': -0.1, 'train/pg_clipfrac': 0.0, 'train/kl_loss': nan}"]
     assert epoch.parse_metrics(lines)["loss"] == -0.1
     assert epoch.parse_metrics(lines)["pg_clipfrac"] == 0.0
+
+
+def test_batch_loader_gives_an_image_sample_the_pixels_its_pads_were_served_with(
+    tmp_path: Path, monkeypatch, tiny_vlm_dir: Path, tiny_model_dir: Path
+) -> None:
+    # Scenario: a screenshot turn trained by slime must reach the model's forward with that screenshot's pixel
+    # values and grid, computed against the exact served tokens; a batch whose images do not fill its pads is
+    # refused before slime starts, and a text-only model is refused images.
+    import base64
+    import io
+
+    from PIL import Image
+
+    from openclaw_engine.vision_processor import load_processor, process
+
+    processor = load_processor(tiny_vlm_dir)
+    picture = Image.new("RGB", (56, 56), (200, 30, 30))
+    buf = io.BytesIO()
+    picture.save(buf, format="PNG")
+    png = base64.b64encode(buf.getvalue()).decode()
+    served = process(processor, "look <|vision_start|><|image_pad|><|vision_end|> now", [picture])
+    request = batch_request("run:img")
+    request["samples"] = [
+        {
+            "tokens": served.input_ids + [5, 6],
+            "response_length": 2,
+            "loss_mask": [1, 1],
+            "rollout_log_probs": [-0.5, -1.5],
+            "reward": 1.0,
+            "teacher_log_probs": [-0.4, -1.0],
+            "images": [{"media_type": "image/png", "data": png}],
+        }
+    ]
+    path = tmp_path / "batch.json"
+    path.write_text(json.dumps(request))
+    monkeypatch.setenv(batch_loader.BATCH_FILE_ENV, str(path))
+    args = SimpleNamespace(rollout_batch_size=1, hf_checkpoint=str(tiny_vlm_dir))
+    [[sample]] = batch_loader.generate_rollout_from_batch_file(args, 0, None)
+    assert len(sample.multimodal_inputs["images"]) == 1
+    torch.testing.assert_close(sample.multimodal_train_inputs["pixel_values"], served.pixel_values)
+    assert sample.multimodal_train_inputs["image_grid_thw"].tolist() == served.image_grid_thw.tolist()
+
+    text_only = SimpleNamespace(rollout_batch_size=1, hf_checkpoint=str(tiny_model_dir))
+    with pytest.raises(ValueError, match="is not a vision-language model"):
+        batch_loader.generate_rollout_from_batch_file(text_only, 0, None)
+    # One image too many for the pads: the epoch launcher refuses the batch before slime starts.
+    request["samples"][0]["images"] *= 2
+    path.write_text(json.dumps(request))
+    code = epoch.main(
+        [
+            "--step-id",
+            "run:img",
+            "--train-command",
+            "false",
+            "--",
+            "--hf-checkpoint",
+            str(tiny_vlm_dir),
+            "--save",
+            str(tmp_path / "out"),
+        ]
+    )
+    assert code == epoch.EPOCH_REFUSED
+    assert not (tmp_path / "out").exists()

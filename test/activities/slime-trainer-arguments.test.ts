@@ -204,6 +204,9 @@ describe('slimeArguments', () => {
     // slime divides the logits by the temperature the batch was drawn at for every log-prob it computes.
     expect(flag(command.cmd, '--rollout-temperature')).toBe('0.6');
     expect(command.env[SLIME_BATCH_FILE_ENV]).toBe('/ckpt/batches/run_7.json');
+    // No images, no multimodal keys; a batch with images names slime's key for them.
+    expect(flag(command.cmd, '--multimodal-keys')).toBeUndefined();
+    expect(flag(slimeArguments({ ...base, images: true }), '--multimodal-keys')).toBe('{"image":"images"}');
   });
 
   it('a batch with one stale sample of three: only that sample takes its rollout log-probs as π_old', () => {

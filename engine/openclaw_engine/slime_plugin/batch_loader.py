@@ -10,8 +10,12 @@ n_samples_per_prompt 1).
 Samples carry slime's `Sample` fields as the OpenClaw proxy fills them (spec 11.2): `index`, `group_index`,
 `tokens`, `response_length`, `loss_mask`, `rollout_log_probs`, `reward = {"score": r}` (`--reward-key score`),
 `status = COMPLETED`, and for OPD/combine/top-K `teacher_log_probs` [L] float32, `teacher_topk_log_probs`
-[L, K] float32, `teacher_topk_indices` [L, K] int64. With slime installed they are `slime.utils.types.Sample`;
-without it (tests) a plain object with the same attributes.
+[L, K] float32, `teacher_topk_indices` [L, K] int64. A sample with images (a vision-language model's) also
+gets slime's `multimodal_inputs = {"images": [PIL images]}` and `multimodal_train_inputs = {"pixel_values",
+"image_grid_thw"}`, made by the model's image processor (`--hf-checkpoint`) from the images' bytes against
+the sample's exact tokens, whose pad runs they must fill (`vision_processor.inputs_for_ids`, as the reference
+trainer does); slime hands those to the model's forward. With slime installed they are
+`slime.utils.types.Sample`; without it (tests) a plain object with the same attributes.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ from typing import Any
 
 import torch
 
-from ..training_schemas import TrainStepRequest, check_for_method, parse_train_step
+from ..training_schemas import TrainSample, TrainStepRequest, check_for_method, parse_train_step
 
 BATCH_FILE_ENV = "OPENCLAW_BATCH_FILE"
 
@@ -47,16 +51,45 @@ class PlainSample:
     teacher_log_probs: torch.Tensor | None = None
     teacher_topk_log_probs: torch.Tensor | None = None
     teacher_topk_indices: torch.Tensor | None = None
+    multimodal_inputs: dict[str, Any] | None = None
+    multimodal_train_inputs: dict[str, Any] | None = None
 
 
 def read_batch_file(path: str | os.PathLike[str]) -> TrainStepRequest:
     """The batch at `path`, validated (shapes, finite numbers, per-method fields); errors name the field."""
     request = parse_train_step(json.loads(Path(path).read_text()))
     check_for_method(request)
-    for i, sample in enumerate(request.samples):
-        if sample.images:
-            raise ValueError(f"samples[{i}] has images; the slime epoch trains text only")
     return request
+
+
+def has_images(request: TrainStepRequest) -> bool:
+    return any(sample.images for sample in request.samples)
+
+
+def image_processor_for(request: TrainStepRequest, hf_checkpoint: str | None) -> Any:
+    """The model's processor when the batch has images (ValueError if the model takes none); else None."""
+    if not has_images(request):
+        return None
+    from ..vision_processor import is_vision_model, load_processor
+
+    if not hf_checkpoint or not is_vision_model(hf_checkpoint):
+        raise ValueError(
+            f"the batch has images, and --hf-checkpoint {hf_checkpoint!r} is not a vision-language model"
+        )
+    return load_processor(hf_checkpoint)
+
+
+def multimodal_fields(sample: TrainSample, processor: Any, index: int) -> tuple[dict, dict]:
+    """slime's `multimodal_inputs` and `multimodal_train_inputs` of one sample (ValueError naming it)."""
+    from ..vision_processor import ImageError, decode_image_bytes, inputs_for_ids
+
+    try:
+        pictures = [decode_image_bytes(image.data) for image in sample.images or []]
+        inputs = inputs_for_ids(processor, list(sample.tokens), pictures)
+    except ImageError as exc:
+        raise ValueError(f"samples[{index}].images: {exc}") from None
+    train = {"pixel_values": inputs.pixel_values, "image_grid_thw": inputs.image_grid_thw}
+    return {"images": pictures}, train
 
 
 def check_temperature(request: TrainStepRequest, rollout_temperature: float) -> None:
@@ -78,8 +111,11 @@ def _sample_class() -> tuple[type, Any]:
         return PlainSample, "completed"
 
 
-def samples_from_batch(request: TrainStepRequest, sample_cls: type | None = None) -> list[list[Any]]:
-    """One group per sample, in batch order, with slime's `Sample` fields (spec 11.2)."""
+def samples_from_batch(
+    request: TrainStepRequest, sample_cls: type | None = None, processor: Any = None
+) -> list[list[Any]]:
+    """One group per sample, in batch order, with slime's `Sample` fields (spec 11.2); `processor` makes the
+    images' inputs (`image_processor_for`)."""
     cls, completed = _sample_class() if sample_cls is None else (sample_cls, "completed")
     groups = []
     for i, s in enumerate(request.samples):
@@ -102,6 +138,10 @@ def samples_from_batch(request: TrainStepRequest, sample_cls: type | None = None
             sample.teacher_topk_log_probs = torch.tensor(s.teacher_topk_log_probs, dtype=torch.float32)
         if s.teacher_topk_indices is not None:
             sample.teacher_topk_indices = torch.tensor(s.teacher_topk_indices, dtype=torch.int64)
+        if s.images:
+            if processor is None:
+                raise ValueError(f"samples[{i}] has images, and no image processor was given")
+            sample.multimodal_inputs, sample.multimodal_train_inputs = multimodal_fields(s, processor, i)
         groups.append([sample])
     return groups
 
@@ -117,7 +157,8 @@ def generate_rollout_from_batch_file(
         raise RuntimeError(f"${BATCH_FILE_ENV} is not set: the epoch launcher names the batch file there")
     request = read_batch_file(path)
     check_temperature(request, float(getattr(args, "rollout_temperature", 1.0) or 1.0))
-    groups = samples_from_batch(request)
+    processor = image_processor_for(request, getattr(args, "hf_checkpoint", None))
+    groups = samples_from_batch(request, processor=processor)
     expected = getattr(args, "rollout_batch_size", None)
     if expected is not None and int(expected) != len(groups):
         raise ValueError(f"{path} holds {len(groups)} samples but --rollout-batch-size is {expected}")

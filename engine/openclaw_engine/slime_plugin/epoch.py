@@ -35,7 +35,13 @@ from typing import Any
 from ..checkpoint_state import state_file, step_fingerprint, write_state
 from ..durable_files import publish_dir, staged_dir
 from ..errors import EngineError
-from .batch_loader import BATCH_FILE_ENV, check_temperature, read_batch_file
+from .batch_loader import (
+    BATCH_FILE_ENV,
+    check_temperature,
+    image_processor_for,
+    read_batch_file,
+    samples_from_batch,
+)
 from .export_hf import (
     DEFAULT_FSDP_CONVERT_COMMAND,
     DEFAULT_TORCH_DIST_CONVERT_COMMAND,
@@ -131,6 +137,10 @@ def run_epoch(
         request = read_batch_file(batch_file)
         rollout_temperature = _flag_value(slime_args, "--rollout-temperature")
         check_temperature(request, float(rollout_temperature or 1.0))
+        # Images are checked against their tokens here, so a bad one is a refusal before slime starts.
+        processor = image_processor_for(request, _flag_value(slime_args, "--hf-checkpoint"))
+        if processor is not None:
+            samples_from_batch(request, processor=processor)
     except (EngineError, ValueError) as exc:
         # The batch itself is wrong: it would fail the same way on every attempt.
         print(f"batch refused: {exc}", file=sys.stderr, flush=True)
