@@ -100,6 +100,7 @@ export function createAgenticActivities(deps: AgenticDependencies) {
       policyVersion: record.policyVersion,
       method: 'rl',
       kind: 'rl',
+      ...(record.images && record.images.length > 0 && { images: record.images }),
     };
     await store.put(sampleKey(sampleId), sample);
     return sampleId;

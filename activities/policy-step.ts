@@ -24,6 +24,7 @@ import { logprobTemperature } from '../core/logprob-temperature.js';
 import { parsePolicyVersion } from '../core/policy-version.js';
 import type { PolicySettings } from '../core/rollout-settings.js';
 import { rolloutSampleId } from '../core/sample-id.js';
+import type { SampleImageRef } from '../core/types.js';
 import {
   type EngineAdapter,
   EngineFeatureError,
@@ -34,6 +35,7 @@ import { createEngineAdapter } from '../engines/engine-adapters.js';
 import { EngineHttp, EngineHttpError } from '../engines/engine-http.js';
 import { plainChatCompletion } from '../engines/plain-chat-policy.js';
 import { exactCompletionOf } from '../engines/sglang-adapter.js';
+import { keepDataUrlImage } from '../store/image-blobs.js';
 import type { SampleStore } from '../store/sample-store.js';
 import type { EpisodeProgress } from '../workflows/agentic-signals.js';
 import { type RolloutStepRecord, readTranscript, rolloutKeys } from './rollout-records.js';
@@ -203,7 +205,7 @@ export function createPolicyActivities(deps: PolicyDependencies) {
         seed: stepSeed(sampling.seed, sampleId),
       };
 
-      const { completion, truncation } = await whileAlive(rolloutId, deps.keepAlive, async (signal) => {
+      const { completion, truncation, sent } = await whileAlive(rolloutId, deps.keepAlive, async (signal) => {
         try {
           if (policy.mode === 'chat') {
             // Text only: no ids to cut, so whole messages are left out by an estimated size.
@@ -215,7 +217,7 @@ export function createPolicyActivities(deps: PolicyDependencies) {
             );
             const truncation: Truncation | null =
               cut.omitted > 0 ? { originalTokens: null, omittedMessages: cut.omitted } : null;
-            return { completion, truncation };
+            return { completion, truncation, sent: [] as readonly ChatMessage[] };
           }
           if (policy.mode === 'gateway') {
             const cut = truncateMessagesHeadTail(transcript.messages, promptBudget);
@@ -229,7 +231,7 @@ export function createPolicyActivities(deps: PolicyDependencies) {
             );
             const truncation: Truncation | null =
               cut.omitted > 0 ? { originalTokens: null, omittedMessages: cut.omitted } : null;
-            return { completion, truncation };
+            return { completion, truncation, sent: cut.messages };
           }
           const engine = engineFor(policy);
           const rendered = await engine.renderPrompt(request, signal);
@@ -242,7 +244,10 @@ export function createPolicyActivities(deps: PolicyDependencies) {
             ...(engine.features.chatFromTokenIds && { inputIds: rendered }),
           };
           if (rendered.length > promptBudget) {
-            if (engine.features.chatFromTokenIds) {
+            // Cutting tokens could cut through an image's pad tokens: a prompt with images loses whole
+            // messages instead, and is rendered again.
+            const withImages = hasImageParts(transcript.messages);
+            if (engine.features.chatFromTokenIds && !withImages) {
               const result = truncateTokensHeadTail(
                 rendered,
                 promptBudget,
@@ -253,6 +258,8 @@ export function createPolicyActivities(deps: PolicyDependencies) {
             } else {
               const byMessages = truncateMessagesHeadTail(transcript.messages, promptBudget);
               exact = { ...exact, messages: byMessages.messages };
+              if (engine.features.chatFromTokenIds)
+                exact = { ...exact, inputIds: await engine.renderPrompt(exact, signal) };
               cut = { originalTokens: rendered.length, omittedMessages: byMessages.omitted };
             }
           }
@@ -260,13 +267,19 @@ export function createPolicyActivities(deps: PolicyDependencies) {
             // Stop the engine generating for a rollout nobody waits for any more.
             void engine.abort(sampleId).catch(() => undefined);
           });
-          return { completion: await engine.complete(exact, signal), truncation: cut };
+          return {
+            completion: await engine.complete(exact, signal),
+            truncation: cut,
+            sent: exact.messages as readonly ChatMessage[],
+          };
         } catch (error) {
           return classify(error);
         }
       });
 
       const { promptIds, responseIds, logprobs } = completion;
+      // The screenshots the prompt held, kept by digest: the step's sample trains with them.
+      const images = await keepPromptImages(store, sent);
       const policyVersion = parsePolicyVersion(completion.weightVersion) ?? 0;
       const output = completion.message;
       const action = limitCallsPerTurn(parsePolicyAction(output, toolNames), transcript.maxCallsPerTurn);
@@ -300,6 +313,7 @@ export function createPolicyActivities(deps: PolicyDependencies) {
         action,
         errorMessages,
         truncation: truncation && { ...truncation, keptTokens: promptIds.length },
+        ...(images.length > 0 && { images }),
         recordedAt: new Date().toISOString(),
       };
       // A concurrent duplicate (an activity retried while the first attempt still ran) keeps the first record.
@@ -338,4 +352,31 @@ async function gatewayCompletion(
     return_token_ids: true,
   };
   return exactCompletionOf(await http.json('POST', '/v1/chat/completions', body, { signal, headers }), null);
+}
+
+/** Whether any message carries an image part. */
+function hasImageParts(messages: readonly ChatMessage[]): boolean {
+  return messages.some(
+    (message) => Array.isArray(message.content) && message.content.some((part) => part.type === 'image_url'),
+  );
+}
+
+/** The prompt's `image_url` data URLs, in prompt order, stored by digest; their references. */
+async function keepPromptImages(
+  store: SampleStore,
+  messages: readonly ChatMessage[],
+): Promise<SampleImageRef[]> {
+  const refs: SampleImageRef[] = [];
+  for (const message of messages) {
+    if (!Array.isArray(message.content)) continue;
+    for (const part of message.content) {
+      if (part.type !== 'image_url') continue;
+      const value = (part as { image_url?: unknown }).image_url;
+      const url = typeof value === 'string' ? value : (value as { url?: unknown } | undefined)?.url;
+      const ref = typeof url === 'string' ? await keepDataUrlImage(store, url) : null;
+      // An image that is no data URL cannot be kept: its pads then train without pixels, which the trainer refuses.
+      if (ref) refs.push(ref);
+    }
+  }
+  return refs;
 }

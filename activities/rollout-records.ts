@@ -13,6 +13,7 @@
 
 import type { PolicyAction } from '../core/action-parsing.js';
 import type { ChatMessage } from '../core/chat-messages.js';
+import type { SampleImageRef } from '../core/types.js';
 import type { ResetResult, ToolCallAction } from '../environments/environment.js';
 import type { SampleStore } from '../store/sample-store.js';
 import { storeKey } from '../store/sample-store.js';
@@ -64,6 +65,8 @@ export interface RolloutStepRecord {
    * gateway mode, where whole messages are left out) and after.
    */
   truncation: { originalTokens: number | null; keptTokens: number; omittedMessages: number } | null;
+  /** The prompt's images (screenshots) in prompt order, kept by digest; absent when it had none. */
+  images?: SampleImageRef[];
   recordedAt: string;
 }
 

@@ -4,11 +4,11 @@
 // (core/image-parts.ts). So the same image reaches the same digest however it was sent, the bytes are stored
 // once, and no hash, record or workflow payload carries them. A request without images is left as it is.
 
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { ChatContentPart, ChatMessage } from '../core/chat-messages.js';
 import { IMAGE_MEDIA_TYPES, isImageMediaType, sniffImageMediaType } from '../core/image-media-types.js';
 import { dataUrlOf, type ImageDigest, type ImageRefPart, type StoredImage } from '../core/image-parts.js';
+import { imageDigestOf } from '../store/image-blobs.js';
 import { fieldPath } from './chat-request-schema.js';
 import { fetchAllowedImage } from './image-fetch.js';
 import { invalidRequest } from './openai-errors.js';
@@ -122,9 +122,8 @@ export async function takeImages<M extends ChatMessage>(
   return { engineMessages, refMessages, images };
 }
 
-export function digestOf(bytes: Uint8Array): ImageDigest {
-  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
-}
+/** `sha256:<hex>` of an image's bytes (store/image-blobs.ts). */
+export const digestOf: (bytes: Uint8Array) => ImageDigest = imageDigestOf;
 
 interface ImageBytes {
   mediaType: string;

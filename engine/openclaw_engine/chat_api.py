@@ -54,6 +54,10 @@ def plan(
     if body.input_ids is not None:  # SGLang: a pre-tokenised prompt bypasses the chat template
         check_token_ids(body.input_ids, runner, "input_ids")
         prompt_ids = list(body.input_ids)
+        # The messages' images fill the ids' pad runs (a rendering of these messages made earlier).
+        images = images_of(raw["messages"], runner)
+        if images:
+            vision = prepare_ids(runner, prompt_ids, images)
     else:
         prompt_text = render_prompt(body, raw, runner, tools_on=tools_on)
         prompt_ids = runner.encode(prompt_text, add_special_tokens=False)
@@ -132,6 +136,16 @@ def prepare_images(runner: ServedPolicy, prompt_text: str, images: list[Any]) ->
         return runner.prepare(prompt_text, images)  # type: ignore[attr-defined]
     except ImageError as exc:
         raise EngineError(str(exc), param="messages") from None
+
+
+def prepare_ids(runner: ServedPolicy, ids: list[int], images: list[Any]) -> Any:
+    """The VLM's model inputs for exact ids and the messages' images (a 400 if they disagree)."""
+    from .vision_processor import ImageError
+
+    try:
+        return runner.prepare_ids(ids, images)  # type: ignore[attr-defined]
+    except ImageError as exc:
+        raise EngineError(f"input_ids and the messages' images disagree: {exc}", param="input_ids") from None
 
 
 def lora_of_model(model: str | None, runner: ServedPolicy) -> str | None:

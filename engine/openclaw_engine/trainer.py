@@ -418,6 +418,11 @@ class Trainer:
         The ids are the sample's exact tokens: their `<|image_pad|>` count must be what the images make.
         """
         if not images_b64:
+            # Pads without their pixels would train on a prompt the model never saw.
+            if self.is_vision and bool((ids == self._processor.image_token_id).any()):
+                raise EngineError(
+                    f"{param}: the tokens hold image tokens but the sample carries no images", param=param
+                )
             return None
         if not self.is_vision:
             reason = (
