@@ -157,4 +157,10 @@ def test_what_fireworks_cannot_train_is_refused_naming_the_option(
     hot = _step("warm").model_copy(update={"samples": [SAMPLE.model_copy(update={"temperature": 0.7})]})
     with pytest.raises(EngineError, match="temperature 1"):
         trainer.train_step(hot)
+    # An image sample would train its pads without pixels: refused, naming its images.
+    image = {"media_type": "image/png", "data": "iVBORw0KGgo="}
+    pictured = _step("pic").model_copy(update={"samples": [SAMPLE.model_copy(update={"images": [image]})]})
+    with pytest.raises(EngineError, match="sends token ids only") as refused:
+        trainer.train_step(pictured)
+    assert refused.value.param == "samples[0].images"
     assert trainer.info()["step_ids"] == []

@@ -48,6 +48,13 @@ def unsupported(loss: LossRequest, samples: Sequence[TrainSample]) -> tuple[str,
             "loss.entropy_coef",
         )
     for i, sample in enumerate(samples):
+        if sample.images:
+            # Sent as plain ids, the image pads would train with no pixels: refused, never dropped.
+            return (
+                "the sample has images, and the Fireworks trainer sends token ids only: train image samples "
+                "with the reference, slime or Tinker trainer",
+                f"samples[{i}].images",
+            )
         if sample.temperature != 1.0:
             return (
                 f"the sample was drawn at temperature {sample.temperature:g}; Fireworks computes log-probs "
