@@ -11,6 +11,11 @@ import pytest
 from transformers import AutoTokenizer, PreTrainedTokenizerBase
 from weather_tool import TOOLS
 
+from openclaw_engine.tiny_tokenizer import bytes_to_unicode
+
+# The byte-level alphabet: the tiny tokenizer's first 256 ids are these characters (sorted), one per byte.
+BYTE_OF = {char: byte for byte, char in bytes_to_unicode().items()}
+
 MESSAGES = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Say something."}]
 
 
@@ -82,8 +87,8 @@ def test_non_streaming_shape_and_token_ids(client: httpx.Client, tokenizer: PreT
         assert isinstance(item["logprob"], float) and item["logprob"] <= 0
         assert len(item["top_logprobs"]) == 2 and item["top_logprobs"][0]["logprob"] >= item["logprob"] - 1e-6
         assert bytes(item["bytes"]).decode("utf-8", errors="replace") == item["token"]
-        if token < 256:  # tiny tokenizer: ids 0..255 are the raw bytes, reported exactly (not U+FFFD)
-            assert item["bytes"] == [token]
+        if token < 256:  # tiny tokenizer: ids 0..255 are the 256 single bytes, reported exactly (not U+FFFD)
+            assert item["bytes"] == [BYTE_OF[tokenizer.convert_ids_to_tokens(token)]]
     assert out["usage"] == {
         "prompt_tokens": len(choice["prompt_token_ids"]),
         "completion_tokens": len(token_ids),
