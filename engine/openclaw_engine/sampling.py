@@ -67,8 +67,11 @@ def sample_tokens(
 ) -> list[tuple[int, torch.Tensor]]:
     """Draw one token per row of `[rows, vocab]` float32 logits, row i with params[i] and its own RNG.
 
-    The softmax arithmetic is done for all rows at once (one kernel each, not one per request); only the draw
-    is per row, from the request's own generator, so a request's token never depends on its neighbours.
+    The softmax arithmetic and the draw are done for all rows at once: each sampled row takes one uniform from
+    its request's own generator, and its token is where that uniform falls in the row's cumulative
+    distribution (inverse CDF), so a request's token never depends on its neighbours. One uniform per row,
+    not one exponential per vocabulary entry as `torch.multinomial` draws: that draw was a third of a c8
+    decode step (docs/benchmarks.md).
     """
     temperatures = torch.tensor(
         [p.logprob_temperature(original_logprobs) for p in params], dtype=logits.dtype, device=logits.device
@@ -76,18 +79,46 @@ def sample_tokens(
     logprobs = torch.log_softmax(logits / temperatures[:, None], dim=-1)
     logprobs = logprobs.clamp(min=torch.finfo(logprobs.dtype).min)  # -inf (masked logits) is not valid JSON
     probs = logprobs.exp()
-    drawn: list[tuple[int, torch.Tensor]] = []
-    for row, (p, generator) in enumerate(zip(params, generators, strict=True)):
+    tokens: list[int] = [0] * len(params)
+    rows: list[int] = []
+    weights: list[torch.Tensor] = []
+    reshaped = False  # some row's weights are not its row of `probs` (another temperature, a filter)
+    for row, p in enumerate(params):
         if p.greedy:
-            drawn.append((int(torch.argmax(logits[row]).item()), logprobs[row]))
+            tokens[row] = int(torch.argmax(logits[row]).item())
             continue
-        row_probs = probs[row]
+        own = probs[row]
+        row_probs = own
         if original_logprobs and p.temperature != 1.0:
             row_probs = torch.softmax(logits[row] / p.temperature, dim=-1)
-        row_probs = _filter(row_probs, p)
-        token = torch.multinomial(row_probs, num_samples=1, generator=generator)
-        drawn.append((int(token.item()), logprobs[row]))
-    return drawn
+        filtered = _filter(row_probs, p)  # the same tensor back when nothing is filtered
+        reshaped = reshaped or filtered is not own
+        rows.append(row)
+        weights.append(filtered)
+    if rows:
+        if reshaped:
+            stacked = torch.stack(weights)
+        else:  # the common case: every sampled row draws from its own softmax row, no copy needed
+            stacked = probs if len(rows) == len(params) else probs[rows]
+        for row, token in zip(rows, _inverse_cdf(stacked, [generators[r] for r in rows]), strict=True):
+            tokens[row] = token
+    return [(token, logprobs[row]) for row, token in enumerate(tokens)]
+
+
+def _inverse_cdf(stacked: torch.Tensor, generators: list[torch.Generator]) -> list[int]:
+    """One index per row of non-negative weights, drawn in proportion to them with the row's generator."""
+    # float32: a float64 cumulative sum is ten times slower on CPU, and float32's rounding over a vocabulary
+    # moves no token's probability by more than about 1e-6 of the total.
+    cdf = torch.cumsum(stacked, dim=-1)
+    uniforms = torch.cat([torch.rand(1, generator=g, dtype=cdf.dtype, device=cdf.device) for g in generators])
+    # The first index whose cumulative weight exceeds u · total: index i with probability w_i / total.
+    targets = (uniforms * cdf[:, -1]).unsqueeze(-1)
+    drawn = torch.searchsorted(cdf, targets, right=True).squeeze(-1).clamp(max=stacked.shape[-1] - 1)
+    out = drawn.tolist()
+    # Rounding at the very top of the CDF can land past the last token with weight: take that token.
+    for i in torch.nonzero(stacked.gather(1, drawn[:, None]).squeeze(-1) <= 0).flatten().tolist():
+        out[i] = int(torch.nonzero(stacked[i] > 0)[-1].item())
+    return out
 
 
 def _filter(probs: torch.Tensor, params: SamplingParams) -> torch.Tensor:
