@@ -1,15 +1,16 @@
 """Engine figures, the reference engine and vLLM side by side on the same model folder.
 
     .venv/bin/python bench/engine_bench.py [--model DIR] [--engines reference,vllm] [--concurrency 1,8,32]
-        [--new-tokens 128] [--prompt-tokens 64] [--prefix-tokens 17000] [--turns 5] [--train-steps 5]
-        [--device cpu|cuda]
+        [--new-tokens 128] [--prompt-tokens 64] [--prefix-tokens 17000] [--rounds 1] [--turns 5]
+        [--train-steps 5] [--device cpu|cuda]
 
 Each engine runs alone (started, measured, stopped; never two at once) on the tiny default model unless
 --model names a folder: the reference engine (`python -m openclaw_engine serve --trainer`) and vLLM
 (`.venv-vllm`, its OpenAI server, float32, eager). Both are driven over HTTP with token ids (no tokenising):
 - generation: at each concurrency, max(16, 2c) requests of --prompt-tokens random ids + --new-tokens sampled
   tokens (temperature 1, ignore_eos, the sampled tokens' log-probs returned): throughput (sampled tokens /
-  wall time) and per-request latency p50 / p99;
+  wall time) and per-request latency p50 / p99; with --rounds N, measured N times and the median round
+  reported with the range (one short run at c32 varies by 20 % or more on a 2-core machine);
 - turns over a shared prefix (OpenClaw's system prompt and tools are ~17k tokens with the tiny model's
   tokenizer, the same every turn): the first request prefills --prefix-tokens; each later turn appends 200 new
   tokens to the previous prompt and samples 32: latency of the first turn and of the later ones;
@@ -200,6 +201,15 @@ def bench_generate(engine: Engine, vocab: int, concurrency: int, prompt_tokens: 
     }
 
 
+def median_round(rounds: list[dict]) -> dict:
+    """The round with the median throughput (the lower middle one of an even count), with the range of all."""
+    ordered = sorted(rounds, key=lambda r: r["tokens_per_s"])
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen["min_tokens_per_s"] = ordered[0]["tokens_per_s"]
+    chosen["max_tokens_per_s"] = ordered[-1]["tokens_per_s"]
+    return chosen
+
+
 def bench_turns(engine: Engine, vocab: int, prefix_tokens: int, turns: int) -> dict:
     rng = random.Random(7)
     prompt = [rng.randrange(10, vocab - 16) for _ in range(prefix_tokens)]
@@ -290,6 +300,9 @@ def main() -> None:
     parser.add_argument("--prompt-tokens", type=int, default=64)
     parser.add_argument("--new-tokens", type=int, default=128)
     parser.add_argument("--prefix-tokens", type=int, default=17000)
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="generation runs per concurrency; the median one is reported"
+    )
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--train-steps", type=int, default=5)
     args = parser.parse_args()
@@ -321,7 +334,13 @@ def main() -> None:
             )
             with started as engine:
                 gen = {
-                    c: bench_generate(engine, vocab, c, args.prompt_tokens, args.new_tokens) for c in levels
+                    c: median_round(
+                        [
+                            bench_generate(engine, vocab, c, args.prompt_tokens, args.new_tokens)
+                            for _ in range(args.rounds)
+                        ]
+                    )
+                    for c in levels
                 }
                 turns = bench_turns(engine, vocab, args.prefix_tokens, args.turns) if args.turns > 0 else None
                 train = (
@@ -332,13 +351,17 @@ def main() -> None:
             results[name] = {"generate": gen, "turns": turns, "train": train}
 
         shape = f"{args.prompt_tokens} prompt + {args.new_tokens} sampled tokens"
-        print(f"\ngeneration: max(16, 2c) requests of {shape}")
+        rounds = f"; the median of {args.rounds} rounds (their range)" if args.rounds > 1 else ""
+        print(f"\ngeneration: max(16, 2c) requests of {shape}{rounds}")
         print("| concurrency | " + " | ".join(f"{n} tok/s | {n} p50 / p99 s" for n in engines) + " | ratio |")
         for c in levels:
             cells = []
             for n in engines:
                 g = results[n]["generate"][c]
-                cells.append(f"{g['tokens_per_s']:.0f} | {g['p50_s']:.2f} / {g['p99_s']:.2f}")
+                spread = (
+                    f" ({g['min_tokens_per_s']:.0f}-{g['max_tokens_per_s']:.0f})" if args.rounds > 1 else ""
+                )
+                cells.append(f"{g['tokens_per_s']:.0f}{spread} | {g['p50_s']:.2f} / {g['p99_s']:.2f}")
             ratio = "-"
             if "reference" in results and "vllm" in results:
                 ours, theirs = (results[n]["generate"][c]["tokens_per_s"] for n in ("reference", "vllm"))
