@@ -6,9 +6,11 @@
 // workflow worker and one env host), children of this process so their memory can be read from /proc.
 // Prints rollouts/s and its ratio to the empty baseline, history events, history bytes and payload bytes
 // per rollout, and server memory per rollout. `--inBatch 1` adds the same rollouts run as activities inside
-// their batch workflows (`rolloutsAs: 'activities'`).
+// their batch workflows (`rolloutsAs: 'activities'`, the default mode); `--children 0` leaves out the rollouts
+// as child workflows.
 //   npm run bench:fan-out -- [--small 1000] [--large 10000] [--inFlight 200] [--samples 4] [--perBatch 250]
-//                            [--dev 1] [--cluster 1] [--empty 1] [--inBatch 1] [--sample 40] [--sqlite 0|1]
+//                            [--dev 1] [--cluster 1] [--empty 1] [--inBatch 1] [--children 1] [--sample 40]
+//                            [--sqlite 0|1]
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { chmod, mkdtemp, readdir, rm, stat } from 'node:fs/promises';
@@ -43,6 +45,7 @@ const options = intOptions(
     cluster: 1,
     empty: 1,
     inBatch: 1,
+    children: 1,
     sample: 40,
     sqlite: 0,
   },
@@ -252,7 +255,7 @@ const servers: ServerKind[] = [
 ];
 const variants: Variant[] = [
   ...(options.empty ? (['empty'] as const) : []),
-  'rollout',
+  ...(options.children ? (['rollout'] as const) : []),
   ...(options.inBatch ? (['in-batch'] as const) : []),
 ];
 const counts = [options.small, options.large].filter((count) => count > 0);
