@@ -10,7 +10,6 @@ way a prefill of the same sequence at the same temperature returns the same numb
 
 from __future__ import annotations
 
-import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -68,81 +67,27 @@ def sample_tokens(
 ) -> list[tuple[int, torch.Tensor]]:
     """Draw one token per row of `[rows, vocab]` float32 logits, row i with params[i] and its own RNG.
 
-    The softmax arithmetic and the draw are done for all rows at once: each sampled row takes one uniform from
-    its request's own generator, and its token is where that uniform falls in the row's cumulative
-    distribution (inverse CDF), so a request's token never depends on its neighbours. One uniform per row,
-    not one exponential per vocabulary entry as `torch.multinomial` draws: that draw was a third of a c8
-    decode step (docs/benchmarks.md).
+    The softmax arithmetic is done for all rows at once (one kernel each, not one per request); only the draw
+    is per row, from the request's own generator, so a request's token never depends on its neighbours.
     """
     temperatures = torch.tensor(
         [p.logprob_temperature(original_logprobs) for p in params], dtype=logits.dtype, device=logits.device
     )
-    # The scaled logits, then the probabilities and their cumulative sums, live in this thread's scratch
-    # tensor; only the log-probs (returned) are new memory. Each new 2 MiB tensor of a c32 step was faulted in
-    # from the kernel again at every step (glibc hands back freed memory above 4 MiB at the top of its heap):
-    # five of them made sampling 6 ms instead of 1.6 (docs/benchmarks.md).
-    scratch = _scratch(logits)
-    logprobs = torch.log_softmax(torch.div(logits, temperatures[:, None], out=scratch), dim=-1)
-    logprobs.clamp_(min=torch.finfo(logprobs.dtype).min)  # -inf (masked logits) is not valid JSON
-    probs = torch.exp(logprobs, out=scratch)
-    tokens: list[int] = [0] * len(params)
-    rows: list[int] = []
-    weights: list[torch.Tensor] = []
-    reshaped = False  # some row's weights are not its row of `probs` (another temperature, a filter)
-    for row, p in enumerate(params):
+    logprobs = torch.log_softmax(logits / temperatures[:, None], dim=-1)
+    logprobs = logprobs.clamp(min=torch.finfo(logprobs.dtype).min)  # -inf (masked logits) is not valid JSON
+    probs = logprobs.exp()
+    drawn: list[tuple[int, torch.Tensor]] = []
+    for row, (p, generator) in enumerate(zip(params, generators, strict=True)):
         if p.greedy:
-            tokens[row] = int(torch.argmax(logits[row]).item())
+            drawn.append((int(torch.argmax(logits[row]).item()), logprobs[row]))
             continue
-        own = probs[row]
-        row_probs = own
+        row_probs = probs[row]
         if original_logprobs and p.temperature != 1.0:
             row_probs = torch.softmax(logits[row] / p.temperature, dim=-1)
-        filtered = _filter(row_probs, p)  # the same tensor back when nothing is filtered
-        reshaped = reshaped or filtered is not own
-        rows.append(row)
-        weights.append(filtered)
-    if rows:
-        if reshaped:
-            stacked = torch.stack(weights)
-        else:  # the common case: every sampled row draws from its own softmax row, no copy needed
-            stacked = probs if len(rows) == len(params) else probs[rows]
-        for row, token in zip(rows, _inverse_cdf(stacked, [generators[r] for r in rows]), strict=True):
-            tokens[row] = token
-    return [(token, logprobs[row]) for row, token in enumerate(tokens)]
-
-
-def _inverse_cdf(stacked: torch.Tensor, generators: list[torch.Generator]) -> list[int]:
-    """One index per row of non-negative weights, drawn in proportion to them with the row's generator.
-
-    The weights are summed in place: `stacked` holds their cumulative sums afterwards.
-    """
-    # float32: a float64 cumulative sum is ten times slower on CPU, and float32's rounding over a vocabulary
-    # moves no token's probability by more than about 1e-6 of the total.
-    cdf = stacked.cumsum_(dim=-1)
-    uniforms = torch.cat([torch.rand(1, generator=g, dtype=cdf.dtype, device=cdf.device) for g in generators])
-    # The first index whose cumulative weight exceeds u · total: index i with probability w_i / total. The
-    # target stays below the total even where u · total rounds up to it, so the index found has
-    # cdf[i] > cdf[i - 1], that is a weight above zero, and is never past the last token with weight.
-    totals = cdf[:, -1:]
-    targets = torch.minimum(uniforms[:, None] * totals, torch.nextafter(totals, torch.zeros_like(totals)))
-    return torch.searchsorted(cdf, targets, right=True).squeeze(-1).tolist()
-
-
-_local = threading.local()
-
-
-def _scratch(like: torch.Tensor) -> torch.Tensor:
-    """A tensor of `like`'s shape that this thread's later calls reuse (grown when a batch needs more)."""
-    buffer: torch.Tensor | None = getattr(_local, "buffer", None)
-    if (
-        buffer is None
-        or buffer.numel() < like.numel()
-        or buffer.dtype != like.dtype
-        or buffer.device != like.device
-    ):
-        buffer = torch.empty(like.numel(), dtype=like.dtype, device=like.device)
-        _local.buffer = buffer
-    return buffer[: like.numel()].view(like.shape)
+        row_probs = _filter(row_probs, p)
+        token = torch.multinomial(row_probs, num_samples=1, generator=generator)
+        drawn.append((int(token.item()), logprobs[row]))
+    return drawn
 
 
 def _filter(probs: torch.Tensor, params: SamplingParams) -> torch.Tensor:
