@@ -10,6 +10,7 @@ way a prefill of the same sequence at the same temperature returns the same numb
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 import torch
@@ -67,27 +68,158 @@ def sample_tokens(
 ) -> list[tuple[int, torch.Tensor]]:
     """Draw one token per row of `[rows, vocab]` float32 logits, row i with params[i] and its own RNG.
 
-    The softmax arithmetic is done for all rows at once (one kernel each, not one per request); only the draw
-    is per row, from the request's own generator, so a request's token never depends on its neighbours.
+    The softmax arithmetic and the draws are done for all rows at once; each row's randomness comes from its
+    request's own generator, so a request's token never depends on its neighbours. A seeded request's token is
+    the one `torch.multinomial(weights, 1, generator=g)` draws (`_exponential_race`), so a seed gives the same
+    reply it gave when each row was drawn alone. A request without a seed has no reply to reproduce: its row
+    takes one uniform and draws by inverse CDF (`_inverse_cdf`), from the same distribution, where the race
+    needs a uniform for every vocabulary entry.
     """
     temperatures = torch.tensor(
         [p.logprob_temperature(original_logprobs) for p in params], dtype=logits.dtype, device=logits.device
     )
-    logprobs = torch.log_softmax(logits / temperatures[:, None], dim=-1)
-    logprobs = logprobs.clamp(min=torch.finfo(logprobs.dtype).min)  # -inf (masked logits) is not valid JSON
-    probs = logprobs.exp()
-    drawn: list[tuple[int, torch.Tensor]] = []
-    for row, (p, generator) in enumerate(zip(params, generators, strict=True)):
+    scratch = _scratch()
+    # The scaled logits, then the probabilities, live in this thread's scratch memory; only the log-probs
+    # (returned) are new. Each fresh 2 MiB tensor of a c32 step was faulted in from the kernel again at every
+    # step (glibc hands freed memory above 4 MiB at the top of its heap back): docs/benchmarks.md.
+    scaled = torch.div(
+        logits, temperatures[:, None], out=scratch.get("scaled", logits.shape, logits.dtype, logits.device)
+    )
+    logprobs = torch.log_softmax(scaled, dim=-1)
+    logprobs.clamp_(min=torch.finfo(logprobs.dtype).min)  # -inf (masked logits) is not valid JSON
+    probs = torch.exp(logprobs, out=scaled)
+    tokens: list[int] = [0] * len(params)
+    seeded = _Draws()  # rows that must draw what torch.multinomial drew
+    unseeded = _Draws()
+    for row, p in enumerate(params):
         if p.greedy:
-            drawn.append((int(torch.argmax(logits[row]).item()), logprobs[row]))
+            tokens[row] = int(torch.argmax(logits[row]).item())
             continue
-        row_probs = probs[row]
+        own = probs[row]
+        row_probs = own
         if original_logprobs and p.temperature != 1.0:
             row_probs = torch.softmax(logits[row] / p.temperature, dim=-1)
-        row_probs = _filter(row_probs, p)
-        token = torch.multinomial(row_probs, num_samples=1, generator=generator)
-        drawn.append((int(token.item()), logprobs[row]))
-    return drawn
+        filtered = _filter(row_probs, p)  # the same tensor back when nothing is filtered
+        (unseeded if p.seed is None else seeded).add(row, filtered, filtered is not own)
+    # The race reads its rows' weights; the inverse CDF sums its rows in place, so it goes second.
+    for name, draws, draw in (("seeded", seeded, _exponential_race), ("unseeded", unseeded, _inverse_cdf)):
+        if draws.rows:
+            stacked = draws.stacked(
+                probs, scratch.get(name, (len(draws.rows), probs.shape[1]), probs.dtype, probs.device)
+            )
+            picked = draw(stacked, [generators[r] for r in draws.rows], scratch)
+            for row, token in zip(draws.rows, picked, strict=True):
+                tokens[row] = token
+    return [(token, logprobs[row]) for row, token in enumerate(tokens)]
+
+
+class _Draws:
+    """The sampled rows that draw one way, and their weights."""
+
+    def __init__(self) -> None:
+        self.rows: list[int] = []
+        self._weights: list[torch.Tensor] = []
+        self._reshaped = (
+            False  # some row's weights are not its row of `probs` (another temperature, a filter)
+        )
+
+    def add(self, row: int, weights: torch.Tensor, reshaped: bool) -> None:
+        self.rows.append(row)
+        self._weights.append(weights)
+        self._reshaped = self._reshaped or reshaped
+
+    def stacked(self, probs: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+        """`[len(rows), vocab]` weights: `probs` itself in the common case (every row, nothing filtered), else
+        copied into `out` (scratch memory, like `probs`)."""
+        if self._reshaped:
+            return torch.stack(self._weights, out=out)
+        if len(self.rows) == probs.shape[0]:
+            return probs
+        return torch.index_select(probs, 0, torch.tensor(self.rows, device=probs.device), out=out)
+
+
+def _inverse_cdf(weights: torch.Tensor, generators: list[torch.Generator], _: _Scratch) -> list[int]:
+    """One index per row of non-negative weights, drawn in proportion to them with one uniform of the row's
+    generator. The weights are summed in place: `weights` holds their cumulative sums afterwards.
+    """
+    # float32: a float64 cumulative sum is ten times slower on CPU, and float32's rounding over a vocabulary
+    # moves no token's probability by more than about 1e-6 of the total.
+    cdf = weights.cumsum_(dim=-1)
+    uniforms = torch.cat([torch.rand(1, generator=g, dtype=cdf.dtype, device=cdf.device) for g in generators])
+    # The first index whose cumulative weight exceeds u * total: index i with probability w_i / total. The
+    # target stays below the total where u * total rounds up to it, so the index found has
+    # cdf[i] > cdf[i - 1], a weight above zero, and is never past the last token with weight.
+    totals = cdf[:, -1:]
+    targets = torch.minimum(uniforms[:, None] * totals, torch.nextafter(totals, torch.zeros_like(totals)))
+    return torch.searchsorted(cdf, targets, right=True).squeeze(-1).tolist()
+
+
+def _exponential_race(
+    weights: torch.Tensor, generators: list[torch.Generator], scratch: _Scratch
+) -> list[int]:
+    """Per row of non-negative float32 weights, the index `torch.multinomial(row, 1, generator=g)` returns.
+
+    PyTorch draws one sample by an exponential race: E_i = -log1p(-u_i) from one double uniform per vocabulary
+    entry (the generator advanced exactly as here), then the first argmax of float32(w_i / float32(E_i)).
+    Drawing that one row at a time cost a third of a c8 decode step (docs/benchmarks.md). Here each row still
+    takes its uniforms from its own generator, but the arithmetic is batched, and the exact race value is
+    computed only where it can win: E >= u for every u in [0, 1), and float32 rounding keeps that order, so
+    float32(w / float32(u)) bounds the race value from above, and only entries whose bound reaches the race
+    value of the bound's own leader can hold the maximum (about one or two per row).
+    """
+    n, vocab = weights.shape
+    uniforms = scratch.get("uniforms", (n, vocab), torch.float64, weights.device)
+    for row, generator in enumerate(generators):
+        uniforms[row].uniform_(generator=generator)
+    bounds = scratch.get("bounds", (n, vocab), weights.dtype, weights.device)
+    bounds.copy_(uniforms)
+    torch.div(weights, bounds, out=bounds)
+    lead = bounds.argmax(dim=-1, keepdim=True)
+    lead_value = _race_value(weights.gather(1, lead), uniforms.gather(1, lead))
+    # "Not below" rather than "at least": a NaN bound (a zero weight meeting a uniform of exactly 0) stays in
+    # the race, as PyTorch's argmax takes a NaN first.
+    contenders = torch.lt(bounds, lead_value, out=scratch.get("mask", (n, vocab), torch.bool, weights.device))
+    contenders.logical_not_()
+    row_ids, column_ids = contenders.nonzero(as_tuple=True)
+    values = _race_value(weights[row_ids, column_ids], uniforms[row_ids, column_ids])
+    race = bounds.fill_(float("-inf"))
+    race[row_ids, column_ids] = values
+    return race.argmax(dim=-1).tolist()
+
+
+def _race_value(weights: torch.Tensor, uniforms: torch.Tensor) -> torch.Tensor:
+    """float32(w / float32(-log1p(-u))), rounded as `torch.multinomial` rounds it."""
+    exponentials = torch.log1p(-uniforms).neg_().to(weights.dtype)
+    return weights / exponentials
+
+
+class _Scratch:
+    """Tensors a thread's sampling reuses from step to step, by name, grown when a batch needs more."""
+
+    def __init__(self) -> None:
+        self._buffers: dict[str, torch.Tensor] = {}
+
+    def get(
+        self, name: str, shape: tuple[int, ...] | torch.Size, dtype: torch.dtype, device: torch.device
+    ) -> torch.Tensor:
+        numel = 1
+        for size in shape:
+            numel *= size
+        buffer = self._buffers.get(name)
+        if buffer is None or buffer.numel() < numel or buffer.dtype != dtype or buffer.device != device:
+            buffer = torch.empty(numel, dtype=dtype, device=device)
+            self._buffers[name] = buffer
+        return buffer[:numel].view(shape)
+
+
+_local = threading.local()
+
+
+def _scratch() -> _Scratch:
+    scratch: _Scratch | None = getattr(_local, "scratch", None)
+    if scratch is None:
+        scratch = _local.scratch = _Scratch()
+    return scratch
 
 
 def _filter(probs: torch.Tensor, params: SamplingParams) -> torch.Tensor:

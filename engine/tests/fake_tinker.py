@@ -383,7 +383,7 @@ class FakeSamplingClient:
             }
         )
         p = sampling_params
-        params = sampling.SamplingParams(temperature=p.temperature, top_p=p.top_p, top_k=p.top_k)
+        params = sampling.SamplingParams(temperature=p.temperature, top_p=p.top_p, top_k=p.top_k, seed=p.seed)
         with _MODEL_LOCK:  # one sequence at a time keeps a seeded sample reproducible
             _model()
             decode = _MODEL["decode"]
