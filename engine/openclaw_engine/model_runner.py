@@ -33,6 +33,7 @@ from .generation_events import (
     TopEntry,
     fit_to_context,
 )
+from .head_layout import store_head_column_major
 from .lora_serving import ADAPTER_NAME, DEFAULT_MAX_LORAS, AdapterError, LoraSet, read_adapter
 from .packed_attention import PACKED_ATTENTION, PackedBatch
 from .prefix_cache import PrefixCache
@@ -121,6 +122,7 @@ class ModelRunner(TokenizerMethods):
         )
         model.to(self.device)
         model.eval()
+        store_head_column_major(model)
         return model
 
     def _kv_bytes_per_token(self) -> int:
