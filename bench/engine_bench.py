@@ -2,14 +2,15 @@
 
     .venv/bin/python bench/engine_bench.py [--model DIR] [--engines reference,vllm] [--concurrency 1,8,32]
         [--new-tokens 128] [--prompt-tokens 64] [--prefix-tokens 17000] [--rounds 1] [--turns 5]
-        [--train-steps 5] [--device cpu|cuda]
+        [--train-steps 5] [--device cpu|cuda] [--seeded]
 
 Each engine runs alone (started, measured, stopped; never two at once) on the tiny default model unless
 --model names a folder: the reference engine (`python -m openclaw_engine serve --trainer`) and vLLM
 (`.venv-vllm`, its OpenAI server, float32, eager). Both are driven over HTTP with token ids (no tokenising):
 - generation: at each concurrency, max(16, 2c) requests of --prompt-tokens random ids + --new-tokens sampled
-  tokens (temperature 1, ignore_eos, the sampled tokens' log-probs returned): throughput (sampled tokens /
-  wall time) and per-request latency p50 / p99; with --rounds N, measured N times and the median round
+  tokens (temperature 1, ignore_eos, the sampled tokens' log-probs returned, no seed: vLLM 0.32's CPU build
+  cannot take one; --seeded seeds the reference engine's): throughput (sampled tokens / wall time) and
+  per-request latency p50 / p99; with --rounds N, measured N times and the median round
   reported with the range (one short run at c32 varies by 20 % or more on a 2-core machine);
 - turns over a shared prefix (OpenClaw's system prompt and tools are ~17k tokens with the tiny model's
   tokenizer, the same every turn): the first request prefills --prefix-tokens; each later turn appends 200 new
@@ -62,8 +63,9 @@ class Engine:
 class ReferenceEngine(Engine):
     name = "reference"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, seeded: bool) -> None:
         self.url = url
+        self.seeded = seeded
 
     def generate(self, client: httpx.Client, ids: list[int], new_tokens: int, seed: int) -> int:
         response = client.post(
@@ -74,7 +76,7 @@ class ReferenceEngine(Engine):
                     "temperature": 1.0,
                     "max_new_tokens": new_tokens,
                     "ignore_eos": True,
-                    "seed": seed,
+                    **({"seed": seed} if self.seeded else {}),
                 },
                 "return_logprob": True,
             },
@@ -121,7 +123,7 @@ def _wait_ready(proc: subprocess.Popen, ready: Callable[[], bool], what: str) ->
 
 
 @contextmanager
-def reference_engine(model: str, device: str) -> Iterator[Engine]:
+def reference_engine(model: str, device: str, seeded: bool) -> Iterator[Engine]:
     cmd = [sys.executable, "-m", "openclaw_engine", "serve", "--model", model, "--port", "0"]
     proc = subprocess.Popen(
         [*cmd, "--trainer", "--device", device, "--log-level", "warning"],
@@ -133,7 +135,7 @@ def reference_engine(model: str, device: str) -> Iterator[Engine]:
         line = proc.stdout.readline()
         if not line.startswith("ready "):
             raise RuntimeError(f"engine exited before it was ready ({line!r})")
-        yield ReferenceEngine(line.split()[1])
+        yield ReferenceEngine(line.split()[1], seeded)
     finally:
         proc.terminate()
         proc.wait(timeout=60)
@@ -305,6 +307,12 @@ def main() -> None:
     )
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--train-steps", type=int, default=5)
+    parser.add_argument(
+        "--seeded",
+        action="store_true",
+        help="seed every reference engine request (a seed's exact reply costs one uniform per vocabulary"
+        " entry per token); vLLM's requests are never seeded",
+    )
     args = parser.parse_args()
     # Stopped from outside: unwind, so the engine processes are stopped too.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
@@ -324,11 +332,12 @@ def main() -> None:
         from transformers import AutoConfig
 
         vocab = int(AutoConfig.from_pretrained(model).vocab_size)
-        print(f"model={model} vocab={vocab} engines={engines} cpus={os.cpu_count()}")
+        seeds = "seeded reference requests, unseeded vLLM ones" if args.seeded else "no request seeded"
+        print(f"model={model} vocab={vocab} engines={engines} cpus={os.cpu_count()} ({seeds})")
         results: dict[str, dict] = {}
         for name in engines:
             started = (
-                reference_engine(model, args.device)
+                reference_engine(model, args.device, args.seeded)
                 if name == "reference"
                 else vllm_engine(model, _free_port())
             )
