@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/engine_bench.py [--model DIR] [--engines reference,vllm] [--concurrency 1,8,32]
         [--new-tokens 128] [--prompt-tokens 64] [--prefix-tokens 17000] [--rounds 1] [--turns 5]
-        [--train-steps 5] [--device cpu|cuda] [--seeded]
+        [--train-steps 5] [--device cpu|cuda] [--seeded] [--threads 0]
 
 Each engine runs alone (started, measured, stopped; never two at once) on the tiny default model unless
 --model names a folder: the reference engine (`python -m openclaw_engine serve --trainer`) and vLLM
@@ -123,8 +123,9 @@ def _wait_ready(proc: subprocess.Popen, ready: Callable[[], bool], what: str) ->
 
 
 @contextmanager
-def reference_engine(model: str, device: str, seeded: bool) -> Iterator[Engine]:
+def reference_engine(model: str, device: str, seeded: bool, threads: int) -> Iterator[Engine]:
     cmd = [sys.executable, "-m", "openclaw_engine", "serve", "--model", model, "--port", "0"]
+    cmd += ["--threads", str(threads)]
     proc = subprocess.Popen(
         [*cmd, "--trainer", "--device", device, "--log-level", "warning"],
         stdout=subprocess.PIPE,
@@ -308,6 +309,9 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=5)
     parser.add_argument("--train-steps", type=int, default=5)
     parser.add_argument(
+        "--threads", type=int, default=0, help="the reference engine's torch CPU threads (0: torch's default)"
+    )
+    parser.add_argument(
         "--seeded",
         action="store_true",
         help="seed every reference engine request (a seed's exact reply costs one uniform per vocabulary"
@@ -337,7 +341,7 @@ def main() -> None:
         results: dict[str, dict] = {}
         for name in engines:
             started = (
-                reference_engine(model, args.device, args.seeded)
+                reference_engine(model, args.device, args.seeded, args.threads)
                 if name == "reference"
                 else vllm_engine(model, _free_port())
             )
