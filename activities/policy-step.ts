@@ -107,8 +107,15 @@ export interface RolloutHeartbeat {
 }
 
 /**
+ * How long an activity runs before its first heartbeat. Each heartbeat is a write in the Temporal server, and a
+ * container-free episode often ends sooner, so it sends none; a dead worker is still noticed within one
+ * heartbeat timeout, as the first heartbeat comes well inside it.
+ */
+const FIRST_HEARTBEAT_MS = 1_000;
+
+/**
  * Heartbeats (and keeps the lease) while `work` runs; passes the activity's cancellation signal on, and a
- * `report` whose progress goes out with the next heartbeat (and at once).
+ * `report` whose progress goes out with the next heartbeat (at once after the first).
  */
 export async function whileAlive<T>(
   rolloutId: string,
@@ -117,20 +124,30 @@ export async function whileAlive<T>(
 ): Promise<T> {
   const context = currentContext();
   const detail: RolloutHeartbeat = { rolloutId };
+  let beating = false;
   const beat = () => {
+    beating = true;
     context?.heartbeat(detail);
     keepAlive?.(rolloutId);
   };
   const report = (progress: EpisodeProgress) => {
     detail.progress = progress;
-    context?.heartbeat(detail);
+    if (beating) context?.heartbeat(detail);
   };
   const interval = Math.max(200, Math.floor((context?.info.heartbeatTimeoutMs || 30_000) / 3));
-  const timer = setInterval(beat, interval);
-  beat();
+  let timer: ReturnType<typeof setInterval> | undefined;
+  const first = setTimeout(
+    () => {
+      beat();
+      timer = setInterval(beat, interval);
+    },
+    Math.min(interval, FIRST_HEARTBEAT_MS),
+  );
+  keepAlive?.(rolloutId);
   try {
     return await work(context?.cancellationSignal ?? new AbortController().signal, report);
   } finally {
+    clearTimeout(first);
     clearInterval(timer);
   }
 }

@@ -7,7 +7,9 @@
 // Prints rollouts/s and its ratio to the empty baseline, history events, history bytes and payload bytes
 // per rollout, and server memory per rollout. `--inBatch 1` adds the same rollouts run as activities inside
 // their batch workflows (`rolloutsAs: 'activities'`, the default mode); `--children 0` leaves out the rollouts
-// as child workflows.
+// as child workflows. Each case also prints where a rollout's time goes in the batch histories (waiting for a
+// worker, running, the batch reacting to its end) and the CPU time each process spent per rollout, the
+// figure that still compares on a loaded machine.
 //   npm run bench:fan-out -- [--small 1000] [--large 10000] [--inFlight 200] [--samples 4] [--perBatch 250]
 //                            [--dev 1] [--cluster 1] [--empty 1] [--inBatch 1] [--children 1] [--sample 40]
 //                            [--sqlite 0|1]
@@ -27,12 +29,14 @@ import { answerRight } from '../test/support/numbered-arith.js';
 import { startScriptedPolicy } from '../test/support/scripted-policy-server.js';
 import { startTemporalCluster } from '../test/support/temporal-cluster.js';
 import type { AgenticTrainingInput, AgenticTrainingWorkflow } from '../workflows/agentic-signals.js';
+import { addBatchTimings, type BatchTimings, emptyBatchTimings } from './support/batch-timings.js';
 import { startDevServerProcess } from './support/dev-server-process.js';
-import { historyTotals, workflowPayloadBytes } from './support/history-figures.js';
+import { historyTotals, payloadBytes, workflowPayloadBytes } from './support/history-figures.js';
 import { reportLoad } from './support/machine-load.js';
 import { benchPayloadKeysEnv } from './support/payload-keys.js';
+import { cpuSeconds, treeCpuSeconds } from './support/process-cpu.js';
 import { mib, readMemory, sampleMemory, treePss } from './support/process-memory.js';
-import { intOptions, printTable, ratio } from './support/stats.js';
+import { intOptions, median, ms, percentile, printTable, ratio } from './support/stats.js';
 
 const options = intOptions(
   {
@@ -76,6 +80,10 @@ interface RunFigures {
   postgresPss: number | null;
   postgresDiskGrowth: number | null;
   workers: Record<string, number>;
+  /** CPU seconds each process spent during the run (the bench's own: the client and the scripted policy). */
+  cpu: Record<string, number>;
+  /** Read from the batch workflows' histories. */
+  timings: BatchTimings;
 }
 
 /** Starts a worker child and resolves once it prints `ready`. */
@@ -159,6 +167,14 @@ async function runOnce(server: ServerKind, variant: Variant, rollouts: number): 
     children.push(await startWorkerProcess(['env', temporal.address, envQueue, storeDir]));
     const serverRssBefore = readMemory(temporal.pid)?.rss ?? 0;
     const diskBefore = temporal.postgres ? await folderBytes(temporal.postgres.dataDir) : 0;
+    const cpuNow = (): Record<string, number> => ({
+      server: treeCpuSeconds(temporal.pid),
+      ...(temporal.postgres && { PostgreSQL: treeCpuSeconds(temporal.postgres.pid() ?? 0) }),
+      'workflow worker': cpuSeconds(children[0]?.pid ?? 0),
+      'env host worker': cpuSeconds(children[1]?.pid ?? 0),
+      'bench and policy': process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6,
+    });
+    const cpuBefore = cpuNow();
     const sampler = sampleMemory({
       server: temporal.pid,
       'workflow worker': children[0]?.pid as number,
@@ -192,6 +208,10 @@ async function runOnce(server: ServerKind, variant: Variant, rollouts: number): 
       args: [input],
     });
     const seconds = (performance.now() - started) / 1000;
+    const cpuAfter = cpuNow();
+    const cpu = Object.fromEntries(
+      Object.entries(cpuAfter).map(([name, after]) => [name, after - (cpuBefore[name] ?? 0)]),
+    );
     const peaks = sampler.peaks();
     sampler.stop();
     const summary = summaries[0];
@@ -202,7 +222,12 @@ async function runOnce(server: ServerKind, variant: Variant, rollouts: number): 
     const treeIds = totals.ids.filter((id) => id.startsWith(agenticWorkflowId(runId)));
     const rolloutIds = totals.ids.filter((id) => !id.startsWith(agenticWorkflowId(runId)));
     let treePayload = 0;
-    for (const id of treeIds) treePayload += await workflowPayloadBytes(client, id);
+    const timings = emptyBatchTimings();
+    for (const id of treeIds) {
+      const events = (await client.workflow.getHandle(id).fetchHistory()).events ?? [];
+      treePayload += payloadBytes(events);
+      if (id !== agenticWorkflowId(runId)) addBatchTimings(timings, events);
+    }
     const step = Math.max(1, Math.floor(rolloutIds.length / options.sample));
     const sampled = rolloutIds.filter((_, i) => i % step === 0).slice(0, options.sample);
     let sampledPayload = 0;
@@ -232,6 +257,8 @@ async function runOnce(server: ServerKind, variant: Variant, rollouts: number): 
         'workflow worker': peaks['workflow worker']?.hwm ?? 0,
         'env host worker': peaks['env host worker']?.hwm ?? 0,
       },
+      cpu,
+      timings,
     };
   } finally {
     for (const child of children) await stopProcess(child);
@@ -272,8 +299,29 @@ for (const server of servers) {
           `${figures.payloadBytesPerRollout.toFixed(0)} B of payloads, ` +
           `${((figures.serverRssPeak - figures.serverRssBefore) / figures.rollouts / 1024).toFixed(1)} KiB of server RSS`,
       );
+      printTimings(figures.timings);
+      const cpuTotal = Object.values(figures.cpu).reduce((a, b) => a + b, 0);
+      console.log(
+        `    CPU per rollout: ${((cpuTotal / figures.rollouts) * 1000).toFixed(1)} ms (` +
+          Object.entries(figures.cpu)
+            .map(([name, secs]) => `${name} ${((secs / figures.rollouts) * 1000).toFixed(1)} ms`)
+            .join(', ') +
+          ')',
+      );
     }
   }
+}
+
+/** Median and p90 of each span in the batch histories. */
+function printTimings(t: BatchTimings): void {
+  if (t.workflowTasks === 0) return;
+  const spread = (values: number[]) => `${ms(median(values))} / ${ms(percentile(values, 0.9))}`;
+  console.log(
+    `    batch histories (median / p90): activity waits ${spread(t.activityWaitMs)}, runs ${spread(t.activityRunMs)}; ` +
+      `its end to the batch's reaction ${spread(t.reactionMs)}; ${t.workflowTasks} workflow tasks ` +
+      `(${(t.workflowTasks / Math.max(1, t.activityRunMs.length)).toFixed(2)} per activity) wait ${spread(t.taskWaitMs)}, ` +
+      `run ${spread(t.taskRunMs)}, take in ${(t.completionsPerTask.reduce((a, b) => a + b, 0) / Math.max(1, t.completionsPerTask.length)).toFixed(2)} completions each`,
+  );
 }
 
 const rate = (run: RunFigures) => run.rollouts / run.seconds;

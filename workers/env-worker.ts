@@ -46,6 +46,23 @@ export interface EnvWorkers {
   shutdown(): void;
 }
 
+/**
+ * Activity polls an env worker keeps open (at most one per slot). A poll takes one task at a time and a
+ * container-free episode frees its slot quickly, so with the SDK's default of 10 tasks waited in the queue while
+ * most slots were free: 5.7 s (median) at 10,000 rollouts on a loaded machine, against about 20 slots in use.
+ */
+export const ENV_ACTIVITY_POLLS = 50;
+
+function withActivityPolls(options: Partial<WorkerOptions> | undefined): Partial<WorkerOptions> {
+  if (options?.maxConcurrentActivityTaskPolls !== undefined || options?.activityTaskPollerBehavior)
+    return options;
+  const slots = options?.maxConcurrentActivityTaskExecutions;
+  return {
+    ...options,
+    maxConcurrentActivityTaskPolls: Math.min(ENV_ACTIVITY_POLLS, slots ?? ENV_ACTIVITY_POLLS),
+  };
+}
+
 /** Host ids become queue names: letters, digits, `.`, `_`, `-`. */
 export function validHostId(hostId: string): string {
   if (!/^[A-Za-z0-9._-]{1,100}$/.test(hostId))
@@ -65,13 +82,13 @@ export async function createEnvWorkers(options: EnvWorkersOptions): Promise<EnvW
     ...common,
     taskQueue: sharedTaskQueue,
     activities: { ...activities.shared, ...agentic },
-    ...sharedWorkerOptions,
+    ...withActivityPolls(sharedWorkerOptions),
   });
   const host = await Worker.create({
     ...common,
     taskQueue: activities.hostQueue,
     activities: activities.host,
-    ...hostWorkerOptions,
+    ...withActivityPolls(hostWorkerOptions),
   });
 
   let reaper: SandboxReaper | undefined;

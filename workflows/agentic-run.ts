@@ -40,13 +40,15 @@ import {
   type StepSummary,
 } from './agentic-signals.js';
 import { agenticStatus } from './agentic-status.js';
-import { addCounts, batchSlots, laneWindows, tasksForStep } from './agentic-step-plan.js';
+import { addCounts, batchSlots, laneWindows, MIN_BATCH_WINDOW, tasksForStep } from './agentic-step-plan.js';
 import { rolloutBatchWorkflow } from './rollout-batch-workflow.js';
 import { trainAndPublish } from './train-and-publish.js';
 
 const RECENT_STEPS_KEPT = 20;
 /** Marks runs whose batches keep their slot results in the store (older histories carry them inline). */
 const STEP_RESULTS_PATCH = 'step-results-in-store';
+/** Marks runs that start fewer batches at once, each with at least MIN_BATCH_WINDOW rollouts in flight. */
+const BATCH_WINDOW_PATCH = 'batch-window-floor';
 const MAX_CHILDREN = 1000;
 
 /** The step this execution runs: its tasks, one slot per rollout, and the slots cut into batches. */
@@ -171,6 +173,8 @@ export class AgenticRun {
     // Batches keep their slot results in the store and answer with counts (histories recorded before carried
     // every slot result through this workflow).
     const resultsInStore = patched(STEP_RESULTS_PATCH);
+    // Histories recorded before started every batch at once, however few rollouts that left each.
+    const minWindow = patched(BATCH_WINDOW_PATCH) ? Math.min(MIN_BATCH_WINDOW, input.rolloutsPerBatch) : 1;
     this.phase = 'rollouts';
     const inlineResults: SlotResult[] = [];
     const stepCounts = countSlotResults([]);
@@ -213,7 +217,7 @@ export class AgenticRun {
         });
       }
     };
-    await Promise.all(laneWindows(input.rolloutsInFlight, batches.length).map(lane));
+    await Promise.all(laneWindows(input.rolloutsInFlight, batches.length, minWindow).map(lane));
     return { resultsInStore, inlineResults, counts: stepCounts };
   }
 

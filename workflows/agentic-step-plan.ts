@@ -31,14 +31,25 @@ export function batchSlots(slots: readonly RolloutSlot[], perBatch: number): Rol
   return batches;
 }
 
-/** Sliding windows of the batches that run at once: rolloutsInFlight split as evenly as it goes. */
-export function laneWindows(totalWindow: number, batches: number): number[] {
-  const lanes = Math.max(1, Math.min(batches, totalWindow));
+/**
+ * Sliding windows of the batches that run at once: rolloutsInFlight split as evenly as it goes, over no more
+ * batches than give each `minWindow` rollouts.
+ */
+export function laneWindows(totalWindow: number, batches: number, minWindow = 1): number[] {
+  const lanes = Math.max(1, Math.min(batches, Math.floor(totalWindow / Math.max(1, minWindow))));
   return Array.from(
     { length: lanes },
     (_, i) => Math.floor(totalWindow / lanes) + (i < totalWindow % lanes ? 1 : 0),
   );
 }
+
+/**
+ * The fewest rollouts a batch runs at once when the step has more batches than the window fills this well:
+ * a batch's workflow task takes in every rollout that ended since its last one, so a batch with a handful in
+ * flight pays about one workflow task per rollout, and one with dozens a fraction of one. Fewer batches at
+ * once, each with a fuller window, keep the same rollouts in flight for fewer workflow tasks.
+ */
+export const MIN_BATCH_WINDOW = 25;
 
 /** Adds one batch's counts to the step's. */
 export function addCounts(total: RolloutCounts, counts: RolloutCounts): void {

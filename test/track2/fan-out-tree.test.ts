@@ -27,6 +27,11 @@ describe('the fan-out tree', () => {
     expect(laneWindows(10, 3)).toEqual([4, 3, 3]);
     expect(laneWindows(2, 5)).toEqual([1, 1]); // never more rollouts in flight than the window
     expect(laneWindows(500, 20).reduce((a, b) => a + b, 0)).toBe(500);
+    // With a floor per batch: 200 in flight over 40 batches runs 8 of them at once, 25 each, not 40 of 5.
+    expect(laneWindows(200, 40, 25)).toEqual(Array.from({ length: 8 }, () => 25));
+    expect(laneWindows(210, 40, 25)).toEqual([27, 27, 26, 26, 26, 26, 26, 26]);
+    expect(laneWindows(10, 40, 25)).toEqual([10]); // a window below the floor still runs
+    expect(laneWindows(200, 3, 25)).toEqual([67, 67, 66]); // fewer batches than the floor allows: all
   });
 
   it('takes each step its tasks in turn from the pool', () => {

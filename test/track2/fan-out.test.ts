@@ -9,6 +9,7 @@ import {
   agenticStatusQuery,
   type StepSummary,
 } from '../../workflows/agentic-signals.js';
+import { saveHistory } from '../support/histories.js';
 import {
   type ScriptContext,
   type ScriptedTurn,
@@ -132,5 +133,8 @@ describe('fan-out: 500 rollouts of the container-free environment through the re
     expect(manifest?.sampleIds).toHaveLength(436);
     expect(manifest?.droppedRolloutIds).toHaveLength(12);
     expect(sawProgress).toBe(true);
+    // `RECORD_HISTORIES=1`: the run's shape since batches run with a floor under their window (patched).
+    if (process.env.RECORD_HISTORIES)
+      await saveHistory(env, agenticWorkflowId(runId), 'agentic-training-workflow-batch-window');
   }, 300_000);
 });

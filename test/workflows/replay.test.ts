@@ -46,6 +46,8 @@ describe('workflow replay', () => {
       'env-rollout-workflow-episode',
       'rollout-batch-workflow-results-in-store',
       'agentic-training-workflow-results-in-store',
+      // Fewer batches at once, each with a floor under its window (patched: the two above replay).
+      'agentic-training-workflow-batch-window',
     ];
     for (const expected of expectedNames) {
       expect(names).toContain(expected);
