@@ -1,5 +1,6 @@
 // The turn journal's appends and fdatasyncs, on a thread of their own (journal-syncer.ts says why). Plain
-// JavaScript: a worker thread starts without the TypeScript loader the rest of the process may run under.
+// JavaScript: a worker thread may start without the TypeScript loader the rest of the process runs under (it
+// does under vitest).
 
 import { fdatasyncSync, writeSync } from 'node:fs';
 import { parentPort, workerData } from 'node:worker_threads';
