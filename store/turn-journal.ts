@@ -3,8 +3,10 @@
 // Node's four I/O threads, which 32 concurrent turns queue behind. The journal makes the turn durable with one
 // append and one fdatasync instead, shared by every turn that arrives while the previous append is syncing
 // (group commit), and writes the files afterwards, off the serving path ("materializing"), through the store's
-// ordinary durable writes. Until a line is materialized, this process reads its values from memory; other
-// processes see the files once they exist, and the outbox entry becomes deliverable only then.
+// ordinary durable writes. The append and its fdatasync run on a thread of their own (journal-syncer.ts), not
+// behind the materializing writes on Node's shared I/O threads. Until a line is materialized, this process
+// reads its values from memory; other processes see the files once they exist, and the outbox entry becomes
+// deliverable only then.
 //
 // Segments: `<dir>/<owner>.<n>.log`, one open for appends; a segment is deleted once every line in it is
 // materialized, and a new one is opened (made durable beforehand, in the background). After a crash (the
@@ -19,6 +21,7 @@ import { join } from 'node:path';
 import { z } from 'zod';
 import type { DirectorySyncs } from './durable-file.js';
 import { journalOwnerAlive, newJournalOwner } from './journal-owner.js';
+import { JournalSyncer } from './journal-syncer.js';
 import { type OutboxEntry, type OutboxStats, parseOutboxEntry } from './outbox.js';
 
 /** Another key a line writes, after its value (the value's JSON text). */
@@ -134,6 +137,7 @@ export interface TurnJournalOptions {
 
 export class TurnJournal {
   private readonly owner = newJournalOwner();
+  private readonly syncer = new JournalSyncer();
   private segmentNumber = 0;
   private current: Segment | null = null;
   private spare: Promise<Segment> | null = null;
@@ -158,6 +162,8 @@ export class TurnJournal {
   /** Appends the line; resolves once it is durable. Its values are readable here from the call on. */
   append(line: JournalLine): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the store is closed'));
+    // The turns answered together pass by here: the append in flight may be done, and this line can go next.
+    this.syncer.poll();
     const pending: PendingLine = {
       line,
       appendedAt: 0,
@@ -234,6 +240,7 @@ export class TurnJournal {
     this.spare = null;
     if (spare) await spare.then((segment) => this.retire(segment)).catch(() => undefined);
     await Promise.all(this.retiring);
+    await this.syncer.close();
     this.owner.release();
   }
 
@@ -268,8 +275,7 @@ export class TurnJournal {
     try {
       segment = await this.segmentForAppend();
       const data = batch.map((waiting) => waiting.text).join('');
-      await segment.handle.appendFile(data);
-      await segment.handle.datasync();
+      await this.syncer.appendAndSync(segment.handle.fd, data);
       this.appends++;
       const now = performance.now();
       this.lastAppendAt = now;
