@@ -10,6 +10,7 @@ way a prefill of the same sequence at the same temperature returns the same numb
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 
@@ -102,14 +103,16 @@ def sample_tokens(
         filtered = _filter(row_probs, p)  # the same tensor back when nothing is filtered
         (unseeded if p.seed is None else seeded).add(row, filtered, filtered is not own)
     # The race reads its rows' weights; the inverse CDF sums its rows in place, so it goes second.
-    for name, draws, draw in (("seeded", seeded, _exponential_race), ("unseeded", unseeded, _inverse_cdf)):
-        if draws.rows:
-            stacked = draws.stacked(
-                probs, scratch.get(name, (len(draws.rows), probs.shape[1]), probs.dtype, probs.device)
-            )
-            picked = draw(stacked, [generators[r] for r in draws.rows], scratch)
-            for row, token in zip(draws.rows, picked, strict=True):
-                tokens[row] = token
+    if seeded.rows:
+        picked = _exponential_race(
+            seeded.stacked(probs, scratch, "seeded"), seeded.generators(generators), scratch
+        )
+        seeded.take(picked, tokens)
+    if unseeded.rows:
+        unseeded.take(
+            _inverse_cdf(unseeded.stacked(probs, scratch, "unseeded"), unseeded.generators(generators)),
+            tokens,
+        )
     return [(token, logprobs[row]) for row, token in enumerate(tokens)]
 
 
@@ -119,26 +122,33 @@ class _Draws:
     def __init__(self) -> None:
         self.rows: list[int] = []
         self._weights: list[torch.Tensor] = []
-        self._reshaped = (
-            False  # some row's weights are not its row of `probs` (another temperature, a filter)
-        )
+        # Some row's weights are not its row of `probs` (another temperature, a filter).
+        self._reshaped = False
 
     def add(self, row: int, weights: torch.Tensor, reshaped: bool) -> None:
         self.rows.append(row)
         self._weights.append(weights)
         self._reshaped = self._reshaped or reshaped
 
-    def stacked(self, probs: torch.Tensor, out: torch.Tensor) -> torch.Tensor:
+    def generators(self, generators: list[torch.Generator]) -> list[torch.Generator]:
+        return [generators[row] for row in self.rows]
+
+    def take(self, picked: list[int], tokens: list[int]) -> None:
+        for row, token in zip(self.rows, picked, strict=True):
+            tokens[row] = token
+
+    def stacked(self, probs: torch.Tensor, scratch: _Scratch, name: str) -> torch.Tensor:
         """`[len(rows), vocab]` weights: `probs` itself in the common case (every row, nothing filtered), else
-        copied into `out` (scratch memory, like `probs`)."""
+        copied into scratch memory under `name`."""
+        if not self._reshaped and len(self.rows) == probs.shape[0]:
+            return probs
+        out = scratch.get(name, (len(self.rows), probs.shape[1]), probs.dtype, probs.device)
         if self._reshaped:
             return torch.stack(self._weights, out=out)
-        if len(self.rows) == probs.shape[0]:
-            return probs
         return torch.index_select(probs, 0, torch.tensor(self.rows, device=probs.device), out=out)
 
 
-def _inverse_cdf(weights: torch.Tensor, generators: list[torch.Generator], _: _Scratch) -> list[int]:
+def _inverse_cdf(weights: torch.Tensor, generators: list[torch.Generator]) -> list[int]:
     """One index per row of non-negative weights, drawn in proportion to them with one uniform of the row's
     generator. The weights are summed in place: `weights` holds their cumulative sums afterwards.
     """
@@ -202,9 +212,7 @@ class _Scratch:
     def get(
         self, name: str, shape: tuple[int, ...] | torch.Size, dtype: torch.dtype, device: torch.device
     ) -> torch.Tensor:
-        numel = 1
-        for size in shape:
-            numel *= size
+        numel = math.prod(shape)
         buffer = self._buffers.get(name)
         if buffer is None or buffer.numel() < numel or buffer.dtype != dtype or buffer.device != device:
             buffer = torch.empty(numel, dtype=dtype, device=device)
