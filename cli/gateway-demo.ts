@@ -4,6 +4,7 @@
 // lineage through the dashboard API (/dashboard/api/runs/<run>), so they are the numbers the dashboard plots.
 import { z } from 'zod';
 import { type ReplyScorer, replyScorer } from '../core/reply-scorers.js';
+import { DemoBatchFill, type RunSampleCounts } from './demo-batch-fill.js';
 import { DEMO_TRAIN_PROMPTS, RunningBaseline } from './learning-demo.js';
 
 export interface GatewayDemoOptions {
@@ -49,7 +50,15 @@ const evaluationSchema = z.looseObject({
 /** What the demo reads of the dashboard API's run view (gateway/dashboard/run-view.ts). */
 const runViewSchema = z.looseObject({
   runId: z.string(),
-  status: z.looseObject({ servedVersion: z.number().nullable(), policyVersion: z.number() }).nullable(),
+  status: z
+    .looseObject({
+      servedVersion: z.number().nullable(),
+      policyVersion: z.number(),
+      pendingSamples: z.number(),
+      samplesTrained: z.number(),
+      samplesExcluded: z.number(),
+    })
+    .nullable(),
   versions: z.array(z.looseObject({ version: z.number(), evaluation: evaluationSchema.nullable() })),
 });
 export type DemoRunView = z.output<typeof runViewSchema>;
@@ -140,6 +149,16 @@ export function gateScores(view: DemoRunView): GateScore[] {
   return [...scores.values()].sort((a, b) => a.version - b.version);
 }
 
+/**
+ * The run's sample counts. A run whose training workflow has not started (it starts with its first scored sample)
+ * has none yet; one that does not answer for a moment counts as none too, which only makes the demo wait.
+ */
+function sampleCounts(view: DemoRunView): RunSampleCounts {
+  const { status } = view;
+  if (status === null) return { pending: 0, trained: 0, excluded: 0 };
+  return { pending: status.pendingSamples, trained: status.samplesTrained, excluded: status.samplesExcluded };
+}
+
 /** The newest version in the run's lineage (0: none yet). */
 function newestVersion(view: DemoRunView): number {
   return view.versions.reduce((max, v) => Math.max(max, v.version), 0);
@@ -184,27 +203,42 @@ export class GatewayDemo {
   }
 
   /**
-   * Converses until the run's lineage has a version past `after`, then returns the view. A batch first, then one
-   * at a time while none comes (a neutral rating trains nothing, so a batch may need more).
+   * Converses until the run's lineage has a version past `after`, then returns the view. How many conversations
+   * come from the run's counts (cli/demo-batch-fill.ts), never from a timer: the same demo trains on the same
+   * replies however long a step takes.
    */
-  async trainPast(runId: string, after: number): Promise<DemoRunView> {
+  async trainPast(runId: string, after: number, fill: DemoBatchFill): Promise<DemoRunView> {
     const deadline = Date.now() + this.options.versionTimeoutMs;
-    let toSend = this.options.batchSize;
+    let view = await this.gateway.runView(runId);
     while (Date.now() < deadline) {
-      if (toSend > 0) {
+      if (newestVersion(view) > after) return view;
+      const toSend = fill.toSend(sampleCounts(view));
+      for (let i = 0; i < toSend; i++) {
         await this.converse();
-        toSend--;
-        continue;
+        fill.recordSent();
       }
-      const waitUntil = Math.min(deadline, Date.now() + 5_000);
-      while (Date.now() < waitUntil) {
-        const view = await this.gateway.runView(runId);
-        if (newestVersion(view) > after) return view;
-        await sleep(500);
-      }
-      toSend = 1;
+      if (toSend === 0) await sleep(500);
+      view = await this.gateway.runView(runId);
     }
-    throw new Error(`no version after v${after} within ${this.options.versionTimeoutMs} ms`);
+    throw new Error(
+      `no version after v${after} within ${this.options.versionTimeoutMs} ms (${fill.describe(sampleCounts(view))})`,
+    );
+  }
+
+  /**
+   * The run's counts before the demo's first conversation: none for a run that has not trained yet, else once its
+   * training workflow answers.
+   */
+  async startingCounts(
+    runId: string,
+    deadline: number,
+  ): Promise<{ view: DemoRunView; counts: RunSampleCounts }> {
+    for (;;) {
+      const view = await this.gateway.runView(runId);
+      if (view.status !== null || view.versions.length === 0) return { view, counts: sampleCounts(view) };
+      if (Date.now() > deadline) throw new Error(`run ${runId}: its training workflow does not answer`);
+      await sleep(1_000);
+    }
   }
 }
 
@@ -222,7 +256,9 @@ export async function runGatewayDemo(
     await sleep(1_000);
   }
   const runId = await gateway.sharedRunId();
-  let view = await gateway.runView(runId);
+  const start = await demo.startingCounts(runId, startDeadline);
+  let view = start.view;
+  const fill = new DemoBatchFill(start.counts, options.batchSize);
   say(
     `demo: ${gateway.baseUrl}, run ${runId}: rating replies by ${options.scorer} (${demo.scorer.description}), ${options.batchSize} per step`,
   );
@@ -240,7 +276,7 @@ export async function runGatewayDemo(
   let version = newestVersion(view);
   const last = version + options.versions;
   while (version < last) {
-    view = await demo.trainPast(runId, version);
+    view = await demo.trainPast(runId, version, fill);
     const newest = newestVersion(view);
     if (!view.versions.some((v) => v.version > version && v.evaluation))
       throw new Error(

@@ -5,6 +5,7 @@
 // what it does not: docs/evaluation.md#the-learning-demo.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { type Client, WorkflowNotFoundError } from '@temporalio/client';
 import { z } from 'zod';
 import { type OpenClawConfig, parseConfig } from '../core/config.js';
 import type { EvalSetItem } from '../core/eval-set.js';
@@ -13,7 +14,10 @@ import { type ReplyScorer, replyScorer } from '../core/reply-scorers.js';
 import { policyEngineFromConfig } from '../engines/engine-adapters.js';
 import { engineAuthHeaders } from '../security/engine-token.js';
 import { storeFromConfig } from '../store/store-from-config.js';
+import { connectClient } from '../temporal/connection.js';
+import { DemoBatchFill, type RunSampleCounts } from './demo-batch-fill.js';
 import { runDev } from './dev.js';
+import { readTrainingStatus } from './train-status.js';
 
 /** Prompts the demo converses with; the rule does not depend on them, they only vary the context. */
 export const DEMO_TRAIN_PROMPTS: readonly string[] = [
@@ -241,27 +245,47 @@ export class LearningDemo {
   }
 
   /**
-   * Converse until the served version passes `after`, then that version. A batch's worth first, then one at a
-   * time while no version comes: a neutral rating trains nothing (`neutral-score`), so a batch may need more.
+   * Converses until the served version passes `after`, then that version. How many conversations come from the
+   * run's counts (cli/demo-batch-fill.ts), never from a timer: the same demo trains on the same replies however
+   * long a step takes.
    */
-  async trainPast(after: number): Promise<number> {
+  async trainPast(
+    after: number,
+    fill: DemoBatchFill,
+    counts: () => Promise<RunSampleCounts>,
+  ): Promise<number> {
     const deadline = Date.now() + this.options.versionTimeoutMs;
-    let toSend = this.config.training.batchSize;
+    let now: RunSampleCounts | null = null;
     while (Date.now() < deadline) {
-      if (toSend > 0) {
+      // The engine serves a version before the run counts its batch trained (trainAndPublish, then recordStep).
+      const version = await this.servedVersion();
+      if (version > after) return version;
+      now = await counts();
+      const toSend = fill.toSend(now);
+      for (let i = 0; i < toSend; i++) {
         await this.converse();
-        toSend--;
-        continue;
+        fill.recordSent();
       }
-      const waitUntil = Math.min(deadline, Date.now() + 5_000);
-      while (Date.now() < waitUntil) {
-        const version = await this.servedVersion();
-        if (version > after) return version;
-        await sleep(250);
-      }
-      toSend = 1; // still short of a batch: one more (extra ones count towards the next)
+      if (toSend === 0) await sleep(250);
     }
-    throw new Error(`no version after ${after} within ${this.options.versionTimeoutMs} ms`);
+    throw new Error(
+      `no version after ${after} within ${this.options.versionTimeoutMs} ms (${fill.describe(now)})`,
+    );
+  }
+}
+
+/** The run's sample counts; none while its training workflow has not started (it starts with its first sample). */
+async function runSampleCounts(client: Client, runId: string): Promise<RunSampleCounts> {
+  try {
+    const status = await readTrainingStatus(client, runId);
+    return {
+      pending: status.pendingSamples,
+      trained: status.samplesTrained,
+      excluded: status.samplesExcluded,
+    };
+  } catch (error) {
+    if (error instanceof WorkflowNotFoundError) return { pending: 0, trained: 0, excluded: 0 };
+    throw error;
   }
 }
 
@@ -332,12 +356,19 @@ export async function runLearningDemo(run: DemoRun): Promise<DemoResult> {
       say(`version ${score.version}  score ${score.score.toFixed(3)}  (${score.items} held-out replies)`);
       await store.put(demoScoresKey(config.runId), scores);
     };
-    let version = await demo.servedVersion();
-    await record(await demo.measure(version));
-    const last = version + options.versions;
-    while (version < last) {
-      version = await demo.trainPast(version);
+    const temporal = await connectClient(config);
+    try {
+      const counts = () => runSampleCounts(temporal.client, config.runId);
+      const fill = new DemoBatchFill(await counts(), config.training.batchSize);
+      let version = await demo.servedVersion();
       await record(await demo.measure(version));
+      const last = version + options.versions;
+      while (version < last) {
+        version = await demo.trainPast(version, fill, counts);
+        await record(await demo.measure(version));
+      }
+    } finally {
+      await temporal.close();
     }
     const dashboardUrl = `${gatewayUrl}/dashboard`;
     say(`scores ${scores.map((s) => `v${s.version}=${s.score.toFixed(3)}`).join(' ')}`);

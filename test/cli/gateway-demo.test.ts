@@ -71,10 +71,10 @@ describe('the learning demo against a running gateway', () => {
         (line) => lines.push(line),
       );
       expect(result.runId).toBe(fixture.config.runId);
-      // The base, then each version the run published (a slow step lets one more rating through: v2 too).
+      // The base, then the one version asked for: the demo sends by the run's counts, so a slow step draws no
+      // extra rating that would train a second one (cli/demo-batch-fill.ts).
       const versions = result.scores.map((s) => s.version);
-      expect(versions.slice(0, 2)).toEqual([0, 1]);
-      expect(versions.every((v, i) => v === i)).toBe(true);
+      expect(versions).toEqual([0, 1]);
       expect(lines.filter((l) => l.startsWith('version ')).map((l) => Number(l.split(/\s+/)[1]))).toEqual(
         versions,
       );

@@ -2,7 +2,8 @@
 // override (docker-compose.demo.yml: rl, batch 4, learning rate 1e-2, the publish gate on the held-out set the
 // app image ships, scored by style:vowels), `openclaw-rl demo --gateway-url … --api-key-file …` runs as its own
 // process against the compose gateway, rates replies through its HTTP API and prints the gate's score per
-// version; the scores must rise, the dashboard API must answer the same numbers, and the dashboard page in a
+// version; the served version's score must rise above the base's (a version the gate held may score lower:
+// the user never gets it), the dashboard API must answer the same numbers, and the dashboard page in a
 // real Chromium plots them (a screenshot is kept in test-artifacts/). What goes wrong without it: a compose user
 // has no way to see the loop learn, and numbers printed by the CLI and plotted by the page could disagree.
 // Only what the demo needs is started: PostgreSQL, Temporal, the engine, the gateway and the control worker.
@@ -118,14 +119,34 @@ describe('the learning demo on compose (local images)', () => {
       expect(await exited, cli.tail(40)).toBe(0);
       console.log(lines.join('\n'));
 
-      // `version N  score X  (publish gate, …)` per version, the base included.
+      // `version N  score X  (publish gate, …, decision)` per version, the base included.
       const printed = new Map<number, string>();
+      const decisions = new Map<number, string>();
       for (const line of lines) {
-        const match = /^version (\d+) {2}score (\d+\.\d{3}) {2}\(publish gate, style:vowels/.exec(line);
-        if (match) printed.set(Number(match[1]), match[2] as string);
+        const match =
+          /^version (\d+) {2}score (\d+\.\d{3}) {2}\(publish gate, style:vowels, .*, (\w+)\)$/.exec(line);
+        if (!match) continue;
+        printed.set(Number(match[1]), match[2] as string);
+        decisions.set(Number(match[1]), match[3] as string);
       }
       expect([...printed.keys()].slice(0, VERSIONS + 1)).toEqual([0, 1, 2, 3]);
-      expect(Number(printed.get(3)), lines.join('\n')).toBeGreaterThan(Number(printed.get(0)));
+      // What the user is promised: the gate serves a version only if it scores at least what is served (the
+      // demo's threshold is 0) and holds the others, and the model served at the end scores above the base. A
+      // version it held may score below the base: that is the gate at work, and the user never gets it.
+      const base = Number(printed.get(0));
+      let served = base;
+      for (let version = 1; version <= VERSIONS; version++) {
+        const score = Number(printed.get(version));
+        const decision = decisions.get(version);
+        if (decision === 'served') {
+          expect(score, `v${version} served\n${lines.join('\n')}`).toBeGreaterThanOrEqual(served);
+          served = score;
+        } else {
+          expect(decision, lines.join('\n')).toBe('held');
+          expect(score, `v${version} held\n${lines.join('\n')}`).toBeLessThan(served);
+        }
+      }
+      expect(served, lines.join('\n')).toBeGreaterThan(base);
 
       // The dashboard API answers the same numbers: they come from the gate's verdicts in the run's lineage.
       const response = await fetch(`${gatewayUrl}/dashboard/api/runs/demo`, {
