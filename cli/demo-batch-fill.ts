@@ -42,8 +42,36 @@ export class DemoBatchFill {
     return Math.max(0, this.batchSize - now.pending);
   }
 
-  describe(now: RunSampleCounts | null): string {
-    if (now === null) return `${this.sent} conversations sent; the run reports no counts`;
+  describe(now: RunSampleCounts): string {
     return `${this.sent} conversations sent, ${this.unscored(now)} not yet scored, ${now.pending} of a batch of ${this.batchSize} waiting`;
   }
+}
+
+/** What the demo sees when it looks at the run: what it waits for, or the run's counts while it is not there. */
+export type DemoLook<T> = { arrived: T } | { counts: RunSampleCounts };
+
+/**
+ * Converses as `fill` says until `look` finds what the demo waits for (a new version), looking again every
+ * `pollMs` while there is nothing to send.
+ */
+export async function conversePast<T>(
+  fill: DemoBatchFill,
+  io: { look(): Promise<DemoLook<T>>; converse(): Promise<void> },
+  timing: { pollMs: number; timeoutMs: number },
+  waitingFor: string,
+): Promise<T> {
+  const deadline = Date.now() + timing.timeoutMs;
+  let counts: RunSampleCounts = { pending: 0, trained: 0, excluded: 0 };
+  while (Date.now() < deadline) {
+    const seen = await io.look();
+    if ('arrived' in seen) return seen.arrived;
+    counts = seen.counts;
+    const toSend = fill.toSend(counts);
+    for (let i = 0; i < toSend; i++) {
+      await io.converse();
+      fill.recordSent();
+    }
+    if (toSend === 0) await new Promise((resolve) => setTimeout(resolve, timing.pollMs));
+  }
+  throw new Error(`no ${waitingFor} within ${timing.timeoutMs} ms (${fill.describe(counts)})`);
 }

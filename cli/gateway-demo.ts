@@ -4,7 +4,7 @@
 // lineage through the dashboard API (/dashboard/api/runs/<run>), so they are the numbers the dashboard plots.
 import { z } from 'zod';
 import { type ReplyScorer, replyScorer } from '../core/reply-scorers.js';
-import { DemoBatchFill, type RunSampleCounts } from './demo-batch-fill.js';
+import { conversePast, DemoBatchFill, type RunSampleCounts } from './demo-batch-fill.js';
 import { DEMO_TRAIN_PROMPTS, RunningBaseline } from './learning-demo.js';
 
 export interface GatewayDemoOptions {
@@ -207,21 +207,18 @@ export class GatewayDemo {
    * come from the run's counts (cli/demo-batch-fill.ts), never from a timer: the same demo trains on the same
    * replies however long a step takes.
    */
-  async trainPast(runId: string, after: number, fill: DemoBatchFill): Promise<DemoRunView> {
-    const deadline = Date.now() + this.options.versionTimeoutMs;
-    let view = await this.gateway.runView(runId);
-    while (Date.now() < deadline) {
-      if (newestVersion(view) > after) return view;
-      const toSend = fill.toSend(sampleCounts(view));
-      for (let i = 0; i < toSend; i++) {
-        await this.converse();
-        fill.recordSent();
-      }
-      if (toSend === 0) await sleep(500);
-      view = await this.gateway.runView(runId);
-    }
-    throw new Error(
-      `no version after v${after} within ${this.options.versionTimeoutMs} ms (${fill.describe(sampleCounts(view))})`,
+  trainPast(runId: string, after: number, fill: DemoBatchFill): Promise<DemoRunView> {
+    return conversePast<DemoRunView>(
+      fill,
+      {
+        look: async () => {
+          const view = await this.gateway.runView(runId);
+          return newestVersion(view) > after ? { arrived: view } : { counts: sampleCounts(view) };
+        },
+        converse: () => this.converse(),
+      },
+      { pollMs: 500, timeoutMs: this.options.versionTimeoutMs },
+      `version after v${after}`,
     );
   }
 

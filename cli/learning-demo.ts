@@ -15,7 +15,7 @@ import { policyEngineFromConfig } from '../engines/engine-adapters.js';
 import { engineAuthHeaders } from '../security/engine-token.js';
 import { storeFromConfig } from '../store/store-from-config.js';
 import { connectClient } from '../temporal/connection.js';
-import { DemoBatchFill, type RunSampleCounts } from './demo-batch-fill.js';
+import { conversePast, DemoBatchFill, type RunSampleCounts } from './demo-batch-fill.js';
 import { runDev } from './dev.js';
 import { readTrainingStatus } from './train-status.js';
 
@@ -249,27 +249,20 @@ export class LearningDemo {
    * run's counts (cli/demo-batch-fill.ts), never from a timer: the same demo trains on the same replies however
    * long a step takes.
    */
-  async trainPast(
-    after: number,
-    fill: DemoBatchFill,
-    counts: () => Promise<RunSampleCounts>,
-  ): Promise<number> {
-    const deadline = Date.now() + this.options.versionTimeoutMs;
-    let now: RunSampleCounts | null = null;
-    while (Date.now() < deadline) {
-      // The engine serves a version before the run counts its batch trained (trainAndPublish, then recordStep).
-      const version = await this.servedVersion();
-      if (version > after) return version;
-      now = await counts();
-      const toSend = fill.toSend(now);
-      for (let i = 0; i < toSend; i++) {
-        await this.converse();
-        fill.recordSent();
-      }
-      if (toSend === 0) await sleep(250);
-    }
-    throw new Error(
-      `no version after ${after} within ${this.options.versionTimeoutMs} ms (${fill.describe(now)})`,
+  trainPast(after: number, fill: DemoBatchFill, counts: () => Promise<RunSampleCounts>): Promise<number> {
+    return conversePast<number>(
+      fill,
+      {
+        // The served version first: the engine serves a version before the run counts its batch trained
+        // (trainAndPublish, then recordStep), so counts read after it never show a batch gone without its version.
+        look: async () => {
+          const version = await this.servedVersion();
+          return version > after ? { arrived: version } : { counts: await counts() };
+        },
+        converse: () => this.converse(),
+      },
+      { pollMs: 250, timeoutMs: this.options.versionTimeoutMs },
+      `version after ${after}`,
     );
   }
 }
