@@ -142,7 +142,10 @@ export class TurnJournal {
   private current: Segment | null = null;
   private spare: Promise<Segment> | null = null;
   private waiting: Waiting[] = [];
-  private writing: Promise<void> | null = null;
+  /** A segment being opened for appends (what waits goes once it is). */
+  private opening: Promise<void> | null = null;
+  /** Batches handed to the sync thread and not yet durable. */
+  private readonly writing = new Set<Promise<void>>();
   /** Values of lines not materialized yet, by key: reads and create-if-absent checks see them. */
   private readonly values = new Map<string, { text: string; pending: PendingLine; ifAbsent: boolean }>();
   /** Durable lines not yet materialized, in append order. */
@@ -151,18 +154,21 @@ export class TurnJournal {
   private rerun = false;
   private readonly retiring = new Set<Promise<void>>();
   private closed = false;
-  /** Appends (each one fdatasync) made so far: fewer than lines when turns arrive together. */
-  appends = 0;
   private lastAppendAt = Number.NEGATIVE_INFINITY;
   /** Drains in progress: materializing does not wait for quiet then. */
   private draining = 0;
 
   constructor(private readonly options: TurnJournalOptions) {}
 
+  /** fdatasyncs made so far: fewer than lines when turns arrive together. */
+  get appends(): number {
+    return this.syncer.syncs;
+  }
+
   /** Appends the line; resolves once it is durable. Its values are readable here from the call on. */
   append(line: JournalLine): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the store is closed'));
-    // The turns answered together pass by here: the append in flight may be done, and this line can go next.
+    // The turns answered together pass by here: appends handed over earlier may be durable by now.
     this.syncer.poll();
     const pending: PendingLine = {
       line,
@@ -218,7 +224,7 @@ export class TurnJournal {
 
   private async drainNow(): Promise<void> {
     for (;;) {
-      if (this.writing) await this.writing;
+      if (this.opening || this.writing.size > 0) await Promise.all([this.opening, ...this.writing]);
       else if (this.waiting.length > 0) this.kick();
       else if (this.queue.length > 0) {
         this.scheduleMaterialize();
@@ -259,43 +265,69 @@ export class TurnJournal {
       if (this.values.get(key)?.pending === pending) this.values.delete(key);
   }
 
+  /**
+   * Hands what is waiting to the sync thread: at once when a segment is open (appends made while an earlier one
+   * syncs share the thread's next fdatasync), else once the next one is.
+   */
   private kick(): void {
-    if (this.writing || this.waiting.length === 0) return;
+    if (this.waiting.length === 0 || this.opening) return;
+    const segment = this.current;
+    if (!segment) {
+      const opening = this.segmentForAppend().then(
+        () => undefined,
+        (error: unknown) => {
+          const batch = this.waiting;
+          this.waiting = [];
+          for (const waiting of batch) {
+            this.forget(waiting.pending);
+            waiting.reject(error);
+          }
+        },
+      );
+      this.opening = opening;
+      void opening.finally(() => {
+        this.opening = null;
+        this.kick();
+      });
+      return;
+    }
     const batch = this.waiting;
     this.waiting = [];
-    this.writing = this.write(batch).finally(() => {
-      this.writing = null;
-      this.kick();
-    });
+    const data = batch.map((waiting) => waiting.text).join('');
+    segment.bytes += Buffer.byteLength(data);
+    segment.outstanding += batch.length;
+    for (const waiting of batch) waiting.pending.segment = segment;
+    // Sealed now, deleted only once these lines too are materialized.
+    if (segment.bytes >= ROLL_BYTES) this.seal(segment);
+    const written = this.syncer.appendAndSync(segment.handle.fd, segment.path, data).then(
+      () => this.appended(batch),
+      (error: unknown) => this.notAppended(segment, batch, error),
+    );
+    this.writing.add(written);
+    void written.finally(() => this.writing.delete(written));
   }
 
-  /** One append and one fdatasync for every line that arrived while the previous batch was syncing. */
-  private async write(batch: Waiting[]): Promise<void> {
-    let segment: Segment | null = null;
-    try {
-      segment = await this.segmentForAppend();
-      const data = batch.map((waiting) => waiting.text).join('');
-      await this.syncer.appendAndSync(segment.handle.fd, data);
-      this.appends++;
-      const now = performance.now();
-      this.lastAppendAt = now;
-      segment.bytes += Buffer.byteLength(data);
-      segment.outstanding += batch.length;
-      for (const waiting of batch) {
-        waiting.pending.segment = segment;
-        waiting.pending.appendedAt = now;
-        this.queue.push(waiting.pending);
-      }
-      if (segment.bytes >= ROLL_BYTES) this.seal(segment);
-      for (const waiting of batch) waiting.resolve();
-      this.scheduleMaterialize();
-    } catch (error) {
-      // The segment may end in part of this batch now: nothing more is appended to it.
-      if (segment && !segment.sealed) this.seal(segment);
-      for (const waiting of batch) {
-        this.forget(waiting.pending);
-        waiting.reject(error);
-      }
+  /** A batch is durable: its lines resolve and wait to be materialized (batches end in append order). */
+  private appended(batch: Waiting[]): void {
+    const now = performance.now();
+    this.lastAppendAt = now;
+    for (const waiting of batch) {
+      waiting.pending.appendedAt = now;
+      this.queue.push(waiting.pending);
+    }
+    for (const waiting of batch) waiting.resolve();
+    this.scheduleMaterialize();
+  }
+
+  private notAppended(segment: Segment, batch: Waiting[], error: unknown): void {
+    segment.outstanding -= batch.length;
+    // The segment may end in part of this batch now: nothing more is appended to it (the sync thread refuses
+    // the appends already handed over too).
+    if (!segment.sealed) this.seal(segment);
+    else if (segment.outstanding === 0) this.retire(segment);
+    for (const waiting of batch) {
+      this.forget(waiting.pending);
+      waiting.reject(error);
     }
   }
 
@@ -399,7 +431,8 @@ export class TurnJournal {
     // Idle: the segment in use is deleted too (a later append opens the spare), so a crash much later replays
     // nothing that was materialized long ago.
     const current = this.current;
-    if (current && current.outstanding === 0 && !this.writing && this.waiting.length === 0)
+    // (Its lines in flight count as outstanding.)
+    if (current && current.outstanding === 0 && this.waiting.length === 0)
       this.seal(current);
   }
 

@@ -23,40 +23,61 @@ describe('JournalSyncer', () => {
     const handle = await open(path, 'wx');
     try {
       for (const text of ['{"a":1}\n', '{"b":"é"}\n', '{"c":3}\n'])
-        await syncer.appendAndSync(handle.fd, text);
+        await syncer.appendAndSync(handle.fd, path, text);
     } finally {
       await handle.close();
     }
     expect(await readFile(path, 'utf8')).toBe('{"a":1}\n{"b":"é"}\n{"c":3}\n');
   });
 
-  it('takes one request at a time', async () => {
-    const handle = await open(join(dir, 'segment.log'), 'wx');
+  it('takes appends made while one syncs at once, in call order, and shares fdatasyncs among them', async () => {
+    const path = join(dir, 'segment.log');
+    const handle = await open(path, 'wx');
+    const lines = Array.from({ length: 64 }, (_, i) => `{"n":${i}}\n`);
     try {
-      const first = syncer.appendAndSync(handle.fd, 'x\n');
-      await expect(syncer.appendAndSync(handle.fd, 'y\n')).rejects.toThrow(/already in flight/);
-      await first;
+      const settled: number[] = [];
+      const appends: Promise<void>[] = [];
+      // Handed over across several ticks, as 32 answers landing together are.
+      for (const [i, line] of lines.entries()) {
+        appends.push(syncer.appendAndSync(handle.fd, path, line).then(() => void settled.push(i)));
+        if (i % 8 === 7) await new Promise((resolve) => setImmediate(resolve));
+      }
+      await Promise.all(appends);
+      expect(settled).toEqual(lines.map((_, i) => i));
     } finally {
       await handle.close();
     }
+    expect(await readFile(path, 'utf8')).toBe(lines.join(''));
+    expect(syncer.syncs).toBeGreaterThan(0);
+    expect(syncer.syncs).toBeLessThanOrEqual(8);
   });
 
-  it('rejects a write that failed, with its error code, and keeps working afterwards', async () => {
+  it('rejects a write that failed, with its error code, and every later append to that file', async () => {
     const path = join(dir, 'segment.log');
     const readOnly = await open(path, 'wx');
     await readOnly.close();
     const handle = await open(path, 'r');
     try {
-      await expect(syncer.appendAndSync(handle.fd, 'x\n')).rejects.toMatchObject({ code: 'EBADF' });
+      await expect(syncer.appendAndSync(handle.fd, path, 'x\n')).rejects.toMatchObject({ code: 'EBADF' });
     } finally {
       await handle.close();
     }
-    const writable = await open(path, 'a');
+    // The same file again, writable now: what reached it after a failure is unknown, so nothing more goes.
+    const again = await open(path, 'a');
     try {
-      await syncer.appendAndSync(writable.fd, 'y\n');
+      await expect(syncer.appendAndSync(again.fd, path, 'y\n')).rejects.toMatchObject({ code: 'EBADF' });
+    } finally {
+      await again.close();
+    }
+    // Another file is written as before.
+    const other = join(dir, 'next.log');
+    const writable = await open(other, 'wx');
+    try {
+      await syncer.appendAndSync(writable.fd, other, 'z\n');
     } finally {
       await writable.close();
     }
-    expect(await readFile(path, 'utf8')).toBe('y\n');
+    expect(await readFile(path, 'utf8')).toBe('');
+    expect(await readFile(other, 'utf8')).toBe('z\n');
   });
 });
