@@ -95,6 +95,10 @@ export class OutboxRelay {
   private unwatch: (() => void) | null = null;
   private ticking: Promise<void> | null = null;
   private tickAgain = false;
+  /** A look waits for serving to be idle. */
+  private lookWaiting = false;
+  /** performance.now() when the last claim began. */
+  private lastClaimAt = Number.NEGATIVE_INFINITY;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.outbox = options.outbox;
@@ -116,12 +120,25 @@ export class OutboxRelay {
     this.timer = setInterval(() => this.notify(), this.pollMs);
     this.timer.unref();
     this.unwatch = this.outbox.watch?.(() => this.notify()) ?? null;
-    this.notify();
+    this.look();
   }
 
-  /** Something was just enqueued: look at the outbox now rather than at the next poll. */
+  /**
+   * Something was just enqueued: look at the outbox now rather than at the next poll. While serving is busy and
+   * deliveries yield to it, looks (these and the poll's) are held to one per `yieldMs`, made once serving is
+   * idle or that long after the last claim: a new entry would wait that long anyway, and a claim on every turn
+   * answered reads the outbox (on the filesystem, its folder and leases) beside the turns being served. Leases
+   * last `leaseMs`, longer than that, so the sessions being delivered keep theirs.
+   */
   notify(): void {
     if (this.stopping.signal.aborted) return;
+    const heldFor = this.servingBusy() ? this.lastClaimAt + this.yieldMs - performance.now() : 0;
+    if (heldFor > 0) this.lookOnceServingIdle(heldFor);
+    else this.look();
+  }
+
+  /** Claims now (or again once the claim in progress ends). */
+  private look(): void {
     if (this.ticking) {
       this.tickAgain = true;
       return;
@@ -155,6 +172,7 @@ export class OutboxRelay {
     do {
       this.tickAgain = false;
       const claimedAt = performance.now();
+      this.lastClaimAt = claimedAt;
       let claim: Claim;
       try {
         // No more sessions than it has room to deliver: a session leased here and left waiting is one no
@@ -235,7 +253,7 @@ export class OutboxRelay {
       await this.outbox.release(this.holder, [sessionId]).catch(() => undefined);
     }
     this.sessions.delete(sessionId);
-    if (leaseKept) this.notify(); // entries that arrived while it was letting go
+    if (leaseKept) this.look(); // entries that arrived while it was letting go
   }
 
   private rememberDelivered(position: string): void {
@@ -244,6 +262,25 @@ export class OutboxRelay {
       const oldest = this.delivered.values().next().value;
       if (oldest !== undefined) this.delivered.delete(oldest);
     }
+  }
+
+  private servingBusy(): boolean {
+    const idleMs = this.options.servingIdleMs;
+    return this.yieldMs > 0 && idleMs !== undefined && idleMs() < QUIET_MS;
+  }
+
+  /** One look, once serving is idle or `heldFor` ms from now, for every notice that came meanwhile. */
+  private lookOnceServingIdle(heldFor: number): void {
+    const idleMs = this.options.servingIdleMs;
+    if (this.lookWaiting || !idleMs) return;
+    this.lookWaiting = true;
+    this.idle ??= this.untilIdle(idleMs).finally(() => {
+      this.idle = null;
+    });
+    void Promise.race([this.idle, sleep(heldFor, undefined, { ref: false })]).then(() => {
+      this.lookWaiting = false;
+      if (!this.stopping.signal.aborted) this.look();
+    });
   }
 
   /** Waits until serving is idle, or until `entry` is `yieldMs` old. */

@@ -60,6 +60,7 @@ function relayOf(
     outbox?: Outbox;
     servingIdleMs?: () => number;
     yieldMs?: number;
+    pollMs?: number;
   } = {},
 ) {
   const relay = new OutboxRelay({
@@ -69,7 +70,7 @@ function relayOf(
     deliver,
     leaseMs: options.leaseMs ?? 2_000,
     concurrency: options.concurrency ?? 32,
-    pollMs: 50,
+    pollMs: options.pollMs ?? 50,
     initialBackoffMs: 20,
     maxBackoffMs: 100,
     attemptTimeoutMs: 1_000,
@@ -118,6 +119,45 @@ describe.each(stores)('OutboxRelay on the $name store', ({ name, make }) => {
     busy = false;
     await outboxEmpty(store, 20_000);
     expect(delivered).toEqual(['overdue', 'held']);
+    await relay.stop();
+  });
+
+  it('claims once serving is idle, not on every turn answered while it is busy', async () => {
+    const store = await make();
+    let busy = true;
+    let claims = 0;
+    const counting: Outbox = {
+      enqueue: (e) => store.outbox.enqueue(e),
+      claim: (holder, leaseMs, limit) => {
+        claims++;
+        return store.outbox.claim(holder, leaseMs, limit);
+      },
+      release: (h, s) => store.outbox.release(h, s),
+      stats: () => store.outbox.stats(),
+      remove: (e) => store.outbox.remove(e),
+    };
+    const delivered: number[] = [];
+    const relay = relayOf(store, async (e) => void delivered.push(turnOf(e)), {
+      outbox: counting,
+      servingIdleMs: () => (busy ? 0 : 60_000),
+      yieldMs: 600_000,
+      pollMs: 60_000,
+    });
+    relay.start();
+    await expect.poll(() => claims).toBe(1); // the first look, at start
+    // Twenty turns answered back to back, each nudging the relay.
+    for (let turn = 1; turn <= 20; turn++) {
+      await store.outbox.enqueue(entry('busy', turn));
+      relay.notify();
+    }
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(claims).toBe(1);
+    expect(delivered).toEqual([]);
+    busy = false;
+    await outboxEmpty(store, 20_000);
+    expect(delivered).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+    // One claim took them all (a second may follow, for what arrived while its session let go).
+    expect(claims).toBeLessThanOrEqual(4);
     await relay.stop();
   });
 
