@@ -36,6 +36,8 @@ interface InFlight {
 
 /** How long the event loop looks for appends' ends before it leaves them to the thread's message. */
 const WATCH_MS = 5;
+/** A turn of the event loop this short did nothing else. */
+const IDLE_TURN_MS = 0.05;
 
 const WORKER_URL = new URL('./journal-sync-worker.js', import.meta.url);
 
@@ -104,18 +106,23 @@ export class JournalSyncer {
   }
 
   /**
-   * Looks once per turn of the event loop while requests are out, for a few milliseconds: at concurrency 32 the
+   * Looks once per turn of the event loop while requests are out and the loop is busy: at concurrency 32 the
    * thread's message waits behind the other turns' work (5 ms p50 measured), while a look in the check phase
-   * comes after each batch of it. Past that, the message settles them (a disk that stalls does not keep the
-   * loop spinning).
+   * comes after each batch of it. A loop with nothing else to do would spin here, taking a core from the
+   * engine: it stops looking and waits for the message, as it does after a few milliseconds (a disk that
+   * stalls does not keep the loop spinning).
    */
   private watch(): void {
     if (this.watchingSince !== null) return;
-    this.watchingSince = performance.now();
+    const since = performance.now();
+    this.watchingSince = since;
+    let lastLook = since;
     const look = () => {
       this.poll();
-      const since = this.watchingSince ?? 0;
-      if (this.inFlight.length > 0 && this.worker && performance.now() - since < WATCH_MS) setImmediate(look);
+      const now = performance.now();
+      const idle = now - lastLook < IDLE_TURN_MS;
+      lastLook = now;
+      if (this.inFlight.length > 0 && this.worker && !idle && now - since < WATCH_MS) setImmediate(look);
       else this.watchingSince = null;
     };
     setImmediate(look);
