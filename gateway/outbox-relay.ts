@@ -271,13 +271,9 @@ export class OutboxRelay {
 
   /** One look, once serving is idle or `heldFor` ms from now, for every notice that came meanwhile. */
   private lookOnceServingIdle(heldFor: number): void {
-    const idleMs = this.options.servingIdleMs;
-    if (this.lookWaiting || !idleMs) return;
+    if (this.lookWaiting) return;
     this.lookWaiting = true;
-    this.idle ??= this.untilIdle(idleMs).finally(() => {
-      this.idle = null;
-    });
-    void Promise.race([this.idle, sleep(heldFor, undefined, { ref: false })]).then(() => {
+    void this.servingIdleOr(heldFor).then(() => {
       this.lookWaiting = false;
       if (!this.stopping.signal.aborted) this.look();
     });
@@ -285,13 +281,19 @@ export class OutboxRelay {
 
   /** Waits until serving is idle, or until `entry` is `yieldMs` old. */
   private async yieldToServing(entry: OutboxEntry): Promise<void> {
-    const idleMs = this.options.servingIdleMs;
     const waitMs = entry.createdAt + this.yieldMs - Date.now();
-    if (!idleMs || waitMs <= 0 || idleMs() >= QUIET_MS) return;
+    if (waitMs <= 0 || !this.servingBusy()) return;
+    await this.servingIdleOr(waitMs);
+  }
+
+  /** Resolves once serving is idle, or after `ms`: one wait for serving, shared by every look and delivery. */
+  private servingIdleOr(ms: number): Promise<unknown> {
+    const idleMs = this.options.servingIdleMs;
+    if (!idleMs) return Promise.resolve();
     this.idle ??= this.untilIdle(idleMs).finally(() => {
       this.idle = null;
     });
-    await Promise.race([this.idle, sleep(waitMs, undefined, { ref: false })]);
+    return Promise.race([this.idle, sleep(ms, undefined, { ref: false })]);
   }
 
   private async untilIdle(idleMs: () => number): Promise<void> {

@@ -274,22 +274,7 @@ export class TurnJournal {
     if (this.waiting.length === 0 || this.opening) return;
     const segment = this.current;
     if (!segment) {
-      const opening = this.segmentForAppend().then(
-        () => undefined,
-        (error: unknown) => {
-          const batch = this.waiting;
-          this.waiting = [];
-          for (const waiting of batch) {
-            this.forget(waiting.pending);
-            waiting.reject(error);
-          }
-        },
-      );
-      this.opening = opening;
-      void opening.finally(() => {
-        this.opening = null;
-        this.kick();
-      });
+      this.openForAppends();
       return;
     }
     const batch = this.waiting;
@@ -306,6 +291,26 @@ export class TurnJournal {
     );
     this.writing.add(written);
     void written.finally(() => this.writing.delete(written));
+  }
+
+  /** Opens the next segment, then hands over what waits; a segment that cannot be opened fails what waits. */
+  private openForAppends(): void {
+    const opening = this.segmentForAppend().then(
+      () => undefined,
+      (error: unknown) => {
+        const batch = this.waiting;
+        this.waiting = [];
+        for (const waiting of batch) {
+          this.forget(waiting.pending);
+          waiting.reject(error);
+        }
+      },
+    );
+    this.opening = opening;
+    void opening.finally(() => {
+      this.opening = null;
+      this.kick();
+    });
   }
 
   /** A batch is durable: its lines resolve and wait to be materialized (batches end in append order). */
