@@ -22,6 +22,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel
 from transformers.utils import logging as hf_logging
 
 from .batch_scheduler import BatchScheduler, EventChannel
+from .cpu_threads import StepThreads
 from .generation_events import (
     Event,
     Finished,
@@ -33,12 +34,12 @@ from .generation_events import (
     TopEntry,
     fit_to_context,
 )
-from .head_layout import store_head_column_major
 from .lora_serving import ADAPTER_NAME, DEFAULT_MAX_LORAS, AdapterError, LoraSet, read_adapter
 from .packed_attention import PACKED_ATTENTION, PackedBatch
 from .prefix_cache import PrefixCache
 from .step_gate import StepGate
 from .tokenizer_methods import TokenizerMethods
+from .vocab_head import install_vocab_head
 
 # Re-exported: the HTTP layers and the Tinker runner import the request and event types from here.
 __all__ = [
@@ -95,6 +96,7 @@ class ModelRunner(TokenizerMethods):
         self.served_model_name = served_model_name or str(model_path)
         self.original_logprobs = original_logprobs
         self._init_tokenizer(AutoTokenizer.from_pretrained(model_path))
+        self.threads = StepThreads(self.device)
         self.model: PreTrainedModel = self._load(model_path)
         self.vocab_size: int = int(self.model.config.vocab_size)
         if len(self.tokenizer) > self.vocab_size:
@@ -122,7 +124,7 @@ class ModelRunner(TokenizerMethods):
         )
         model.to(self.device)
         model.eval()
-        store_head_column_major(model)
+        install_vocab_head(model, self.threads)
         return model
 
     def _kv_bytes_per_token(self) -> int:
@@ -276,7 +278,11 @@ class ModelRunner(TokenizerMethods):
         ids = torch.tensor([input_ids], dtype=torch.long, device=self.device)
         pos = torch.tensor([positions], dtype=torch.long, device=self.device)
         rows = torch.tensor(keep, dtype=torch.long, device=self.device)
-        with torch.inference_mode(), self.lora.applied(batch.lora, self.device):
+        with (
+            torch.inference_mode(),
+            self.lora.applied(batch.lora, self.device),
+            self.threads.step(len(input_ids)),
+        ):
             out = self.model(
                 input_ids=ids, position_ids=pos, use_cache=False, logits_to_keep=rows, packed_batch=batch
             )
