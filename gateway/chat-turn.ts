@@ -17,7 +17,7 @@ import type { GatewayMetrics } from './metrics.js';
 import { badGateway, OpenAIError, serviceUnavailable } from './openai-errors.js';
 import type { ExplicitSampling, SamplingDefaults } from './sampling.js';
 import type { AdapterRoute, TenantRouting } from './tenant-routing.js';
-import type { RecordedTurn, TurnRecorder } from './turn-recorder.js';
+import type { PreparedTurn, RecordedTurn, TurnRecorder, TurnRequest } from './turn-recorder.js';
 
 export interface ChatDeps {
   upstream: EngineUpstream;
@@ -59,6 +59,11 @@ export interface ChatTurn {
    * one), and that policy's version read before the engine was asked. Its turns record that version.
    */
   route: AdapterRoute | null;
+  /**
+   * For a main turn: its identity and the turn it continues, looked up while the engine answers
+   * (`TurnRecorder.prepare`); null when the recorder does not prepare.
+   */
+  prepared: PreparedTurn | null;
   /** Aborted when the client disconnects before its response completed. */
   clientSignal: AbortSignal;
   /** `process.hrtime.bigint()` when the request arrived. */
@@ -101,6 +106,29 @@ async function routedVersion(deps: ChatDeps, route: AdapterRoute, named: number 
   return after === null || after === undefined ? route.versionBefore : Math.min(route.versionBefore, after);
 }
 
+/** What a main turn's record takes from its request: its session, its messages as recorded, its tools. */
+export function turnRequestOf(turn: Pick<ChatTurn, 'images' | 'request'>, sessionId: string): TurnRequest {
+  return {
+    sessionId,
+    messages: normaliseMessagesForTemplate(turn.images.refMessages as ChatMessage[]),
+    tools: turn.request.tools ?? null,
+  };
+}
+
+/**
+ * Begins a main turn's lookup (its identity, the turn it continues) so that it runs while the engine answers;
+ * null for a side turn or a recorder that does not prepare.
+ */
+export function prepareMainTurn(
+  deps: ChatDeps,
+  turn: Pick<ChatTurn, 'images' | 'request' | 'identity' | 'main'>,
+): PreparedTurn | null {
+  const { identity } = turn;
+  if (!turn.main || identity.source === 'none' || !deps.recorder.prepare) return null;
+  const legacySessionId = identity.source === 'derived' ? identity.legacySessionId : null;
+  return deps.recorder.prepare(turnRequestOf(turn, identity.sessionId), { legacySessionId });
+}
+
 /**
  * Writes the turn to the sample store and hands it to its session workflow. Throws the error the client
  * should get when that fails: the response must not complete without its turn.
@@ -133,12 +161,13 @@ export async function recordMainTurn(
         ));
     if (policyVersion === null) throw new Error('the engine reports no weight version');
     const recordStarted = performance.now();
+    const request = turn.prepared?.request ?? turnRequestOf(turn, sessionId);
     const recorded = await deps.recorder.record(
       {
         sessionId,
         model: captured.turn.model || turn.request.model || '',
-        messages: normaliseMessagesForTemplate(turn.images.refMessages as ChatMessage[]),
-        tools: turn.request.tools ?? null,
+        messages: request.messages,
+        tools: request.tools,
         response,
         promptIds,
         responseIds,
@@ -148,7 +177,7 @@ export async function recordMainTurn(
         sampling: turn.sampling.record,
         chatTemplateKwargs: turn.request.chat_template_kwargs ?? null,
       },
-      { legacySessionId, images: turn.images.images },
+      { legacySessionId, images: turn.images.images, prepared: turn.prepared },
     );
     const recordMs = performance.now() - recordStarted;
     deps.metrics.turnRecorded(recorded.duplicate ? 'duplicate' : 'recorded', recorded.pairing);

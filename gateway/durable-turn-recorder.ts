@@ -11,7 +11,14 @@ import { CONTROL_TASK_QUEUE } from '../temporal/task-queues.js';
 import type { SessionInput } from '../workflows/session-signals.js';
 import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
 import { TurnPersistence } from './turn-persistence.js';
-import type { RecordedTurn, RecordOptions, TurnDraft, TurnRecorder } from './turn-recorder.js';
+import type {
+  PreparedTurn,
+  RecordedTurn,
+  RecordOptions,
+  TurnDraft,
+  TurnRecorder,
+  TurnRequest,
+} from './turn-recorder.js';
 
 /** What every session workflow of this gateway is started with, besides its session id. */
 export type SessionSettings = Omit<SessionInput, 'sessionId' | 'carried'>;
@@ -54,6 +61,10 @@ export class DurableTurnRecorder implements TurnRecorder {
       retry: this.retry,
       outboxEntry: (ref) => turnEntry(ref, this.workflowOf(ref.sessionId)),
     });
+  }
+
+  prepare(request: TurnRequest, options: Pick<RecordOptions, 'legacySessionId'> = {}): PreparedTurn {
+    return this.persistence.prepare(request, options);
   }
 
   async record(draft: TurnDraft, options: RecordOptions = {}): Promise<RecordedTurn> {

@@ -18,6 +18,7 @@ import {
   endSessionIfAsked,
   engineRequestBody,
   keepForReplay,
+  prepareMainTurn,
   recordMainTurn,
 } from './chat-turn.js';
 import type { ClientProtocol } from './client-protocol.js';
@@ -140,10 +141,13 @@ export function protocolHandler(
       images,
       versionBefore,
       route: own,
+      prepared: null,
       clientSignal,
       startedAt: context.startedAt,
       log: request.log.child({ sessionId: identity.sessionId, turnType: main ? 'main' : 'side' }),
     };
+    // Looked up while the engine answers: after the answer only the record's own write is left.
+    turn.prepared = prepareMainTurn(deps, turn);
     try {
       if (chat.stream) await relayStream(deps, turn, reply);
       else await answerOnce(deps, turn, reply);

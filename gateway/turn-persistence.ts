@@ -3,8 +3,9 @@
 // with its outbox entry, and indexed by its reply so that the request that keeps the reply finds it. A constant
 // number of store operations per turn, whatever the session's length: at most two reads to find the turn this
 // one continues, and one create-if-absent that writes the record with its entry and its two index entries (a
-// read, a re-queue and the index again when it was already there). Nothing here talks to Temporal: the relay
-// delivers the entry (outbox-relay.ts).
+// read, a re-queue and the index again when it was already there). The reads and the conversation's hash depend
+// on the request alone, so the gateway begins them while the engine answers (`prepare`); after the answer only
+// the write is left. Nothing here talks to Temporal: the relay delivers the entry (outbox-relay.ts).
 
 import { z } from 'zod';
 import { turnSampleId } from '../core/sample-id.js';
@@ -13,13 +14,22 @@ import type { TurnPointer, TurnRef } from '../core/types.js';
 import type { OutboxEntry } from '../store/outbox.js';
 import type { AlongsideWrite, SampleStore } from '../store/sample-store.js';
 import {
+  type ConversationIdentity,
   conversationIdentity,
   type ReplyKeys,
   replyKeysOfTurn,
   turnDigest,
 } from './conversation-identity.js';
 import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
-import type { Pairing, RecordedTurn, RecordOptions, TurnDraft } from './turn-recorder.js';
+import type {
+  Found,
+  PreparedTurn,
+  RecordedTurn,
+  RecordOptions,
+  TurnDraft,
+  TurnLookup,
+  TurnRequest,
+} from './turn-recorder.js';
 
 /** Store data is a boundary too: an index entry that does not parse is ignored, not trusted. */
 const turnPointerSchema = z.object({
@@ -59,19 +69,24 @@ export class TurnPersistence {
     this.clock = options.clock ?? (() => new Date());
   }
 
+  /**
+   * What recording a turn needs from its request alone: the conversation's identity (a hash over every message)
+   * and the turn it continues (up to four store reads), begun while the engine answers so that neither waits
+   * after the answer. Never rejects: on failure `persist` does the work itself.
+   */
+  prepare(request: TurnRequest, options: Pick<RecordOptions, 'legacySessionId'> = {}): PreparedTurn {
+    const lookup = (async () => {
+      // After the current turn of the event loop: the engine request this turn is sending leaves first.
+      await new Promise((resolve) => setImmediate(resolve));
+      const identity = conversationIdentity(request.messages, request.tools);
+      return { identity, ...(await this.continued(request.sessionId, identity, options.legacySessionId)) };
+    })().catch(() => null);
+    return { request, lookup };
+  }
+
   async persist(given: TurnDraft, options: RecordOptions = {}): Promise<RecordedTurn> {
-    const identity = conversationIdentity(given.messages, given.tools);
-    let draft = given;
-    let found = await this.findContinued(draft.sessionId, identity.kept);
-    const legacy = options.legacySessionId;
-    if (found.pairing === 'unmatched' && legacy && legacy !== draft.sessionId) {
-      // A conversation begun under an older derived id: it continues there, where the turn it keeps is.
-      const before = await this.findContinued(legacy, identity.kept);
-      if (before.pointer !== null) {
-        draft = { ...draft, sessionId: legacy };
-        found = before;
-      }
-    }
+    const { identity, sessionId, found } = await this.lookupFor(given, options);
+    const draft = sessionId === given.sessionId ? given : { ...given, sessionId };
     const digest = turnDigest(identity.prefixHash, draft.response, draft.responseIds);
     const record: TurnRecord = {
       ...draft,
@@ -110,11 +125,44 @@ export class TurnPersistence {
     return { ref: turnRefOf(record), duplicate: false, pairing: found.pairing };
   }
 
-  /** The turn whose reply this request keeps: by reply and exact prefix, else by reply alone. */
-  private async findContinued(
+  /**
+   * The request's identity and the turn it continues: as prepared when the draft is that request's, except that
+   * a turn not found then is looked for again (another gateway's record may have become visible meanwhile).
+   */
+  private async lookupFor(draft: TurnDraft, options: RecordOptions): Promise<TurnLookup> {
+    const prepared = options.prepared;
+    const lookup =
+      prepared &&
+      prepared.request.sessionId === draft.sessionId &&
+      prepared.request.messages === draft.messages &&
+      prepared.request.tools === draft.tools
+        ? await prepared.lookup
+        : null;
+    const identity = lookup?.identity ?? conversationIdentity(draft.messages, draft.tools);
+    if (lookup && lookup.found.pairing !== 'unmatched') return lookup;
+    return { identity, ...(await this.continued(draft.sessionId, identity, options.legacySessionId)) };
+  }
+
+  /**
+   * The turn this request continues, in its session or else in the older-form session it may have begun in
+   * (where the turn is then recorded).
+   */
+  private async continued(
     sessionId: string,
-    kept: ReplyKeys | null,
-  ): Promise<{ pointer: TurnPointer | null; pairing: Pairing }> {
+    identity: ConversationIdentity,
+    legacy: string | null | undefined,
+  ): Promise<{ sessionId: string; found: Found }> {
+    const found = await this.findContinued(sessionId, identity.kept);
+    if (found.pairing === 'unmatched' && legacy && legacy !== sessionId) {
+      // A conversation begun under an older derived id: it continues there, where the turn it keeps is.
+      const before = await this.findContinued(legacy, identity.kept);
+      if (before.pointer !== null) return { sessionId: legacy, found: before };
+    }
+    return { sessionId, found };
+  }
+
+  /** The turn whose reply this request keeps: by reply and exact prefix, else by reply alone. */
+  private async findContinued(sessionId: string, kept: ReplyKeys | null): Promise<Found> {
     if (kept === null) return { pointer: null, pairing: 'none' };
     const exact = await this.readPointer(continuationIndexKey(sessionId, kept.continuationKey));
     if (exact) return { pointer: exact, pairing: 'continuation' };

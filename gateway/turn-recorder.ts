@@ -3,7 +3,8 @@
 
 import type { ImageDigest, StoredImage } from '../core/image-parts.js';
 import type { TurnRecord } from '../core/turn-record.js';
-import type { TurnRef } from '../core/types.js';
+import type { TurnPointer, TurnRef } from '../core/types.js';
+import type { ConversationIdentity } from './conversation-identity.js';
 
 /** Everything a turn record holds except what the recorder decides: its identity, pairing and time. */
 export type TurnDraft = Omit<TurnRecord, 'turn' | 'sampleId' | 'prefixHash' | 'continues' | 'recordedAt'>;
@@ -23,6 +24,36 @@ export interface RecordedTurn {
   pairing: Pairing;
 }
 
+/** The turn a request continues, and how it was found. */
+export interface Found {
+  pointer: TurnPointer | null;
+  pairing: Pairing;
+}
+
+/** A request's identity and the turn it continues. */
+export interface TurnLookup {
+  identity: ConversationIdentity;
+  /** The session the turn is recorded in (an older-form session where the conversation began there). */
+  sessionId: string;
+  found: Found;
+}
+
+/** What a turn's record takes from its request alone. */
+export interface TurnRequest {
+  sessionId: string;
+  messages: TurnDraft['messages'];
+  tools: TurnDraft['tools'];
+}
+
+/**
+ * A lookup begun while the engine answers (`TurnRecorder.prepare`); its lookup is null when it failed. `record`
+ * uses it for a draft with that very request's session, messages and tools (the same objects).
+ */
+export interface PreparedTurn {
+  request: TurnRequest;
+  lookup: Promise<TurnLookup | null>;
+}
+
 export interface RecordOptions {
   /**
    * Another session the conversation may have begun in (a derived id of an older form): when the turn this one
@@ -31,9 +62,16 @@ export interface RecordOptions {
   legacySessionId?: string | null;
   /** The bytes of the images the draft's `image_ref` parts name: stored before the record that names them. */
   images?: ReadonlyMap<ImageDigest, StoredImage>;
+  /** What `prepare` began for this request. */
+  prepared?: PreparedTurn | null;
 }
 
 export interface TurnRecorder {
+  /**
+   * Begins what recording needs from the request alone (its identity, the turn it continues), so that it runs
+   * while the engine answers rather than after; pass the result to `record` in `options.prepared`.
+   */
+  prepare?(request: TurnRequest, options?: Pick<RecordOptions, 'legacySessionId'>): PreparedTurn;
   record(draft: TurnDraft, options?: RecordOptions): Promise<RecordedTurn>;
   /** The client said the session is over (`X-Session-Done`). */
   endSession(sessionId: string): Promise<void>;

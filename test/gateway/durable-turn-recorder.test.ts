@@ -175,6 +175,46 @@ describe('DurableTurnRecorder', () => {
     expect(unknown.ref.continues).toBeNull();
   });
 
+  it('looks up the continued turn while the engine answers, and again when it was not there yet', async () => {
+    // The gateway begins a main turn's lookup when it sends the request to the engine, so after the answer only
+    // the write is left. What goes wrong without care: a turn another gateway recorded meanwhile (its files
+    // appearing while this engine answered) would be missed, or a lookup made for one request used for another.
+    const sessionId = uniqueSessionId('prep');
+    const [here, other] = [recorder(), recorder()];
+    const opening: ChatMessage[] = [{ role: 'user', content: 'q1' }];
+    const next = (reply: string): ChatMessage[] => [
+      ...opening,
+      { role: 'assistant', content: reply },
+      { role: 'user', content: 'q2' },
+    ];
+    const t1 = await here.record(draft(sessionId, opening, 'a1'));
+
+    // Prepared, then recorded: the reads were made before the record, which only writes (the record, counted
+    // with its two index entries).
+    const messages = next('a1');
+    const prepared = here.prepare({ sessionId, messages, tools: null });
+    await prepared.lookup;
+    const before = store.operations;
+    const t2 = await here.record(draft(sessionId, messages, 'a2'), { prepared });
+    expect(store.operations - before).toBe(3);
+    expect(t2.pairing).toBe('continuation');
+    expect(t2.ref.continues?.sampleId).toBe(t1.ref.sampleId);
+
+    // The turn it continues is recorded by another gateway while this one's engine answers: found all the same.
+    const branch = next('b1');
+    const early = here.prepare({ sessionId, messages: branch, tools: null });
+    expect((await early.lookup)?.found.pairing).toBe('unmatched');
+    const b1 = await other.record(draft(sessionId, opening, 'b1', [8]));
+    const b2 = await here.record(draft(sessionId, branch, 'b2'), { prepared: early });
+    expect(b2.pairing).toBe('continuation');
+    expect(b2.ref.continues?.sampleId).toBe(b1.ref.sampleId);
+
+    // A lookup prepared for other messages is not used: the record looks up its own.
+    const stale = here.prepare({ sessionId, messages: next('b1'), tools: null });
+    const own = await here.record(draft(sessionId, next('a1'), 'a2-again', [11]), { prepared: stale });
+    expect(own.ref.continues?.sampleId).toBe(t1.ref.sampleId);
+  });
+
   it('does a constant number of store operations per turn, however long the session', async () => {
     const sessionId = uniqueSessionId('ops');
     const persistence = recorder().persistence;
