@@ -3,6 +3,7 @@
 //   npx tsx bench/gateway-overhead.ts [--engine reference|vllm] [--rounds1 50] [--rounds8 3] [--rounds32 3]
 //                                      [--perLane 2] [--maxTokens 16] [--settleMs 20] [--settle32Ms 300]
 //                                      [--yieldMs 2000] [--journal 1] [--poolSize 20]
+//                                      [--clients inline|process]
 //   npm run bench:gateway
 //
 // Starts a Temporal dev server, the policy engine (the reference engine with --trainer, or vLLM with the
@@ -19,12 +20,15 @@
 // Non-streaming latency, streaming time to first token and streaming time to `[DONE]`, at concurrency 1
 // (variants and modes interleaved request by request), 8 and 32 (block by block), in a seeded shuffled order,
 // each request (c1) or block starting once the outboxes are empty and the control workers idle, so the session
-// workflows a main turn starts are not charged to the request that happens to follow it. Prints medians,
+// workflows a main turn starts are not charged to the request that happens to follow it. The clients send from
+// this process, whose event loop the gateways share (the figures recorded so far), or with `--clients process`
+// from a process of their own (support/client-process.ts), as real clients do. Prints medians,
 // p99s, ratios and differences, the durable write and the delivery lag (entry durable -> session workflow
 // accepted the signal); never passes or fails on time.
 
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
-import { timedChat } from './support/chat-client.js';
+import { type ChatTiming, timedChat } from './support/chat-client.js';
+import { ClientProcess, type PlannedChat } from './support/client-process.js';
 import { reportLoad } from './support/machine-load.js';
 import { type BenchGateway, type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
@@ -34,7 +38,6 @@ import {
   p99,
   printTable,
   ratio,
-  runConcurrently,
   seededRandom,
   shuffled,
   signedMs,
@@ -42,6 +45,9 @@ import {
 } from './support/stats.js';
 
 const engineKind = stringOption('engine', 'reference');
+/** `--clients inline` (default): requests are sent from this process; `process`: from a process of their own. */
+const clientsWhere = stringOption('clients', 'inline');
+if (clientsWhere !== 'process' && clientsWhere !== 'inline') throw new Error(`--clients ${clientsWhere}?`);
 const options = intOptions(
   {
     rounds1: 50,
@@ -78,12 +84,11 @@ const MESSAGES = [
 
 let stack = null as Stack | null;
 stopOnSignal(() => stack);
+let clients = null as ClientProcess | null;
 let sessionCounter = 0;
 
-function request(
-  variant: Variant,
-  mode: Mode,
-): Promise<{ totalMs: number; ttftMs: number; content: string }> {
+/** The request a variant sends in a mode: where, with what body and headers. */
+function plannedRequest(variant: Variant, mode: Mode): PlannedChat {
   if (!stack?.file || !stack.postgres) throw new Error('stack not started');
   const stream = mode === 'stream';
   const body: Record<string, unknown> = {
@@ -95,20 +100,25 @@ function request(
     ignore_eos: true,
     stream,
   };
-  const chat = (gateway: BenchGateway, headers: Record<string, string>) =>
-    timedChat(`${gateway.gateway.url}/v1/chat/completions`, body, headers);
+  const chat = (gateway: BenchGateway, headers: Record<string, string>): PlannedChat => ({
+    url: `${gateway.gateway.url}/v1/chat/completions`,
+    body,
+    headers,
+  });
   const session = { 'x-session-id': `bench-${process.pid}-${sessionCounter++}` };
+  const engineUrl = `${stack.engine.url}/v1/chat/completions`;
   switch (variant) {
     case 'direct':
-      return timedChat(`${stack.engine.url}/v1/chat/completions`, body);
+      return { url: engineUrl, body, headers: {} };
     case 'direct+rl':
-      return timedChat(
-        `${stack.engine.url}/v1/chat/completions`,
-        stack.adapter.chatBody(
+      return {
+        url: engineUrl,
+        body: stack.adapter.chatBody(
           { ...body, ...(stream ? { stream_options: { include_usage: true } } : {}) },
           { capture: true },
         ),
-      );
+        headers: {},
+      };
     case 'gateway side':
       return chat(stack.file, { 'x-turn-type': 'side' });
     case 'main file':
@@ -116,6 +126,19 @@ function request(
     case 'main postgres':
       return chat(stack.postgres, session);
   }
+}
+
+/** Runs the lanes of requests concurrently (each lane's in order) from the clients' process, or from this one. */
+async function runLanes(lanes: PlannedChat[][]): Promise<ChatTiming[]> {
+  if (clients) return (await clients.run(lanes)).flat();
+  const timings = await Promise.all(
+    lanes.map(async (lane) => {
+      const out: ChatTiming[] = [];
+      for (const chat of lane) out.push(await timedChat(chat.url, chat.body, chat.headers));
+      return out;
+    }),
+  );
+  return timings.flat();
 }
 
 function emptySamples(): Record<Variant, Samples> {
@@ -149,12 +172,17 @@ async function watchingLoop(samples: Samples, work: () => Promise<void>): Promis
   }
 }
 
-async function one(samples: Samples, variant: Variant, mode: Mode): Promise<void> {
-  const t = await request(variant, mode);
-  if (mode === 'json') samples.json.push(t.totalMs);
-  else {
-    samples.ttft.push(t.ttftMs);
-    samples.streamTotal.push(t.totalMs);
+/** Runs `lanes` lanes of `perLane` requests of a variant and mode, and keeps their timings. */
+async function block(samples: Samples, variant: Variant, mode: Mode, lanes: number, perLane: number) {
+  const plan = Array.from({ length: lanes }, () =>
+    Array.from({ length: perLane }, () => plannedRequest(variant, mode)),
+  );
+  for (const t of await runLanes(plan)) {
+    if (mode === 'json') samples.json.push(t.totalMs);
+    else {
+      samples.ttft.push(t.ttftMs);
+      samples.streamTotal.push(t.totalMs);
+    }
   }
 }
 
@@ -167,7 +195,7 @@ async function measureSequential(rounds: number): Promise<Record<Variant, Sample
   const samples = emptySamples();
   for (let round = 0; round < rounds; round++) {
     for (const { variant, mode } of shuffled(PAIRS, random)) {
-      await watchingLoop(samples[variant], () => one(samples[variant], variant, mode));
+      await watchingLoop(samples[variant], () => block(samples[variant], variant, mode, 1, 1));
       settledMs += (await stack?.settle(options.settleMs)) ?? 0;
     }
   }
@@ -187,9 +215,7 @@ async function measureConcurrent(
   for (let round = 0; round < rounds; round++) {
     for (const { variant, mode } of shuffled(PAIRS, random)) {
       settledMs += (await stack?.settle(options.settle32Ms)) ?? 0;
-      await watchingLoop(samples[variant], () =>
-        runConcurrently(c * perLane, c, () => one(samples[variant], variant, mode)),
-      );
+      await watchingLoop(samples[variant], () => block(samples[variant], variant, mode, c, perLane));
     }
   }
   return samples;
@@ -317,9 +343,10 @@ async function main(): Promise<void> {
       store: { outboxYieldMs: options.yieldMs, journal: options.journal === 1, poolSize: options.poolSize },
     },
   });
+  if (clientsWhere === 'process') clients = await ClientProcess.start();
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   console.log(
-    `parameters: max_tokens ${options.maxTokens} (ignore_eos), seed ${options.seed}, temperature 1; ` +
+    `parameters: clients ${clientsWhere === 'process' ? 'in a process of their own' : "in the gateways' process"}; max_tokens ${options.maxTokens} (ignore_eos), seed ${options.seed}, temperature 1; ` +
       `concurrency 1: ${options.rounds1} rounds; concurrency 8: ${options.rounds8} rounds x ` +
       `${8 * options.perLane} requests per block; concurrency 32: ${options.rounds32} rounds x ` +
       `${32 * options.perLane} requests per block; settle: outboxes empty and control workers idle ` +
@@ -328,7 +355,9 @@ async function main(): Promise<void> {
   );
 
   // Same output on every path (same seed), so every path does the same engine work.
-  const outputs = await Promise.all(VARIANTS.map((v) => request(v, 'json')));
+  const outputs = await Promise.all(
+    VARIANTS.map(async (v) => (await runLanes([[plannedRequest(v, 'json')]]))[0] as ChatTiming),
+  );
   const identical = outputs.every((o) => o.content === outputs[0]?.content);
   console.log(
     `same output on all five paths: ${identical ? 'yes' : 'NO'} (${JSON.stringify(outputs[0]?.content)})`,
@@ -359,6 +388,7 @@ const loadAtEnd = reportLoad('gateway bench');
 try {
   await main();
 } finally {
+  clients?.close();
   await stack?.close();
 }
 loadAtEnd();

@@ -3,6 +3,7 @@
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
 //                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
 //                                   [--patterns new,follow] [--yieldMs 2000] [--journal 1] [--poolSize 20]
+//                                   [--clients inline|process]
 //
 //   npm run bench:ingest
 //
@@ -20,11 +21,15 @@
 // the outboxes are empty and the control workers idle for `settleMs`, and the time that took after a main block
 // is the drain (deliveries, session workflows, and for follow the scoring, the block left behind). Afterwards
 // the histories of up to `historySessions` sessions of each store's last c32 main block show how long after
-// the client got its response the session workflow had taken the turn in. Figures only; never passes or fails.
+// the client got its response the session workflow had taken the turn in. The clients send from this process,
+// whose event loop the gateways, relays and control workers share (the figures recorded so far), or with
+// `--clients process` from a process of their own (support/client-process.ts), as real clients do. Figures only;
+// never passes or fails.
 
 import { LOCAL_TENANT, scopedSessionId } from '../core/tenant.js';
 import { sessionWorkflowId } from '../temporal/workflow-ids.js';
 import { type ChatTiming, packingConversation, timedChat } from './support/chat-client.js';
+import { ClientProcess, type PlannedChat } from './support/client-process.js';
 import { signalDeliveries } from './support/history.js';
 import { reportLoad } from './support/machine-load.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
@@ -94,8 +99,13 @@ const emptyCell = (): Cell => ({
   lastMain: { file: new Map(), postgres: new Map() },
 });
 
+/** `--clients inline` (default): requests are sent from this process; `process`: from a process of their own. */
+const clientsWhere = stringOption('clients', 'inline');
+if (clientsWhere !== 'process' && clientsWhere !== 'inline') throw new Error(`--clients ${clientsWhere}?`);
+
 let stack = null as Stack | null;
 stopOnSignal(() => stack);
+let clients = null as ClientProcess | null;
 let blockCounter = 0;
 
 const storeOf = (kind: Kind): 'file' | 'postgres' | null =>
@@ -110,40 +120,46 @@ async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count
   const url = `${lane.gateway.url}/v1/chat/completions`;
   const block = blockCounter++;
   const perLane = Math.ceil(count / concurrency);
+  const plan: PlannedChat[][] = Array.from({ length: concurrency }, (_, laneIndex) => {
+    const lane: PlannedChat[] = [];
+    for (let i = 0; i < perLane && laneIndex * perLane + i < count; i++) {
+      const turn = pattern === 'new' ? 1 : (i % options.sessionTurns) + 1;
+      const session =
+        pattern === 'new'
+          ? `ingest-${process.pid}-b${block}-l${laneIndex}-${i}`
+          : `ingest-${process.pid}-b${block}-l${laneIndex}-s${Math.floor(i / options.sessionTurns)}`;
+      const headers: Record<string, string> = { 'x-session-id': session };
+      if (kind === 'side') headers['x-turn-type'] = 'side';
+      const body = {
+        model: 'tiny',
+        messages: packingConversation(turn),
+        max_tokens: options.maxTokens,
+        temperature: 1,
+        seed: i,
+      };
+      lane.push({ url, body, headers });
+    }
+    return lane;
+  });
+  const started = performance.now();
+  const timings = await runLanes(plan);
+  const wallMs = performance.now() - started;
   const latencies: number[] = [];
   const completions = new Map<string, number[]>();
-  const started = performance.now();
-  await Promise.all(
-    Array.from({ length: concurrency }, async (_, laneIndex) => {
-      for (let i = 0; i < perLane && laneIndex * perLane + i < count; i++) {
-        const turn = pattern === 'new' ? 1 : (i % options.sessionTurns) + 1;
-        const session =
-          pattern === 'new'
-            ? `ingest-${process.pid}-b${block}-l${laneIndex}-${i}`
-            : `ingest-${process.pid}-b${block}-l${laneIndex}-s${Math.floor(i / options.sessionTurns)}`;
-        const headers: Record<string, string> = { 'x-session-id': session };
-        if (kind === 'side') headers['x-turn-type'] = 'side';
-        const timing: ChatTiming = await timedChat(
-          url,
-          {
-            model: 'tiny',
-            messages: packingConversation(turn),
-            max_tokens: options.maxTokens,
-            temperature: 1,
-            seed: i,
-          },
-          headers,
-        );
-        latencies.push(timing.totalMs);
-        if (store) {
-          const list = completions.get(session) ?? [];
-          list.push(timing.completedAt);
-          completions.set(session, list);
-        }
+  plan.forEach((lane, laneIndex) => {
+    lane.forEach((chat, i) => {
+      const timing = timings[laneIndex]?.[i];
+      if (!timing) throw new Error('a request of the block has no timing');
+      latencies.push(timing.totalMs);
+      if (store) {
+        const session = chat.headers['x-session-id'] as string;
+        const list = completions.get(session) ?? [];
+        list.push(timing.completedAt);
+        completions.set(session, list);
       }
-    }),
-  );
-  cell.blocks[kind].push({ latencies, wallMs: performance.now() - started, count: latencies.length });
+    });
+  });
+  cell.blocks[kind].push({ latencies, wallMs: wallMs, count: latencies.length });
   // The next block starts once the outboxes are empty and the workers have finished what this one started.
   const drained = await stack.settle(options.settleMs, options.settleCapMs);
   if (store) {
@@ -152,6 +168,18 @@ async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count
     cell.drainMs[store].push(drained);
     cell.lastMain[store] = completions;
   }
+}
+
+/** Runs the lanes concurrently (each lane's requests in order) from the clients' process, or from this one. */
+async function runLanes(lanes: PlannedChat[][]): Promise<ChatTiming[][]> {
+  if (clients) return clients.run(lanes);
+  return Promise.all(
+    lanes.map(async (lane) => {
+      const out: ChatTiming[] = [];
+      for (const chat of lane) out.push(await timedChat(chat.url, chat.body, chat.headers));
+      return out;
+    }),
+  );
 }
 
 async function measure(pattern: Pattern, concurrency: number, count: number): Promise<Cell> {
@@ -214,14 +242,18 @@ async function main(): Promise<void> {
       store: { outboxYieldMs: options.yieldMs, journal: options.journal === 1, poolSize: options.poolSize },
     },
   });
+  if (clientsWhere === 'process') clients = await ClientProcess.start();
   console.log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s`);
-  const levels: [number, number][] = [
-    [1, options.turns1],
-    [8, options.turns8],
-    [32, options.turns32],
-  ];
+  // A level with no turns (`--turns1 0`) is left out.
+  const levels = (
+    [
+      [1, options.turns1],
+      [8, options.turns8],
+      [32, options.turns32],
+    ] as [number, number][]
+  ).filter(([, count]) => count > 0);
   console.log(
-    `parameters: non-streaming, max_tokens ${options.maxTokens}; turns per block ` +
+    `parameters: clients ${clientsWhere === 'process' ? 'in a process of their own' : "in the gateways' process"}; non-streaming, max_tokens ${options.maxTokens}; turns per block ` +
       `${levels.map(([c, n]) => `c${c}: ${n}`).join(', ')}; ${options.rounds} rounds of (side, main file, ` +
       `main postgres) blocks; follow pattern: ${options.sessionTurns} turns per session; relays yield ` +
       `${options.yieldMs} ms to serving; file store journal ${options.journal === 1 ? 'on' : 'off'}; PostgreSQL pool ${options.poolSize}; each block starts ` +
@@ -309,6 +341,7 @@ const loadAtEnd = reportLoad('ingestion bench');
 try {
   await main();
 } finally {
+  clients?.close();
   await stack?.close();
 }
 loadAtEnd();
