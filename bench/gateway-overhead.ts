@@ -27,8 +27,8 @@
 // accepted the signal); never passes or fails on time.
 
 import { createHistogram, type RecordableHistogram } from 'node:perf_hooks';
-import { type ChatTiming, timedChat } from './support/chat-client.js';
-import { ClientProcess, type PlannedChat } from './support/client-process.js';
+import { type ChatTiming, type PlannedChat, runChatLanes } from './support/chat-client.js';
+import { ClientProcess } from './support/client-process.js';
 import { reportLoad } from './support/machine-load.js';
 import { type BenchGateway, type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
@@ -130,15 +130,7 @@ function plannedRequest(variant: Variant, mode: Mode): PlannedChat {
 
 /** Runs the lanes of requests concurrently (each lane's in order) from the clients' process, or from this one. */
 async function runLanes(lanes: PlannedChat[][]): Promise<ChatTiming[]> {
-  if (clients) return (await clients.run(lanes)).flat();
-  const timings = await Promise.all(
-    lanes.map(async (lane) => {
-      const out: ChatTiming[] = [];
-      for (const chat of lane) out.push(await timedChat(chat.url, chat.body, chat.headers));
-      return out;
-    }),
-  );
-  return timings.flat();
+  return (await (clients ? clients.run(lanes) : runChatLanes(lanes))).flat();
 }
 
 function emptySamples(): Record<Variant, Samples> {

@@ -28,8 +28,13 @@
 
 import { LOCAL_TENANT, scopedSessionId } from '../core/tenant.js';
 import { sessionWorkflowId } from '../temporal/workflow-ids.js';
-import { type ChatTiming, packingConversation, timedChat } from './support/chat-client.js';
-import { ClientProcess, type PlannedChat } from './support/client-process.js';
+import {
+  type ChatTiming,
+  type PlannedChat,
+  packingConversation,
+  runChatLanes,
+} from './support/chat-client.js';
+import { ClientProcess } from './support/client-process.js';
 import { signalDeliveries } from './support/history.js';
 import { reportLoad } from './support/machine-load.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
@@ -54,6 +59,9 @@ const patterns = stringOption('patterns', PATTERNS.join(','))
     if (!(PATTERNS as readonly string[]).includes(name)) throw new Error(`unknown pattern ${name}`);
     return name as Pattern;
   });
+/** `--clients inline` (default): requests are sent from this process; `process`: from a process of their own. */
+const clientsWhere = stringOption('clients', 'inline');
+if (clientsWhere !== 'process' && clientsWhere !== 'inline') throw new Error(`--clients ${clientsWhere}?`);
 const options = intOptions(
   {
     turns1: 40,
@@ -98,10 +106,6 @@ const emptyCell = (): Cell => ({
   drainMs: { file: [], postgres: [] },
   lastMain: { file: new Map(), postgres: new Map() },
 });
-
-/** `--clients inline` (default): requests are sent from this process; `process`: from a process of their own. */
-const clientsWhere = stringOption('clients', 'inline');
-if (clientsWhere !== 'process' && clientsWhere !== 'inline') throw new Error(`--clients ${clientsWhere}?`);
 
 let stack = null as Stack | null;
 stopOnSignal(() => stack);
@@ -172,14 +176,7 @@ async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count
 
 /** Runs the lanes concurrently (each lane's requests in order) from the clients' process, or from this one. */
 async function runLanes(lanes: PlannedChat[][]): Promise<ChatTiming[][]> {
-  if (clients) return clients.run(lanes);
-  return Promise.all(
-    lanes.map(async (lane) => {
-      const out: ChatTiming[] = [];
-      for (const chat of lane) out.push(await timedChat(chat.url, chat.body, chat.headers));
-      return out;
-    }),
-  );
+  return clients ? clients.run(lanes) : runChatLanes(lanes);
 }
 
 async function measure(pattern: Pattern, concurrency: number, count: number): Promise<Cell> {

@@ -84,6 +84,24 @@ export async function timedChat(
   return { totalMs: now() - started, ttftMs, content, completedAt: Date.now() };
 }
 
+/** One request of a lane: where, with what body and headers. */
+export interface PlannedChat {
+  url: string;
+  body: Record<string, unknown>;
+  headers: Record<string, string>;
+}
+
+/** Runs the lanes concurrently, each lane's requests one after another; each lane's timings in its order. */
+export function runChatLanes(lanes: readonly PlannedChat[][]): Promise<ChatTiming[][]> {
+  return Promise.all(
+    lanes.map(async (lane) => {
+      const timings: ChatTiming[] = [];
+      for (const chat of lane) timings.push(await timedChat(chat.url, chat.body, chat.headers));
+      return timings;
+    }),
+  );
+}
+
 /** A conversation of `turn` user messages (the assistant answered all but the last), as a client resends it. */
 export function packingConversation(turn: number): Record<string, string>[] {
   const messages: Record<string, string>[] = [{ role: 'system', content: 'You are a concise assistant.' }];

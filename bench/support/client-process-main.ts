@@ -1,18 +1,11 @@
 // The child of client-process.ts: runs the blocks it is sent and answers with their timings.
 
-import { type ChatTiming, timedChat } from './chat-client.js';
+import { runChatLanes } from './chat-client.js';
 import type { ClientBlock, ClientBlockResult } from './client-process.js';
 
 async function runBlock(block: ClientBlock): Promise<ClientBlockResult> {
   try {
-    const lanes = await Promise.all(
-      block.lanes.map(async (lane) => {
-        const timings: ChatTiming[] = [];
-        for (const chat of lane) timings.push(await timedChat(chat.url, chat.body, chat.headers));
-        return timings;
-      }),
-    );
-    return { id: block.id, lanes };
+    return { id: block.id, lanes: await runChatLanes(block.lanes) };
   } catch (error) {
     return { id: block.id, error: String(error) };
   }

@@ -6,14 +6,7 @@
 // sends back every request's timing.
 
 import { type ChildProcess, fork } from 'node:child_process';
-import type { ChatTiming } from './chat-client.js';
-
-/** One request of a lane. */
-export interface PlannedChat {
-  url: string;
-  body: Record<string, unknown>;
-  headers: Record<string, string>;
-}
+import type { ChatTiming, PlannedChat } from './chat-client.js';
 
 /** What the parent sends: lanes of requests, run concurrently, each lane's in order. */
 export interface ClientBlock {

@@ -73,6 +73,14 @@ describe('DurableTurnRecorder', () => {
     chatTemplateKwargs: null,
   });
 
+  /** A first question, and the conversation that keeps its answer `reply` and asks the next. */
+  const opening: ChatMessage[] = [{ role: 'user', content: 'q1' }];
+  const next = (reply: string): ChatMessage[] => [
+    ...opening,
+    { role: 'assistant', content: reply },
+    { role: 'user', content: 'q2' },
+  ];
+
   it('gives the same request and response one id on every gateway, and another response another id', async () => {
     const sessionId = uniqueSessionId('rec');
     sessions.push(sessionId);
@@ -110,12 +118,6 @@ describe('DurableTurnRecorder', () => {
     const [legacy, current] = [uniqueSessionId('legacy'), uniqueSessionId('current')];
     sessions.push(legacy, current);
     const persistence = recorder().persistence;
-    const opening: ChatMessage[] = [{ role: 'user', content: 'q1' }];
-    const next = (reply: string): ChatMessage[] => [
-      ...opening,
-      { role: 'assistant', content: reply },
-      { role: 'user', content: 'q2' },
-    ];
     const before = await persistence.persist(draft(legacy, opening, 'a1'));
     const after = await persistence.persist(draft(current, next('a1'), 'a2'), { legacySessionId: legacy });
     expect(after.ref).toMatchObject({ sessionId: legacy, continues: { sampleId: before.ref.sampleId } });
@@ -181,12 +183,6 @@ describe('DurableTurnRecorder', () => {
     // appearing while this engine answered) would be missed, or a lookup made for one request used for another.
     const sessionId = uniqueSessionId('prep');
     const [here, other] = [recorder(), recorder()];
-    const opening: ChatMessage[] = [{ role: 'user', content: 'q1' }];
-    const next = (reply: string): ChatMessage[] => [
-      ...opening,
-      { role: 'assistant', content: reply },
-      { role: 'user', content: 'q2' },
-    ];
     const t1 = await here.record(draft(sessionId, opening, 'a1'));
 
     // Prepared, then recorded: the reads were made before the record, which only writes (the record, counted
