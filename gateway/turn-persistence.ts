@@ -22,7 +22,7 @@ import {
 } from './conversation-identity.js';
 import { DEFAULT_RETRY, type RetryOptions, withRetry } from './retry.js';
 import type {
-  Found,
+  ContinuedTurn,
   PreparedTurn,
   RecordedTurn,
   RecordOptions,
@@ -151,7 +151,7 @@ export class TurnPersistence {
     sessionId: string,
     identity: ConversationIdentity,
     legacy: string | null | undefined,
-  ): Promise<{ sessionId: string; found: Found }> {
+  ): Promise<{ sessionId: string; found: ContinuedTurn }> {
     const found = await this.findContinued(sessionId, identity.kept);
     if (found.pairing === 'unmatched' && legacy && legacy !== sessionId) {
       // A conversation begun under an older derived id: it continues there, where the turn it keeps is.
@@ -162,7 +162,7 @@ export class TurnPersistence {
   }
 
   /** The turn whose reply this request keeps: by reply and exact prefix, else by reply alone. */
-  private async findContinued(sessionId: string, kept: ReplyKeys | null): Promise<Found> {
+  private async findContinued(sessionId: string, kept: ReplyKeys | null): Promise<ContinuedTurn> {
     if (kept === null) return { pointer: null, pairing: 'none' };
     const exact = await this.readPointer(continuationIndexKey(sessionId, kept.continuationKey));
     if (exact) return { pointer: exact, pairing: 'continuation' };

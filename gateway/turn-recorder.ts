@@ -25,7 +25,7 @@ export interface RecordedTurn {
 }
 
 /** The turn a request continues, and how it was found. */
-export interface Found {
+export interface ContinuedTurn {
   pointer: TurnPointer | null;
   pairing: Pairing;
 }
@@ -35,7 +35,7 @@ export interface TurnLookup {
   identity: ConversationIdentity;
   /** The session the turn is recorded in (an older-form session where the conversation began there). */
   sessionId: string;
-  found: Found;
+  found: ContinuedTurn;
 }
 
 /** What a turn's record takes from its request alone. */
