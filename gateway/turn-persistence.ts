@@ -172,7 +172,8 @@ export class TurnPersistence {
   }
 
   private async readPointer(key: string): Promise<TurnPointer | null> {
-    const parsed = turnPointerSchema.safeParse(await this.io(() => this.store.get(key)));
+    // An index entry is small and, for a conversation that goes on, was written moments ago.
+    const parsed = turnPointerSchema.safeParse(await this.io(() => this.store.get(key, { small: true })));
     return parsed.success ? parsed.data : null;
   }
 

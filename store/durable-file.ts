@@ -9,7 +9,7 @@
 // turns written together into the outbox folder then cost about two fsyncs of it, not thirty-two.
 
 import { randomUUID } from 'node:crypto';
-import { link, mkdir, open, rm } from 'node:fs/promises';
+import { link, mkdir, open, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
 /** Flushes a directory's entries (names added, renamed or removed) to the disk. */
@@ -119,7 +119,16 @@ export async function linkIfAbsent(temp: string, path: string): Promise<boolean>
     if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw error;
   } finally {
-    await rm(temp, { force: true });
+    await removeTemporary(temp);
+  }
+}
+
+/** Removes a temporary file, gone already or not: one unlink (rm would look at it first). */
+export async function removeTemporary(temp: string): Promise<void> {
+  try {
+    await unlink(temp);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
 }
 

@@ -2,6 +2,7 @@
 // putIfAbsent with one winner, sorted listing, keys kept inside the store, a created turn and its outbox
 // entry written together, and the outbox's per-session order and leases. The filesystem store (with and without
 // its turn journal) and the PostgreSQL store run it: test/store/*-store-contract.test.ts.
+import { readdir } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import { imageStoreKey, type StoredImage } from '../../core/image-parts.js';
 import type { TurnRef } from '../../core/types.js';
@@ -163,6 +164,35 @@ export function describeSampleStoreContract(
         ),
       ).toBe(true);
       expect(await store.get('lineage/x')).toBe(2);
+    });
+
+    it('reads a small value as any other: written, created with a turn (journaled or in its files), absent', async () => {
+      const store = await make();
+      await store.put('replies/s/old', { v: 'old' });
+      const alongside = [
+        { key: 'replies/s/old', value: { v: 'new' }, ifAbsent: false },
+        { key: 'continuations/s/c', value: { v: 'c' }, ifAbsent: true },
+      ];
+      expect(
+        await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: testTurnEntry('s', 1), alongside }),
+      ).toBe(true);
+      const small = { small: true };
+      const read = async () => [
+        await store.get('replies/s/old', small),
+        await store.get('continuations/s/c', small),
+        await store.get('continuations/s/absent', small),
+      ];
+      expect(await read()).toEqual([{ v: 'new' }, { v: 'c' }, undefined]);
+      if (!(store instanceof FileSampleStore)) return;
+      await store.openedJournal?.drain();
+      expect(await read()).toEqual([{ v: 'new' }, { v: 'c' }, undefined]);
+      // Every temporary file became a name or was removed, for a turn created and for one that was there.
+      expect(
+        await store.putIfAbsent('turns/s/1', { turn: 1 }, { outbox: testTurnEntry('s', 1), alongside }),
+      ).toBe(false);
+      await store.openedJournal?.drain();
+      const files = await readdir(store.root, { recursive: true });
+      expect(files.filter((name) => name.endsWith('.tmp'))).toEqual([]);
     });
 
     it('outbox: entries in order per session; one holder at a time; removed once delivered', async () => {
