@@ -6,7 +6,17 @@
 
 import { z } from 'zod';
 
-const tokenIds = z.array(z.number().int().min(0));
+/**
+ * Token ids, checked in one loop and kept as they came: a schema per element took 3.5 ms per response, and
+ * copied the array, for the real agent's 53k-token prompt (0.1 ms this way).
+ */
+const tokenIds = z.custom<number[]>(isTokenIds, 'expected an array of token ids (integers, 0 or more)');
+
+function isTokenIds(value: unknown): value is number[] {
+  if (!Array.isArray(value)) return false;
+  for (const id of value) if (!Number.isInteger(id) || id < 0) return false;
+  return true;
+}
 const logprobs = z
   .looseObject({
     content: z

@@ -132,6 +132,27 @@ describe('TurnCapture', () => {
   });
 });
 
+describe('the engine response schema', () => {
+  it("takes a long prompt's token ids as they are, and refuses ids that are not token ids", () => {
+    const promptIds = Array.from({ length: 53_000 }, (_, i) => (i * 7919) % 151_000);
+    const response = (ids: unknown) => ({
+      choices: [{ message: { content: 'hi' }, prompt_token_ids: ids, token_ids: [7] }],
+    });
+    const parsed = engineChatResponseSchema.parse(response(promptIds));
+    expect(parsed.choices[0]?.prompt_token_ids).toBe(promptIds);
+    for (const bad of [[1, -2], [1, 2.5], [1, '2'], '1,2', [1, null]]) {
+      const result = engineChatResponseSchema.safeParse(response(bad));
+      expect(result.success).toBe(false);
+      expect(result.error?.issues[0]).toMatchObject({
+        path: ['choices', 0, 'prompt_token_ids'],
+        message: 'expected an array of token ids (integers, 0 or more)',
+      });
+    }
+    expect(engineChatChunkSchema.safeParse({ choices: [{ token_ids: [3, -1] }] }).success).toBe(false);
+    expect(engineChatResponseSchema.safeParse(response(null)).success).toBe(true);
+  });
+});
+
 describe('what the client sees', () => {
   const parsed = parseChatRequest({ messages: [{ role: 'user', content: 'x' }], stream: true });
   if (!parsed.ok) throw parsed.error;
