@@ -22,6 +22,7 @@ import {
   type OutboxStats,
   parseOutboxEntry,
 } from './outbox.js';
+import type { TemporaryFile } from './temporary-files.js';
 
 const leaseSchema = z.object({ holder: z.string(), expiresAt: z.number() });
 type Lease = z.infer<typeof leaseSchema>;
@@ -61,7 +62,8 @@ function createdAtOfName(name: string): number {
 }
 
 export class FileOutbox implements Outbox {
-  private readonly entriesDir: string;
+  /** Where entries are (the store writes their temporary files too: `entryFile`). */
+  readonly entriesDir: string;
   private readonly leaseDir: string;
   private readonly dirs: DurableDirectories;
   /** Entries already read, by file name: a claim reads only the files that are new since the last one. */
@@ -93,12 +95,24 @@ export class FileOutbox implements Outbox {
    * names is, since it is not an entry until `commit`).
    */
   async prepare(entry: OutboxEntry): Promise<PreparedEntry> {
+    const file = this.entryFile(entry);
+    return { temp: await this.writeTemporary(file), path: file.path };
+  }
+
+  /** Writes an entry's file (`entryFile`) under a temporary name, made durable with its folder. */
+  writeTemporary(file: TemporaryFile): Promise<string> {
+    return this.dirs.within(this.entriesDir, () => writeTemporary(file.path, file.text, this.sync));
+  }
+
+  /** The file `prepare` writes for an entry (its name in the outbox and its text), for a writer of its own. */
+  entryFile(entry: OutboxEntry): TemporaryFile {
     const { position: _, ...stored } = entry;
-    const path = join(this.entriesDir, entryName(entry.createdAt));
-    const temp = await this.dirs.within(this.entriesDir, () =>
-      writeTemporary(path, JSON.stringify(stored), this.sync),
-    );
-    return { temp, path };
+    return { path: join(this.entriesDir, entryName(entry.createdAt)), text: JSON.stringify(stored) };
+  }
+
+  /** Makes the entries folder (and its parents) durable, as `prepare` does beside its write. */
+  async ensureEntries(): Promise<void> {
+    await this.dirs.ensure(this.entriesDir);
   }
 
   /** Puts a prepared entry in the outbox; durable when it resolves. */

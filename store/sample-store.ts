@@ -8,8 +8,9 @@ import {
   removeTemporary,
   writeTemporary,
 } from './durable-file.js';
-import { FileOutbox, type PreparedEntry } from './file-outbox.js';
+import { FileOutbox } from './file-outbox.js';
 import type { Outbox, OutboxEntry } from './outbox.js';
+import { type TemporaryFile, TemporaryFileWriter } from './temporary-files.js';
 import {
   type JournalLine,
   type JournalWrite,
@@ -104,6 +105,8 @@ export class FileSampleStore implements SampleStore {
   readonly directorySyncs = new DirectorySyncs();
   private readonly sync: boolean;
   private readonly dirs: DurableDirectories;
+  /** Writes the temporary files of created values (temporary-files.ts). */
+  private readonly temporaries = new TemporaryFileWriter();
   private readonly journaled: boolean;
   private journal: TurnJournal | null = null;
   private lastRecovery = Number.NEGATIVE_INFINITY;
@@ -170,6 +173,7 @@ export class FileSampleStore implements SampleStore {
     const journal = this.journal;
     this.journal = null;
     await journal?.close();
+    await this.temporaries.close();
   }
 
   /** This store's journal, opened on its first turn. */
@@ -235,7 +239,7 @@ export class FileSampleStore implements SampleStore {
     };
     if (this.journaled && options.outbox) return this.journalCreate(line, path);
     if (this.journal?.has(key)) return false;
-    return this.writeCreated(line, false);
+    return this.writeCreated(line, 'create');
   }
 
   /** A turn made durable by the journal; its files are written afterwards. */
@@ -250,40 +254,65 @@ export class FileSampleStore implements SampleStore {
 
   /** Writes a journaled line's files (live, or replayed after a crash: then the record may be there already). */
   private async materialize(line: JournalLine): Promise<void> {
-    await this.writeCreated(line, true);
+    await this.writeCreated(line, 'materialize');
   }
 
   /**
-   * Creates `line.key` if absent, then its entry and alongside writes; with `always`, those are written even
-   * when the key was there (a journal replay: the first attempt may have stopped between them).
+   * Writes the files under temporary names, all or none. In the background (a journaled line), on the store's
+   * file thread (temporary-files.ts), beside no event loop; on a turn's own path, side by side on the I/O
+   * threads, where one thread would write 32 concurrent turns' files one after another.
    */
-  private async writeCreated(line: JournalLine, always: boolean): Promise<boolean> {
+  private async writeTemporaries(files: readonly TemporaryFile[], background: boolean): Promise<string[]> {
+    const isEntry = (file: TemporaryFile) => dirname(file.path) === this.outbox.entriesDir;
+    if (background) {
+      const dirs = new Set(files.filter((file) => !isEntry(file)).map((file) => dirname(file.path)));
+      await Promise.all([
+        ...[...dirs].map((dir) => this.dirs.ensure(dir)),
+        files.some(isEntry) ? this.outbox.ensureEntries() : null,
+      ]);
+      return this.temporaries.write(files, this.sync);
+    }
+    const written = await Promise.allSettled(
+      files.map((file) =>
+        isEntry(file) ? this.outbox.writeTemporary(file) : this.writeTemporary(file.path, file.text),
+      ),
+    );
+    const failed = written.find((result) => result.status === 'rejected');
+    if (failed === undefined)
+      return written.map((result) => (result as PromiseFulfilledResult<string>).value);
+    await Promise.all(
+      written.map((result) => (result.status === 'fulfilled' ? removeTemporary(result.value) : null)),
+    );
+    throw (failed as PromiseRejectedResult).reason;
+  }
+
+  /**
+   * Creates `line.key` if absent, then its entry and alongside writes. `materialize`: a journaled line, written
+   * after its turn was answered (or replayed: the first attempt may have stopped between the writes, so they
+   * are made even when the key was there).
+   */
+  private async writeCreated(line: JournalLine, mode: 'create' | 'materialize'): Promise<boolean> {
     const path = this.path(line.key);
     const entry = line.outbox;
     const alongside = line.alongside.map((write) => ({ ...write, path: this.path(write.key) }));
     // Every file is written (and fsync'd) at once under a temporary name; the entry and the other keys take
-    // their names only once the value has its own, durably. Temporary files still there at the end (a failure,
-    // or a value that was there already) are removed then; the others are gone once linked or renamed.
+    // their names only once the value has its own, durably. Temporary files still there at the end (a
+    // failure, or a value that was there already) are removed then; the others are gone once linked or renamed.
+    const entryFile = entry ? this.outbox.entryFile(entry) : null;
+    const files: TemporaryFile[] = [
+      { path, text: line.text },
+      ...alongside.map(({ path, text }) => ({ path, text })),
+    ];
+    if (entryFile) files.push(entryFile);
     const left = new Set<string>();
-    const writing = <T extends string | PreparedEntry>(made: Promise<T>) =>
-      made.then((done) => {
-        left.add(typeof done === 'string' ? done : done.temp);
-        return done;
-      });
     try {
-      const written = await Promise.allSettled([
-        writing(this.writeTemporary(path, line.text)),
-        entry ? writing(this.outbox.prepare(entry)) : null,
-        ...alongside.map((write) => writing(this.writeTemporary(write.path, write.text))),
-      ]);
-      const failed = written.find((result) => result.status === 'rejected');
-      if (failed) throw (failed as PromiseRejectedResult).reason;
-      const [temp, prepared, ...others] = written.map((result) =>
-        result.status === 'fulfilled' ? result.value : null,
-      ) as [string, PreparedEntry | null, ...string[]];
+      const written = await this.writeTemporaries(files, mode === 'materialize');
+      for (const temp of written) left.add(temp);
+      const [temp, ...others] = written as [string, ...string[]];
+      const prepared = entryFile ? { temp: others.pop() as string, path: entryFile.path } : null;
       left.delete(temp); // linkIfAbsent removes it, whatever happens
       const created = await linkIfAbsent(temp, path);
-      if (!created && !always) return false;
+      if (!created && mode === 'create') return false;
       await this.syncDirectory(dirname(path));
       // The value is durable; only now may anything point at it.
       await Promise.all([
