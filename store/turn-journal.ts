@@ -3,7 +3,7 @@
 // Node's four I/O threads, which 32 concurrent turns queue behind. The journal makes the turn durable with one
 // append and one fdatasync instead, shared by every turn that arrives while the previous append is syncing
 // (group commit), and writes the files afterwards, off the serving path ("materializing"), through the store's
-// ordinary durable writes. The append and its fdatasync run on a thread of their own (journal-syncer.ts), not
+// ordinary durable writes (their temporary files on a thread of the store's: temporary-files.ts). The append and its fdatasync run on a thread of their own (journal-syncer.ts), not
 // behind the materializing writes on Node's shared I/O threads. Until a line is materialized, this process
 // reads its values from memory; other processes see the files once they exist, and the outbox entry becomes
 // deliverable only then.
