@@ -1,0 +1,177 @@
+// Where a main turn's time goes on the gateway's event loop, against a side turn's: V8's CPU profile of this
+// process's main thread, taken around each block of turns (support/cpu-profile.ts), read as milliseconds per turn
+// in each function with what it called synchronously.
+//
+//   npx tsx bench/event-loop-profile.ts [--turns 160] [--rounds 4] [--concurrency 8] [--sessionTurns 10]
+//                                       [--intervalUs 250] [--top 30] [--pattern follow|new]
+//
+//   npm run bench:profile
+//
+// Starts what `bench:ingest` starts for the filesystem store (Temporal dev server, the reference engine, the fake
+// judge, a control worker, a gateway with its journal); the clients send non-streaming one-token turns from this
+// process, `concurrency` at a time, as side turns and as main turns in alternate blocks (each block once the
+// outbox is empty and the worker idle for 300 ms). `follow`: each client keeps a session for `sessionTurns`
+// turns, so most main turns look up the turn they continue; `new`: every turn opens a session. The profile is of
+// the main thread only: the journal's sync thread, the store's file thread and Node's I/O threads are in the
+// process's CPU time, not in the functions' rows. Figures only; never passes or fails.
+
+import { type PlannedChat, packingConversation, runChatLanes } from './support/chat-client.js';
+import { CpuProfiler, type InclusiveTimes } from './support/cpu-profile.js';
+import { reportLoad } from './support/machine-load.js';
+import { type Stack, startStack, stopOnSignal } from './support/stack.js';
+import { intOptions, median, ms, p99, printTable, ratio, stringOption } from './support/stats.js';
+
+const pattern = stringOption('pattern', 'follow');
+if (pattern !== 'follow' && pattern !== 'new') throw new Error(`--pattern ${pattern}?`);
+const options = intOptions(
+  { turns: 160, rounds: 4, concurrency: 8, sessionTurns: 10, intervalUs: 250, top: 30 },
+  'npx tsx bench/event-loop-profile.ts [options] [--pattern follow|new]',
+);
+
+const KINDS = ['side', 'main'] as const;
+type Kind = (typeof KINDS)[number];
+
+/** The functions docs/benchmarks.md follows from run to run (name and file, as the profile gives them). */
+const FOLLOWED: [string, string][] = [
+  ['finding the continued turn', 'findContinued turn-persistence.ts'],
+  ["the store's read of an index entry", 'get sample-store.ts'],
+  ["materializing's temporary files (I/O threads)", 'writeTemporary durable-file.ts'],
+  ['materializing: the rest', 'writeCreated sample-store.ts'],
+  ["the journal's append", 'journalCreate sample-store.ts'],
+  ["the hand-over to the journal's sync thread", 'handOver journal-syncer.ts'],
+  ["the conversation's hash", 'conversationIdentity conversation-identity.ts'],
+  ["zod, every schema (the request's too)", 'safeParse schemas.js'],
+];
+
+interface Tally {
+  turns: number;
+  wallMs: number;
+  cpuMs: number;
+  latencies: number[];
+  times: InclusiveTimes;
+}
+
+let stack = null as Stack | null;
+stopOnSignal(() => stack);
+let blockCounter = 0;
+
+function plan(kind: Kind, url: string): PlannedChat[][] {
+  const block = blockCounter++;
+  const perLane = Math.ceil(options.turns / options.concurrency);
+  return Array.from({ length: options.concurrency }, (_, lane) =>
+    Array.from({ length: perLane }, (_, i) => {
+      const session =
+        pattern === 'new'
+          ? `profile-${process.pid}-b${block}-l${lane}-${i}`
+          : `profile-${process.pid}-b${block}-l${lane}-s${Math.floor(i / options.sessionTurns)}`;
+      const headers: Record<string, string> = { 'x-session-id': session };
+      if (kind === 'side') headers['x-turn-type'] = 'side';
+      const turn = pattern === 'new' ? 1 : (i % options.sessionTurns) + 1;
+      const body = {
+        model: 'tiny',
+        messages: packingConversation(turn),
+        max_tokens: 1,
+        temperature: 1,
+        seed: i,
+      };
+      return { url, headers, body };
+    }),
+  );
+}
+
+async function main(): Promise<void> {
+  const loadAfter = reportLoad('event-loop profile');
+  console.log(
+    'starting: temporal dev server, reference engine (tiny model, --trainer), fake judge, control worker, gateway',
+  );
+  stack = await startStack({
+    gateway: true,
+    judge: true,
+    config: {
+      runId: 'bench-profile',
+      method: 'rl',
+      judge: { votes: 1 },
+      training: { batchSize: 4096 },
+      session: { idleTimeoutMs: 3_600_000 },
+      store: { journal: true },
+    },
+  });
+  const url = `${stack.gateway?.url}/v1/chat/completions`;
+  console.log(
+    `parameters: pattern ${pattern} (${options.sessionTurns} turns per session); c${options.concurrency}; ` +
+      `${options.rounds} rounds of (side, main) blocks of ${options.turns} one-token turns; samples every ` +
+      `${options.intervalUs} µs; clients in this process`,
+  );
+  // Warm-up: the engine, the pools, the worker's first session workflows.
+  for (const kind of KINDS) await runChatLanes(plan(kind, url));
+
+  const profiler = await CpuProfiler.start(options.intervalUs);
+  const tally = (): Tally => ({ turns: 0, wallMs: 0, cpuMs: 0, latencies: [], times: new Map() });
+  const tallies: Record<Kind, Tally> = { side: tally(), main: tally() };
+  for (let round = 0; round < options.rounds; round++) {
+    for (const kind of round % 2 === 0 ? KINDS : [...KINDS].reverse()) {
+      await stack.settle(300);
+      const lanes = plan(kind, url);
+      const into = tallies[kind];
+      const cpu = process.cpuUsage();
+      const started = performance.now();
+      const timings = await profiler.around(() => runChatLanes(lanes), into.times);
+      into.wallMs += performance.now() - started;
+      const used = process.cpuUsage(cpu);
+      into.cpuMs += (used.user + used.system) / 1000;
+      into.turns += lanes.flat().length;
+      into.latencies.push(...timings.flat().map((timing) => timing.totalMs));
+    }
+  }
+  profiler.close();
+
+  const perTurn = (kind: Kind, name: string) => (tallies[kind].times.get(name) ?? 0) / tallies[kind].turns;
+  const rate = (kind: Kind) => tallies[kind].turns / (tallies[kind].wallMs / 1000);
+  console.log('\n### The blocks\n');
+  printTable(
+    [
+      'kind',
+      'turns/s (vs side)',
+      'p50 / p99',
+      'process CPU per turn (all threads)',
+      'event loop busy per turn',
+    ],
+    KINDS.map((kind) => [
+      kind,
+      `${rate(kind).toFixed(1)} (${ratio(rate(kind) / rate('side'))})`,
+      `${ms(median(tallies[kind].latencies))} / ${ms(p99(tallies[kind].latencies))}`,
+      ms(tallies[kind].cpuMs / tallies[kind].turns),
+      ms(perTurn(kind, '(root)') - perTurn(kind, '(idle)')),
+    ]),
+  );
+  console.log('\n### Followed functions, event loop ms per turn (with what they call synchronously)\n');
+  printTable(
+    ['what', 'function', 'main', 'side'],
+    FOLLOWED.map(([what, name]) => [
+      what,
+      name,
+      perTurn('main', name).toFixed(3),
+      perTurn('side', name).toFixed(3),
+    ]),
+  );
+  console.log(`\n### The ${options.top} functions a main turn spends most more in than a side turn\n`);
+  const names = new Set([...tallies.main.times.keys(), ...tallies.side.times.keys()]);
+  const rows = [...names]
+    .map((name) => ({ name, main: perTurn('main', name), side: perTurn('side', name) }))
+    .sort((a, b) => b.main - b.side - (a.main - a.side))
+    .slice(0, options.top);
+  printTable(
+    ['function', 'main − side', 'main', 'side'],
+    rows.map((row) => [row.name, (row.main - row.side).toFixed(3), row.main.toFixed(3), row.side.toFixed(3)]),
+  );
+  loadAfter();
+}
+
+main()
+  .catch((error) => {
+    console.error(error);
+    process.exitCode = 1;
+  })
+  .finally(async () => {
+    await stack?.close();
+  });
