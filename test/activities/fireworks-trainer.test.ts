@@ -47,7 +47,7 @@ beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'openclaw-fireworks-'));
   store = join(dir, 'cloud');
   sidecar = await start();
-}, 60_000);
+}, 90_000);
 
 afterAll(async () => {
   await sidecar?.stop();
@@ -55,6 +55,8 @@ afterAll(async () => {
 });
 
 describe('Fireworks trainer backend (sidecar with the Fireworks cloud double)', () => {
+  // It restarts the sidecar: the second start may take the sidecar's whole ready time (60 s) on a loaded
+  // machine, on top of the steps around it.
   it('trains the sampled ids once, survives a restart from its checkpoint, and hot-loads an export', async () => {
     if (!sidecar) throw new Error('the sidecar did not start');
     let trainer = new FireworksTrainerBackend(sidecar.url);
@@ -100,7 +102,7 @@ describe('Fireworks trainer backend (sidecar with the Fireworks cloud double)', 
     // Publishing: the serving side's `/update_weights_from_disk` hot-loads the snapshot into the deployment.
     await new ReferenceAdapter(sidecar.url).publishWeights({ path: exported, version: '2' });
     expect(await fireworksDoubleServedSnapshot(store)).toBe(snapshot.snapshot_name);
-  }, 60_000);
+  }, 150_000);
 
   it('refuses top-K distillation naming the option, instead of training something else', async () => {
     const trainer = new FireworksTrainerBackend(sidecar?.url ?? '');

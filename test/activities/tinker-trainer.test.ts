@@ -50,13 +50,15 @@ describe('Tinker trainer backend (sidecar with the fake Tinker SDK)', () => {
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), 'openclaw-tinker-'));
     sidecar = await start();
-  }, 60_000);
+  }, 90_000);
 
   afterAll(async () => {
     await sidecar?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
+  // It restarts the sidecar: the second start may take the sidecar's whole ready time (60 s) on a loaded
+  // machine, on top of the steps around it.
   it('trains idempotent steps, checkpoints, survives a restart and exports', async () => {
     if (!sidecar) throw new Error('the sidecar did not start');
     let trainer = new TinkerTrainerBackend(sidecar.url);
@@ -103,7 +105,7 @@ describe('Tinker trainer backend (sidecar with the fake Tinker SDK)', () => {
     };
     expect(sampler.model_path).toMatch(/^tinker:\/\/fake-run\/sampler_weights\//);
     expect(sampler.step_ids).toEqual(['run-1/step-1', 'run-1/step-2']);
-  }, 60_000);
+  }, 150_000);
 
   it('refuses a step with a KL coefficient (a reconfigure may set one) instead of training without it', async () => {
     const backend = new TinkerTrainerBackend(sidecar?.url ?? '');
