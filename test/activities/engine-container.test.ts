@@ -95,7 +95,8 @@ beforeAll(async () => {
       error: (message) => logLines.push(message),
     },
   });
-}, 60_000);
+  // Making the tiny model starts Python and imports torch: on a loaded machine that alone took over a minute.
+}, 180_000);
 
 afterAll(async () => {
   await supervisor?.stop().catch(() => undefined);
