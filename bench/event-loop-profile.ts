@@ -13,13 +13,17 @@
 // outbox is empty and the worker idle for 300 ms). `follow`: each client keeps a session for `sessionTurns`
 // turns, so most main turns look up the turn they continue; `new`: every turn opens a session. The profile is of
 // the main thread only: the journal's sync thread, the store's file thread and Node's I/O threads are in the
-// process's CPU time, not in the functions' rows. Figures only; never passes or fails.
+// process's CPU time, not in the functions' rows. Beside it, each block's CPU time by process, from /proc: this
+// process's main thread and its other threads, the engine, and the rest of this process's children (the Temporal
+// dev server, the fake judge), so a main turn's cost shows wherever it is paid. Figures only; never passes or
+// fails.
 
 import { type PlannedChat, packingConversation, runChatLanes } from './support/chat-client.js';
 import { CpuProfiler, type InclusiveTimes } from './support/cpu-profile.js';
 import { reportLoad } from './support/machine-load.js';
+import { cpuSeconds, threadCpuSeconds, treeCpuSeconds } from './support/process-cpu.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
-import { intOptions, median, ms, p99, printTable, ratio, stringOption } from './support/stats.js';
+import { intOptions, median, ms, p99, printTable, ratio, signedMs, stringOption } from './support/stats.js';
 
 const pattern = stringOption('pattern', 'follow');
 if (pattern !== 'follow' && pattern !== 'new') throw new Error(`--pattern ${pattern}?`);
@@ -43,10 +47,29 @@ const FOLLOWED: [string, string][] = [
   ["zod, every schema (the request's too)", 'safeParse schemas.js'],
 ];
 
+/** Where a block's CPU time went, by process (ms). */
+const PLACES = ['main thread', 'other threads', 'engine', 'other children'] as const;
+type Place = (typeof PLACES)[number];
+
+/** CPU ms so far of each place (the engine's tree, and this process's children but the engine's). */
+function cpuByPlace(enginePid: number): Record<Place, number> {
+  const thread = threadCpuSeconds(process.pid, process.pid);
+  const whole = cpuSeconds(process.pid);
+  const engine = treeCpuSeconds(enginePid);
+  const children = treeCpuSeconds(process.pid) - whole - engine;
+  return {
+    'main thread': thread * 1000,
+    'other threads': (whole - thread) * 1000,
+    engine: engine * 1000,
+    'other children': children * 1000,
+  };
+}
+
 interface Tally {
   turns: number;
   wallMs: number;
   cpuMs: number;
+  places: Record<Place, number>;
   latencies: number[];
   times: InclusiveTimes;
 }
@@ -106,7 +129,15 @@ async function main(): Promise<void> {
   for (const kind of KINDS) await runChatLanes(plan(kind, url));
 
   const profiler = await CpuProfiler.start(options.intervalUs);
-  const tally = (): Tally => ({ turns: 0, wallMs: 0, cpuMs: 0, latencies: [], times: new Map() });
+  const enginePid = stack.engine.process.pid ?? 0;
+  const tally = (): Tally => ({
+    turns: 0,
+    wallMs: 0,
+    cpuMs: 0,
+    places: Object.fromEntries(PLACES.map((place) => [place, 0])) as Record<Place, number>,
+    latencies: [],
+    times: new Map(),
+  });
   const tallies: Record<Kind, Tally> = { side: tally(), main: tally() };
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of round % 2 === 0 ? KINDS : [...KINDS].reverse()) {
@@ -114,11 +145,14 @@ async function main(): Promise<void> {
       const lanes = plan(kind, url);
       const into = tallies[kind];
       const cpu = process.cpuUsage();
+      const places = cpuByPlace(enginePid);
       const started = performance.now();
       const timings = await profiler.around(() => runChatLanes(lanes), into.times);
       into.wallMs += performance.now() - started;
       const used = process.cpuUsage(cpu);
       into.cpuMs += (used.user + used.system) / 1000;
+      const placesAfter = cpuByPlace(enginePid);
+      for (const place of PLACES) into.places[place] += placesAfter[place] - places[place];
       into.turns += lanes.flat().length;
       into.latencies.push(...timings.flat().map((timing) => timing.totalMs));
     }
@@ -143,6 +177,18 @@ async function main(): Promise<void> {
       ms(tallies[kind].cpuMs / tallies[kind].turns),
       ms(perTurn(kind, '(root)') - perTurn(kind, '(idle)')),
     ]),
+  );
+  console.log('\n### CPU per turn by process (/proc, 10 ms ticks summed over the blocks)\n');
+  const cpuPerTurn = (kind: Kind, place: Place) => tallies[kind].places[place] / tallies[kind].turns;
+  printTable(
+    ['where', 'main', 'side', 'main − side'],
+    [...PLACES, 'all' as const].map((place) => {
+      const of = (kind: Kind) =>
+        place === 'all'
+          ? PLACES.reduce((sum, each) => sum + cpuPerTurn(kind, each), 0)
+          : cpuPerTurn(kind, place);
+      return [place, ms(of('main')), ms(of('side')), signedMs(of('main') - of('side'))];
+    }),
   );
   console.log('\n### Followed functions, event loop ms per turn (with what they call synchronously)\n');
   printTable(

@@ -9,9 +9,18 @@ const TICKS_PER_SECOND = 100;
 
 /** User + system seconds of one process (with `reaped`, also of its children it has waited for); 0 once gone. */
 export function cpuSeconds(pid: number, { reaped = false } = {}): number {
+  return statCpuSeconds(`/proc/${pid}/stat`, reaped);
+}
+
+/** User + system seconds of one thread of a process (the main thread's id is the process's); 0 once gone. */
+export function threadCpuSeconds(pid: number, tid: number): number {
+  return statCpuSeconds(`/proc/${pid}/task/${tid}/stat`, false);
+}
+
+function statCpuSeconds(path: string, reaped: boolean): number {
   let stat: string;
   try {
-    stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    stat = readFileSync(path, 'utf8');
   } catch {
     return 0;
   }
