@@ -43,6 +43,9 @@ describe('openclaw-rl dev encrypts by default', () => {
       OPENCLAW_DATA_DIR: join(dir, 'data'),
       TEMPORAL_ADDRESS: address,
       OPENCLAW_ENGINE_URL: policy.url,
+      // Its own free port: by default the judge engine `dev` starts takes the policy's next one, which another
+      // process may hold (the scripted policy's port is any free one).
+      OPENCLAW_JUDGE_ENGINE_URL: `http://127.0.0.1:${await freePort()}`,
       OPENCLAW_GATEWAY_PORT: String(await freePort()),
       OPENCLAW_CODEC_PORT: String(await freePort()),
       OPENCLAW_RUN_ID: 'dev-encryption',
