@@ -6,10 +6,12 @@
 // the thread writes what has arrived, fdatasyncs once for all of it, and takes what arrived meanwhile next, so
 // the appends answered together share fdatasyncs without the next one waiting for the event loop to see the
 // last one end (group commit on the thread). Its end is seen in shared words as soon as the loop passes by
-// (the next turn's append, the check phase after this poll), not only when its message is read.
+// (the next turn's append, an HTTP event of the process: event-loop-passes.ts, the check phase after this
+// poll), not only when its message is read.
 // Durability is unchanged: an append resolves only after an fdatasync that began after its write returned.
 
 import { Worker } from 'node:worker_threads';
+import { atEventLoopPasses } from './event-loop-passes.js';
 
 /** One append as the thread gets it. */
 interface SyncRequest {
@@ -48,6 +50,8 @@ function finishedBy(seq: number, last: number): boolean {
 
 export class JournalSyncer {
   private worker: Worker | null = null;
+  /** Stops the looks at the process's HTTP events. */
+  private stopLooking: (() => void) | null = null;
   /** [0]: the number of the last request the thread finished; [1]: how many requests it failed so far. */
   private readonly done = new Int32Array(new SharedArrayBuffer(2 * Int32Array.BYTES_PER_ELEMENT));
   private seq = 0;
@@ -90,6 +94,8 @@ export class JournalSyncer {
   async close(): Promise<void> {
     const worker = this.worker;
     this.worker = null;
+    this.stopLooking?.();
+    this.stopLooking = null;
     this.outgoing = [];
     this.fail(new Error('the journal is closed'));
     await worker?.terminate();
@@ -147,6 +153,7 @@ export class JournalSyncer {
     worker.on('exit', (code) => lost(new Error(`the journal's sync thread exited (${code})`)));
     worker.unref();
     this.worker = worker;
+    this.stopLooking ??= atEventLoopPasses(() => this.poll());
     return worker;
   }
 

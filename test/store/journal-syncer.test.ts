@@ -1,7 +1,8 @@
+import { channel } from 'node:diagnostics_channel';
 import { mkdtemp, open, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { JournalSyncer } from '../../store/journal-syncer.js';
 
 describe('JournalSyncer', () => {
@@ -79,5 +80,22 @@ describe('JournalSyncer', () => {
     }
     expect(await readFile(path, 'utf8')).toBe('');
     expect(await readFile(other, 'utf8')).toBe('z\n');
+  });
+
+  it('looks for ended appends at the HTTP events of the process while its thread runs, and not once closed', async () => {
+    const path = join(dir, 'segment.log');
+    const handle = await open(path, 'wx');
+    try {
+      await syncer.appendAndSync(handle.fd, path, 'x\n');
+    } finally {
+      await handle.close();
+    }
+    const poll = vi.spyOn(syncer, 'poll');
+    // What undici publishes when an engine's answer has ended (the gateway's engine requests go through it).
+    channel('undici:request:trailers').publish({});
+    expect(poll).toHaveBeenCalledTimes(1);
+    await syncer.close();
+    channel('undici:request:trailers').publish({});
+    expect(poll).toHaveBeenCalledTimes(1);
   });
 });
