@@ -15,13 +15,22 @@
 // the main thread only: the journal's sync thread, the store's file thread and Node's I/O threads are in the
 // process's CPU time, not in the functions' rows. Beside it, each block's CPU time by process, from /proc: this
 // process's main thread and its other threads, the engine, and the rest of this process's children (the Temporal
-// dev server, the fake judge), so a main turn's cost shows wherever it is paid. Figures only; never passes or
-// fails.
+// dev server, the fake judge), so a main turn's cost shows wherever it is paid; the whole machine's busy time
+// (/proc/stat: the kernel's threads too, which flush and commit what fsyncs ask for); this process's threads by
+// name (the journal's `journal-sync` and the store's `store-files` name themselves); and the main thread's
+// garbage-collection pauses. Figures only; never passes or fails.
 
 import { type PlannedChat, packingConversation, runChatLanes } from './support/chat-client.js';
 import { CpuProfiler, type InclusiveTimes } from './support/cpu-profile.js';
+import { emptyGcTally, GcPauses, type GcTally } from './support/gc-pauses.js';
 import { reportLoad } from './support/machine-load.js';
-import { cpuSeconds, threadCpuSeconds, treeCpuSeconds } from './support/process-cpu.js';
+import {
+  cpuSeconds,
+  machineBusySeconds,
+  threadCpuByName,
+  threadCpuSeconds,
+  treeCpuSeconds,
+} from './support/process-cpu.js';
 import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import { intOptions, median, ms, p99, printTable, ratio, signedMs, stringOption } from './support/stats.js';
 
@@ -70,6 +79,11 @@ interface Tally {
   wallMs: number;
   cpuMs: number;
   places: Record<Place, number>;
+  /** This process's threads by name: user and system ms. */
+  threads: Map<string, { user: number; system: number }>;
+  /** The whole machine's busy ms (every process, the kernel's threads too). */
+  machineMs: number;
+  gc: GcTally;
   latencies: number[];
   times: InclusiveTimes;
 }
@@ -135,10 +149,14 @@ async function main(): Promise<void> {
     wallMs: 0,
     cpuMs: 0,
     places: Object.fromEntries(PLACES.map((place) => [place, 0])) as Record<Place, number>,
+    threads: new Map(),
+    machineMs: 0,
+    gc: emptyGcTally(),
     latencies: [],
     times: new Map(),
   });
   const tallies: Record<Kind, Tally> = { side: tally(), main: tally() };
+  const gcPauses = new GcPauses();
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of round % 2 === 0 ? KINDS : [...KINDS].reverse()) {
       await stack.settle(300);
@@ -146,18 +164,31 @@ async function main(): Promise<void> {
       const into = tallies[kind];
       const cpu = process.cpuUsage();
       const places = cpuByPlace(enginePid);
+      const threads = threadCpuByName(process.pid);
+      const machine = machineBusySeconds();
       const started = performance.now();
       const timings = await profiler.around(() => runChatLanes(lanes), into.times);
-      into.wallMs += performance.now() - started;
+      const ended = performance.now();
+      into.wallMs += ended - started;
       const used = process.cpuUsage(cpu);
       into.cpuMs += (used.user + used.system) / 1000;
       const placesAfter = cpuByPlace(enginePid);
       for (const place of PLACES) into.places[place] += placesAfter[place] - places[place];
+      into.machineMs += (machineBusySeconds() - machine) * 1000;
+      for (const [name, after] of threadCpuByName(process.pid)) {
+        const before = threads.get(name) ?? { user: 0, system: 0 };
+        const sum = into.threads.get(name) ?? { user: 0, system: 0 };
+        sum.user += (after.user - before.user) * 1000;
+        sum.system += (after.system - before.system) * 1000;
+        into.threads.set(name, sum);
+      }
+      await gcPauses.addSpan(started, ended, into.gc);
       into.turns += lanes.flat().length;
       into.latencies.push(...timings.flat().map((timing) => timing.totalMs));
     }
   }
   profiler.close();
+  gcPauses.close();
 
   const perTurn = (kind: Kind, name: string) => (tallies[kind].times.get(name) ?? 0) / tallies[kind].turns;
   const rate = (kind: Kind) => tallies[kind].turns / (tallies[kind].wallMs / 1000);
@@ -189,6 +220,43 @@ async function main(): Promise<void> {
           : cpuPerTurn(kind, place);
       return [place, ms(of('main')), ms(of('side')), signedMs(of('main') - of('side'))];
     }),
+  );
+  const machineMs = (kind: Kind) => tallies[kind].machineMs / tallies[kind].turns;
+  console.log(
+    `\nthe whole machine (/proc/stat, every process and the kernel's threads): main ${ms(machineMs('main'))}, ` +
+      `side ${ms(machineMs('side'))}, main − side ${signedMs(machineMs('main') - machineMs('side'))} per turn`,
+  );
+  console.log("\n### This process's threads by name, CPU per turn (user + system, /proc)\n");
+  const threadNames = [...new Set([...tallies.main.threads.keys(), ...tallies.side.threads.keys()])].sort();
+  const threadMs = (kind: Kind, name: string) => {
+    const sum = tallies[kind].threads.get(name) ?? { user: 0, system: 0 };
+    return { user: sum.user / tallies[kind].turns, system: sum.system / tallies[kind].turns };
+  };
+  printTable(
+    ['thread', 'main: user + system', 'side: user + system', 'main − side'],
+    threadNames.map((name) => {
+      const main = threadMs('main', name);
+      const side = threadMs('side', name);
+      return [
+        name === 'node' ? "node (V8's and libuv's threads)" : name,
+        `${ms(main.user)} + ${ms(main.system)}`,
+        `${ms(side.user)} + ${ms(side.system)}`,
+        signedMs(main.user + main.system - side.user - side.system),
+      ];
+    }),
+  );
+  console.log("\n### The main thread's garbage-collection pauses in the blocks\n");
+  printTable(
+    ['kind', 'main: pauses, ms per turn', 'side: pauses, ms per turn'],
+    (['scavenge', 'mark-compact', 'other'] as const).map((gcKind) => [
+      gcKind,
+      ...KINDS.slice()
+        .reverse()
+        .map((kind) => {
+          const { count, ms: pausedMs } = tallies[kind].gc[gcKind];
+          return `${count}, ${ms(pausedMs / tallies[kind].turns)}`;
+        }),
+    ]),
   );
   console.log('\n### Followed functions, event loop ms per turn (with what they call synchronously)\n');
   printTable(

@@ -1,7 +1,7 @@
 // CPU time of other processes, read from /proc/<pid>/stat (Linux): user plus system time, a figure that holds
 // on a loaded machine where wall time does not (what a rollout costs each process, not how long it waited).
 
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { processTree } from './process-memory.js';
 
 /** Clock ticks per second of /proc's times (USER_HZ: 100 on every Linux build this runs on). */
@@ -37,4 +37,44 @@ export function treeCpuSeconds(pid: number): number {
     (total, member) => total + cpuSeconds(member, { reaped: member === pid }),
     0,
   );
+}
+
+/**
+ * User and system seconds of a process's threads, summed by thread name (`/proc/<pid>/task/<tid>/comm`; the
+ * main thread as "main thread"). The store's threads name themselves; V8's and libuv's keep the process's name.
+ */
+export function threadCpuByName(pid: number): Map<string, { user: number; system: number }> {
+  const byName = new Map<string, { user: number; system: number }>();
+  let tids: string[];
+  try {
+    tids = readdirSync(`/proc/${pid}/task`);
+  } catch {
+    return byName;
+  }
+  for (const tid of tids) {
+    let stat: string;
+    let name: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      name =
+        Number(tid) === pid ? 'main thread' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+    } catch {
+      continue; // gone meanwhile
+    }
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const sum = byName.get(name) ?? { user: 0, system: 0 };
+    sum.user += Number(fields[14 - 3] ?? 0) / TICKS_PER_SECOND;
+    sum.system += Number(fields[15 - 3] ?? 0) / TICKS_PER_SECOND;
+    byName.set(name, sum);
+  }
+  return byName;
+}
+
+/** Busy seconds of the whole machine so far, all cores (/proc/stat: all but idle and I/O wait), kernel included. */
+export function machineBusySeconds(): number {
+  const line = readFileSync('/proc/stat', 'utf8').split('\n', 1)[0] ?? '';
+  // cpu  user nice system idle iowait irq softirq steal (guest time is counted inside user)
+  const [user, nice, system, , , irq, softirq, steal] = line.trim().split(/\s+/).slice(1).map(Number);
+  const ticks = [user, nice, system, irq, softirq, steal].reduce<number>((sum, each) => sum + (each ?? 0), 0);
+  return ticks / TICKS_PER_SECOND;
 }

@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -141,5 +141,17 @@ describe('FileSampleStore with its turn journal', () => {
     await store.recoverJournals();
     await other.close();
     expect(await new FileSampleStore(root).get(storeKey('turns', 'live', 1))).toEqual({ n: 1 });
+  });
+
+  // An operator whose gateway uses a core too many looks at `top -H`: the store's threads say what they are,
+  // rather than all being "node" beside V8's and libuv's.
+  it('names its threads, the journal’s sync thread and the store’s file thread', async () => {
+    expect(await turn(store, 'named', 1)).toBe(true);
+    await store.openedJournal?.drain(); // its files written on the store's file thread
+    const names: string[] = [];
+    for (const tid of await readdir('/proc/self/task'))
+      names.push((await readFile(`/proc/self/task/${tid}/comm`, 'utf8').catch(() => '')).trim());
+    expect(names).toContain('journal-sync');
+    expect(names).toContain('store-files');
   });
 });
