@@ -28,6 +28,7 @@ import {
   cpuSeconds,
   machineBusySeconds,
   threadCpuByName,
+  threadCpuMsBetween,
   threadCpuSeconds,
   treeCpuSeconds,
 } from './support/process-cpu.js';
@@ -175,11 +176,10 @@ async function main(): Promise<void> {
       const placesAfter = cpuByPlace(enginePid);
       for (const place of PLACES) into.places[place] += placesAfter[place] - places[place];
       into.machineMs += (machineBusySeconds() - machine) * 1000;
-      for (const [name, after] of threadCpuByName(process.pid)) {
-        const before = threads.get(name) ?? { user: 0, system: 0 };
+      for (const [name, spent] of threadCpuMsBetween(threads, threadCpuByName(process.pid))) {
         const sum = into.threads.get(name) ?? { user: 0, system: 0 };
-        sum.user += (after.user - before.user) * 1000;
-        sum.system += (after.system - before.system) * 1000;
+        sum.user += spent.user;
+        sum.system += spent.system;
         into.threads.set(name, sum);
       }
       await gcPauses.addSpan(started, ended, into.gc);

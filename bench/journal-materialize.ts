@@ -21,7 +21,7 @@ import { join } from 'node:path';
 import { FileSampleStore, storeKey } from '../store/sample-store.js';
 import { testTurnEntry } from '../test/support/outbox-entries.js';
 import { reportLoad } from './support/machine-load.js';
-import { machineBusySeconds, threadCpuByName } from './support/process-cpu.js';
+import { machineBusySeconds, threadCpuByName, threadCpuMsBetween } from './support/process-cpu.js';
 import { intOptions, median, ms, printTable } from './support/stats.js';
 
 const options = intOptions(
@@ -46,13 +46,6 @@ const PLACES = [
   'machine',
 ];
 
-function threadMs(): Map<string, number> {
-  const byName = new Map<string, number>();
-  for (const [name, { user, system }] of threadCpuByName(process.pid))
-    byName.set(name, (user + system) * 1000);
-  return byName;
-}
-
 async function round(index: number): Promise<Round> {
   const root = await mkdtemp(join(process.cwd(), '.bench-materialize-'));
   const store = new FileSampleStore(root, { journal: true });
@@ -61,7 +54,7 @@ async function round(index: number): Promise<Round> {
   try {
     const machine = machineBusySeconds();
     const cpu = process.cpuUsage();
-    const threads = threadMs();
+    const threads = threadCpuByName(process.pid);
     const started = performance.now();
     await Promise.all(
       Array.from({ length: options.concurrency }, async () => {
@@ -87,8 +80,11 @@ async function round(index: number): Promise<Round> {
     const drained = performance.now();
     const used = process.cpuUsage(cpu);
     const machineMs = (machineBusySeconds() - machine) * 1000;
-    const after = threadMs();
-    const thread = (name: string) => ((after.get(name) ?? 0) - (threads.get(name) ?? 0)) / options.turns;
+    const spent = threadCpuMsBetween(threads, threadCpuByName(process.pid));
+    const thread = (name: string) => {
+      const { user, system } = spent.get(name) ?? { user: 0, system: 0 };
+      return (user + system) / options.turns;
+    };
     return {
       appendsMs: appended - started,
       drainMs: drained - appended,

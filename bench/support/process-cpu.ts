@@ -17,18 +17,27 @@ export function threadCpuSeconds(pid: number, tid: number): number {
   return statCpuSeconds(`/proc/${pid}/task/${tid}/stat`, false);
 }
 
-function statCpuSeconds(path: string, reaped: boolean): number {
+/** User and system seconds from a /proc stat file (with `reaped`, the waited-for children's too); null once gone. */
+function statTimes(path: string, reaped = false): { user: number; system: number } | null {
   let stat: string;
   try {
     stat = readFileSync(path, 'utf8');
   } catch {
-    return 0;
+    return null;
   }
-  // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15.
+  // Fields after the command name (which may hold spaces), from field 3 on: utime is 14, stime 15 (the
+  // children's cutime 16, cstime 17).
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   const field = (n: number) => Number(fields[n - 3] ?? 0);
-  const ticks = field(14) + field(15) + (reaped ? field(16) + field(17) : 0);
-  return ticks / TICKS_PER_SECOND;
+  return {
+    user: (field(14) + (reaped ? field(16) : 0)) / TICKS_PER_SECOND,
+    system: (field(15) + (reaped ? field(17) : 0)) / TICKS_PER_SECOND,
+  };
+}
+
+function statCpuSeconds(path: string, reaped: boolean): number {
+  const times = statTimes(path, reaped);
+  return times ? times.user + times.system : 0;
 }
 
 /** CPU seconds of a process tree: its live members, and the children its root has reaped. */
@@ -52,22 +61,37 @@ export function threadCpuByName(pid: number): Map<string, { user: number; system
     return byName;
   }
   for (const tid of tids) {
-    let stat: string;
+    const times = statTimes(`/proc/${pid}/task/${tid}/stat`);
     let name: string;
     try {
-      stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
       name =
         Number(tid) === pid ? 'main thread' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
     } catch {
       continue; // gone meanwhile
     }
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    if (!times) continue;
     const sum = byName.get(name) ?? { user: 0, system: 0 };
-    sum.user += Number(fields[14 - 3] ?? 0) / TICKS_PER_SECOND;
-    sum.system += Number(fields[15 - 3] ?? 0) / TICKS_PER_SECOND;
+    sum.user += times.user;
+    sum.system += times.system;
     byName.set(name, sum);
   }
   return byName;
+}
+
+/** What each named thread spent between two readings of `threadCpuByName`, in ms. */
+export function threadCpuMsBetween(
+  before: Map<string, { user: number; system: number }>,
+  after: Map<string, { user: number; system: number }>,
+): Map<string, { user: number; system: number }> {
+  const spent = new Map<string, { user: number; system: number }>();
+  for (const [name, later] of after) {
+    const earlier = before.get(name) ?? { user: 0, system: 0 };
+    spent.set(name, {
+      user: (later.user - earlier.user) * 1000,
+      system: (later.system - earlier.system) * 1000,
+    });
+  }
+  return spent;
 }
 
 /** Busy seconds of the whole machine so far, all cores (/proc/stat: all but idle and I/O wait), kernel included. */
