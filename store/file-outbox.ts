@@ -115,10 +115,13 @@ export class FileOutbox implements Outbox {
     await this.dirs.ensure(this.entriesDir);
   }
 
-  /** Puts a prepared entry in the outbox; durable when it resolves. */
-  async commit(prepared: PreparedEntry): Promise<void> {
+  /**
+   * Puts a prepared entry in the outbox; durable when it resolves. `sync: false`: named only, the caller syncs
+   * `entriesDir` later (once for a batch of entries).
+   */
+  async commit(prepared: PreparedEntry, { sync = true }: { sync?: boolean } = {}): Promise<void> {
     await rename(prepared.temp, prepared.path);
-    await this.syncs?.sync(this.entriesDir);
+    if (sync) await this.syncs?.sync(this.entriesDir);
   }
 
   /** Drops a prepared entry that is not to be committed. */

@@ -15,9 +15,18 @@ import {
   type JournalLine,
   type JournalWrite,
   journaledKeys,
+  type RecordedLine,
   recoverJournals,
   TurnJournal,
 } from './turn-journal.js';
+
+/** A line's files other than its record, under temporary names until the record is durable. */
+interface UnnamedFiles {
+  /** Names them, syncing each one's directory through `sync`; no temporary is left, whatever happens. */
+  name(sync: (dir: string) => Promise<void>): Promise<void>;
+  /** Removes their temporary files. */
+  discard(): Promise<void>;
+}
 
 /**
  * Where turns, samples, exclusions and lineage live. Workflows carry keys, never token arrays, so Temporal
@@ -108,6 +117,8 @@ export class FileSampleStore implements SampleStore {
   /** Writes the temporary files of created values (temporary-files.ts). */
   private readonly temporaries = new TemporaryFileWriter();
   private readonly journaled: boolean;
+  /** Directories the journal's materializing named files in, not synced yet (syncDeferredDirectories). */
+  private readonly deferredDirectories = new Set<string>();
   private journal: TurnJournal | null = null;
   private lastRecovery = Number.NEGATIVE_INFINITY;
   private recovering: Promise<void> | null = null;
@@ -180,7 +191,10 @@ export class FileSampleStore implements SampleStore {
   private openJournal(): TurnJournal {
     this.journal ??= new TurnJournal({
       dir: join(this.root, FILE_JOURNAL_DIR),
-      materialize: (line) => this.materialize(line),
+      materialize: {
+        record: (line) => this.recordLine(line),
+        flush: () => this.syncDeferredDirectories(),
+      },
       ensureDir: (dir) => this.dirs.ensure(dir),
       syncs: this.directorySyncs,
     });
@@ -190,6 +204,13 @@ export class FileSampleStore implements SampleStore {
   /** The journal of this store, once its first turn opened it (tests and benchmarks drain it and count appends). */
   get openedJournal(): TurnJournal | null {
     return this.journal;
+  }
+
+  /** Makes durable the directories the journal's materializing named files in since the last call (one fsync each). */
+  private async syncDeferredDirectories(): Promise<void> {
+    const dirs = [...this.deferredDirectories];
+    this.deferredDirectories.clear();
+    await Promise.all(dirs.map((dir) => this.syncDirectory(dir)));
   }
 
   private syncDirectory(dir: string): Promise<void> {
@@ -252,7 +273,7 @@ export class FileSampleStore implements SampleStore {
     return true;
   }
 
-  /** Writes a journaled line's files (live, or replayed after a crash: then the record may be there already). */
+  /** Writes a replayed journaled line's files (the record may be there already). */
   private async materialize(line: JournalLine): Promise<void> {
     await this.writeCreated(line, 'materialize');
   }
@@ -287,56 +308,98 @@ export class FileSampleStore implements SampleStore {
   }
 
   /**
-   * Creates `line.key` if absent, then its entry and alongside writes. `materialize`: a journaled line, written
-   * after its turn was answered (or replayed: the first attempt may have stopped between the writes, so they
-   * are made even when the key was there).
+   * Creates `line.key` if absent, then its entry and alongside writes. `materialize`: a journaled line replayed
+   * after a crash (the first attempt may have stopped between the writes, so they are made even when the key
+   * was there).
    */
   private async writeCreated(line: JournalLine, mode: 'create' | 'materialize'): Promise<boolean> {
+    const { created, rest } = await this.nameRecord(line, mode === 'materialize');
+    if (!created && mode === 'create') {
+      await rest.discard();
+      return false;
+    }
+    try {
+      await this.syncDirectory(dirname(this.path(line.key)));
+    } catch (error) {
+      await rest.discard();
+      throw error;
+    }
+    // The value is durable; only now may anything point at it.
+    await rest.name((dir) => this.syncDirectory(dir));
+    return created;
+  }
+
+  /**
+   * A live journaled line's record, named without syncing its directory: the journal syncs the directories
+   * of a batch of lines once (flush), then names the rest (their directories left to the next flush).
+   */
+  private async recordLine(line: JournalLine): Promise<RecordedLine> {
+    const { rest } = await this.nameRecord(line, true);
+    this.deferredDirectories.add(dirname(this.path(line.key)));
+    return {
+      point: () =>
+        rest.name(async (dir) => {
+          this.deferredDirectories.add(dir);
+        }),
+      discard: () => rest.discard(),
+    };
+  }
+
+  /**
+   * Writes every file of `line` at once under a temporary name (fsync'd), then gives the record its name if it
+   * has none (create-if-absent); the others keep their temporary names until `rest.name`, once the record is
+   * durable. `background`: a journaled line's, written on the store's file thread.
+   */
+  private async nameRecord(
+    line: JournalLine,
+    background: boolean,
+  ): Promise<{ created: boolean; rest: UnnamedFiles }> {
     const path = this.path(line.key);
     const entry = line.outbox;
     const alongside = line.alongside.map((write) => ({ ...write, path: this.path(write.key) }));
-    // Every file is written (and fsync'd) at once under a temporary name; the entry and the other keys take
-    // their names only once the value has its own, durably. Temporary files still there at the end (a
-    // failure, or a value that was there already) are removed then; the others are gone once linked or renamed.
     const entryFile = entry ? this.outbox.entryFile(entry) : null;
     const files: TemporaryFile[] = [
       { path, text: line.text },
       ...alongside.map(({ path, text }) => ({ path, text })),
     ];
     if (entryFile) files.push(entryFile);
-    const left = new Set<string>();
+    const [temp, ...others] = (await this.writeTemporaries(files, background)) as [string, ...string[]];
+    const prepared = entryFile ? { temp: others.pop() as string, path: entryFile.path } : null;
+    const left = new Set([...others, ...(prepared ? [prepared.temp] : [])]);
+    const discard = () => Promise.all([...left].map((temp) => removeTemporary(temp))).then(() => undefined);
+    let created: boolean;
     try {
-      const written = await this.writeTemporaries(files, mode === 'materialize');
-      for (const temp of written) left.add(temp);
-      const [temp, ...others] = written as [string, ...string[]];
-      const prepared = entryFile ? { temp: others.pop() as string, path: entryFile.path } : null;
-      left.delete(temp); // linkIfAbsent removes it, whatever happens
-      const created = await linkIfAbsent(temp, path);
-      if (!created && mode === 'create') return false;
-      await this.syncDirectory(dirname(path));
-      // The value is durable; only now may anything point at it.
-      await Promise.all([
-        prepared
-          ? this.outbox.commit(prepared).then(() => {
-              left.delete(prepared.temp);
-            })
-          : null,
-        ...alongside.map(async (write, i) => {
-          const other = others[i] as string;
-          if (write.ifAbsent) {
-            left.delete(other);
-            await linkIfAbsent(other, write.path);
-          } else {
-            await rename(other, write.path);
-            left.delete(other);
-          }
-          await this.syncDirectory(dirname(write.path));
-        }),
-      ]);
-      return created;
-    } finally {
-      await Promise.all([...left].map((temp) => removeTemporary(temp)));
+      created = await linkIfAbsent(temp, path); // removes `temp`, whatever happens
+    } catch (error) {
+      await discard();
+      throw error;
     }
+    const name = async (sync: (dir: string) => Promise<void>) => {
+      try {
+        await Promise.all([
+          prepared
+            ? this.outbox.commit(prepared, { sync: false }).then(async () => {
+                left.delete(prepared.temp);
+                await sync(this.outbox.entriesDir);
+              })
+            : null,
+          ...alongside.map(async (write, i) => {
+            const other = others[i] as string;
+            if (write.ifAbsent) {
+              left.delete(other);
+              await linkIfAbsent(other, write.path);
+            } else {
+              await rename(other, write.path);
+              left.delete(other);
+            }
+            await sync(dirname(write.path));
+          }),
+        ]);
+      } finally {
+        await discard();
+      }
+    };
+    return { created, rest: { name, discard } };
   }
 
   async get<T = unknown>(key: string, options: GetOptions = {}): Promise<T | undefined> {

@@ -2,8 +2,9 @@
 // are four files, each written, fsync'd and named, and three directories fsync'd: dozens of file operations on
 // Node's four I/O threads, which 32 concurrent turns queue behind. The journal makes the turn durable with one
 // append and one fdatasync instead, shared by every turn that arrives while the previous append is syncing
-// (group commit), and writes the files afterwards, off the serving path ("materializing"), through the store's
-// ordinary durable writes (their temporary files on a thread of the store's: temporary-files.ts). The append and its fdatasync run on a thread of their own (journal-syncer.ts), not
+// (group commit), and writes the files afterwards, off the serving path ("materializing"), a batch of lines at a
+// time with their directory fsyncs shared (BatchMaterialize; their temporary files on a thread of the store's:
+// temporary-files.ts). The append and its fdatasync run on a thread of their own (journal-syncer.ts), not
 // behind the materializing writes on Node's shared I/O threads. Until a line is materialized, this process
 // reads its values from memory; other processes see the files once they exist, and the outbox entry becomes
 // deliverable only then.
@@ -41,6 +42,25 @@ export interface JournalLine {
 
 /** Writes a line's files durably; the record and `ifAbsent` keys are kept when present, the entry always added. */
 export type Materialize = (line: JournalLine) => Promise<void>;
+
+/** A line whose record has its name (its directory not synced yet): what names the rest of its files. */
+export interface RecordedLine {
+  /** Names the line's outbox entry and other keys (their directories not synced yet). */
+  point(): Promise<void>;
+  /** Drops what `point` would name: an earlier line of its session failed, and the line is written again later. */
+  discard(): Promise<void>;
+}
+
+/**
+ * Writes a batch of lines' files in two steps, with the directory fsyncs of each step shared by the batch rather
+ * than made per line: `record` names each line's record (kept when present), `flush` makes durable every
+ * directory named in since its last call. The journal records the batch, flushes, points, flushes: an entry or
+ * index key is durable only after the record it points at, and a line leaves the journal only after both.
+ */
+export interface BatchMaterialize {
+  record(line: JournalLine): Promise<RecordedLine>;
+  flush(): Promise<void>;
+}
 
 /** A segment this big is closed for appends (it is deleted once its lines are materialized). */
 const ROLL_BYTES = 8 * 2 ** 20;
@@ -128,7 +148,7 @@ interface Waiting {
 
 export interface TurnJournalOptions {
   dir: string;
-  materialize: Materialize;
+  materialize: BatchMaterialize;
   /** Makes `dir` durable in its parent (the store's durable directories). */
   ensureDir: (dir: string) => Promise<void>;
   syncs: DirectorySyncs;
@@ -409,29 +429,7 @@ export class TurnJournal {
     while (this.queue.length > 0) {
       await this.quiet();
       const batch = this.queue.slice();
-      const groups = new Map<string, PendingLine[]>();
-      for (const pending of batch) {
-        const group = groups.get(pending.group);
-        if (group) group.push(pending);
-        else groups.set(pending.group, [pending]);
-      }
-      const lists = [...groups.values()];
-      let failed = false;
-      const worker = async () => {
-        for (let list = lists.shift(); list; list = lists.shift()) {
-          for (const pending of list) {
-            try {
-              await this.options.materialize(pending.line);
-            } catch (error) {
-              failed = true;
-              this.options.onError?.(error);
-              break; // the session's later lines wait for this one
-            }
-            this.done(pending);
-          }
-        }
-      };
-      await Promise.all(Array.from({ length: MATERIALIZE_CONCURRENCY }, worker));
+      const failed = !(await this.materializeBatch(batch));
       if (failed) await new Promise((resolve) => setTimeout(resolve, RETRY_MS));
     }
     // Idle: the segment in use is deleted too (a later append opens the spare), so a crash much later replays
@@ -439,6 +437,61 @@ export class TurnJournal {
     const current = this.current;
     // (Its lines in flight count as outstanding.)
     if (current && current.outstanding === 0 && this.waiting.length === 0) this.seal(current);
+  }
+
+  /**
+   * Writes a batch's files (BatchMaterialize): every record, one flush, every entry and index key, one flush. A
+   * session's lines go in append order (its outbox entries are named in that order), sessions side by side; a
+   * line that fails stops its session's later lines, which stay queued with it. True when every line was written.
+   */
+  private async materializeBatch(batch: readonly PendingLine[]): Promise<boolean> {
+    const { materialize, onError } = this.options;
+    let failed = false;
+    const fail = (error: unknown) => {
+      failed = true;
+      onError?.(error);
+    };
+    const groups = new Map<string, PendingLine[]>();
+    for (const pending of batch) {
+      const group = groups.get(pending.group);
+      if (group) group.push(pending);
+      else groups.set(pending.group, [pending]);
+    }
+    const recorded = await inOrderBySession(
+      [...groups.values()],
+      async (pending) => ({
+        pending,
+        rest: await materialize.record(pending.line),
+      }),
+      fail,
+    );
+    const discard = (lines: readonly { rest: RecordedLine }[]) =>
+      Promise.all(lines.map(({ rest }) => rest.discard().catch(() => undefined)));
+    try {
+      await materialize.flush();
+    } catch (error) {
+      fail(error);
+      await discard(recorded.flat());
+      return false;
+    }
+    const pointed = await inOrderBySession(
+      recorded,
+      async (line) => {
+        await line.rest.point();
+        return line.pending;
+      },
+      fail,
+      discard,
+    );
+    try {
+      await materialize.flush();
+    } catch (error) {
+      // Written again next time (a record and an exact index entry are kept, an entry twice is ignored).
+      fail(error);
+      return false;
+    }
+    for (const pending of pointed.flat()) this.done(pending);
+    return !failed;
   }
 
   /** Resolves once appends have paused (or the oldest line has waited long enough, or a drain asks). */
@@ -462,6 +515,37 @@ export class TurnJournal {
     segment.outstanding--;
     if (segment.sealed && segment.outstanding === 0) this.retire(segment);
   }
+}
+
+/**
+ * Runs `step` over each list's items in order, `MATERIALIZE_CONCURRENCY` lists at a time; a list stops at its
+ * first failure (told to `fail`), and `skipped` gets the items it did not reach. The results, list by list.
+ */
+async function inOrderBySession<T, R>(
+  lists: readonly (readonly T[])[],
+  step: (item: T) => Promise<R>,
+  fail: (error: unknown) => void,
+  skipped: (items: readonly T[]) => Promise<unknown> = async () => undefined,
+): Promise<R[][]> {
+  const results: R[][] = lists.map(() => []);
+  let next = 0;
+  const worker = async () => {
+    for (let index = next++; index < lists.length; index = next++) {
+      const list = lists[index] as readonly T[];
+      const done = results[index] as R[];
+      for (const [i, item] of list.entries()) {
+        try {
+          done.push(await step(item));
+        } catch (error) {
+          fail(error);
+          await skipped(list.slice(i + 1));
+          break; // the session's later lines wait for this one
+        }
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: MATERIALIZE_CONCURRENCY }, worker));
+  return results;
 }
 
 /**

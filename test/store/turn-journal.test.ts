@@ -3,9 +3,10 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { sessionDoneEntry } from '../../store/outbox.js';
 import { FILE_JOURNAL_DIR, FILE_OUTBOX_DIR, FileSampleStore, storeKey } from '../../store/sample-store.js';
+import { journaledKeys } from '../../store/turn-journal.js';
 import { TEST_OUTBOX_WORKFLOW, testTurnEntry } from '../support/outbox-entries.js';
 
 const run = promisify(execFile);
@@ -141,6 +142,48 @@ describe('FileSampleStore with its turn journal', () => {
     await store.recoverJournals();
     await other.close();
     expect(await new FileSampleStore(root).get(storeKey('turns', 'live', 1))).toEqual({ n: 1 });
+  });
+
+  // A disk that fails a directory fsync (EIO) under a gateway that keeps answering: the turn was acknowledged, so
+  // its line must stay in the journal until its files are durable, and nothing may point at a record that a
+  // power loss could still take away (a relay would deliver an entry whose record is missing).
+  it('names no entry or index key until its record is durable, and keeps the line until the disk recovers', async () => {
+    const recordDir = join(root, 'turns', 'eio');
+    const sync = store.directorySyncs.sync.bind(store.directorySyncs);
+    let refused = 0;
+    let failing = true;
+    store.directorySyncs.sync = (dir: string) => {
+      if (failing && dir === recordDir) {
+        refused++;
+        return Promise.reject(Object.assign(new Error('EIO: i/o error, fsync'), { code: 'EIO' }));
+      }
+      return sync(dir);
+    };
+    expect(await turn(store, 'eio', 1)).toBe(true);
+    expect(await turn(store, 'eio', 2)).toBe(true);
+    const drained = store.openedJournal?.drain();
+    await vi.waitFor(() => expect(refused).toBeGreaterThanOrEqual(2), { timeout: 5_000, interval: 20 });
+
+    const onDisk = new FileSampleStore(root);
+    expect((await onDisk.outbox.stats()).depth).toBe(0);
+    expect(await onDisk.get(storeKey('continuations', 'eio', 1))).toBeUndefined();
+    expect(await onDisk.get(storeKey('replies', 'eio', 'last'))).toBeUndefined();
+    expect((await journaledKeys(join(root, FILE_JOURNAL_DIR))).sort()).toEqual([
+      storeKey('turns', 'eio', 1),
+      storeKey('turns', 'eio', 2),
+    ]);
+    // This process still reads what it acknowledged; no temporary file is left behind the retries.
+    expect(await store.get(storeKey('replies', 'eio', 'last'))).toEqual({ n: 2 });
+    expect((await files(recordDir)).filter((name) => name.endsWith('.tmp'))).toEqual([]);
+
+    failing = false;
+    await drained;
+    expect((await onDisk.outbox.stats()).depth).toBe(2);
+    expect(await onDisk.get(storeKey('continuations', 'eio', 2))).toEqual({ n: 2 });
+    expect(await onDisk.get(storeKey('replies', 'eio', 'last'))).toEqual({ n: 2 });
+    expect(await journaledKeys(join(root, FILE_JOURNAL_DIR))).toEqual([]);
+    const entries = await files(join(root, FILE_OUTBOX_DIR, 'entries'));
+    expect(entries.filter((name) => name.endsWith('.tmp'))).toEqual([]);
   });
 
   // An operator whose gateway uses a core too many looks at `top -H`: the store's threads say what they are,
