@@ -11,6 +11,7 @@ import {
   getExternalWorkflowHandle,
   isCancellation,
   ParentClosePolicy,
+  patched,
   proxyActivities,
   setHandler,
 } from '@temporalio/workflow';
@@ -37,6 +38,8 @@ import { describeFailure, failedRolloutResult } from './rollout-results.js';
 
 /** Progress signals per batch: few enough that a parent with 1,000 batches stays under 10,000 signals. */
 const REPORTS_PER_BATCH = 8;
+/** A cancelled batch closes only once every lane has ended (its rollouts' sandboxes released). */
+const LANES_SETTLE_PATCH = 'batch-lanes-settle';
 
 export function rolloutIdFor(idPrefix: string, group: number, sample: number, attempt: number): string {
   return `${idPrefix}-g${group}-n${sample}-a${attempt}`;
@@ -160,7 +163,15 @@ export async function rolloutBatchWorkflow(input: RolloutBatchInput): Promise<Ro
     }
   };
   const lanes = Math.max(1, Math.min(input.window, slots.length));
-  await Promise.all(Array.from({ length: lanes }, lane));
+  const running = Array.from({ length: lanes }, lane);
+  try {
+    await Promise.all(running);
+  } catch (error) {
+    // The first lane to end cancelled must not close the batch: the other lanes' rollouts are still releasing
+    // their sandboxes (in this batch, as activities), and a closed workflow never runs those releases.
+    if (patched(LANES_SETTLE_PATCH)) await Promise.allSettled(running);
+    throw error;
+  }
   await report();
   const finished = results.filter((r): r is SlotResult => r !== undefined);
   if (input.resultsKey === undefined) return { batchIndex: input.batchIndex, results: finished };

@@ -1,7 +1,8 @@
 // Cancelling a Track 2 training step releases every container: agenticTrainingWorkflow over the toolcall
 // kind (real containers) fans out 2 tasks x 2 samples and is cancelled with `handle.cancel()` while every
 // rollout has a live container: once while the scripted policy holds each rollout's second step (the
-// container has run code), once while each rollout's acquire has created its container but not answered yet.
+// container has run code), once while each rollout's acquire has created its container but not answered yet,
+// and once with those answers seconds apart (a cancelled batch waits until every rollout has released).
 // The cancellation reaches the batch and every rollout (ParentClosePolicy and cancellation scopes); each
 // rollout ends ABORTED and releases its sandbox in a scope the cancellation cannot interrupt. Both ways a batch
 // runs its rollouts: as child workflows, and as episode activities in the batch itself.
@@ -17,6 +18,7 @@ import { agenticWorkflowId, envRolloutWorkflowId } from '../../temporal/workflow
 import type { AgenticTrainingInput, EnvRolloutResult } from '../../workflows/agentic-signals.js';
 import { rolloutIdFor } from '../../workflows/rollout-batch-workflow.js';
 import { GatedSandboxProvider } from '../support/gated-sandbox-provider.js';
+import { saveHistory } from '../support/histories.js';
 import { docker, ensureImage, eventually, IMAGE_BUILD_TIMEOUT_MS } from '../support/sandbox-fixture.js';
 import {
   type Hold,
@@ -215,6 +217,36 @@ describe.each(['workflows', 'activities'] as const)(
       const { statuses, seconds } = await cancelAndCount(runId, handle, () => setTimeout(gate.open, 500));
       console.log(
         `[agentic-cancel] acquires gated after ${gated.toFixed(1)} s; rollouts ${statuses.join(', ')}; ` +
+          `every container gone ${seconds.toFixed(1)} s after the cancel`,
+      );
+    }, 90_000);
+
+    // The rollouts of one batch end their cancellation at different times (under load, their acquires answer
+    // seconds apart): the first to end must not close the batch while the others still have containers.
+    it('cancelled while the acquires answer one group after the other', async () => {
+      const runId = `${prefix}-stagger`;
+      const late = rolloutIdsOf(runId).filter((id) => id.startsWith(`${runId}-s0-g0-`));
+      const lateGate = provider.gate((id) => late.includes(id), late.length);
+      const earlyGate = provider.gate(
+        (id) => id.startsWith(`${runId}-`),
+        rolloutIdsOf(runId).length - late.length,
+      );
+      opens.push(lateGate.open, earlyGate.open);
+      const handle = await startRun(runId);
+      await within(Promise.all([lateGate.reached, earlyGate.reached]), 60_000, 'every acquire at its gate');
+      const { statuses, seconds } = await cancelAndCount(runId, handle, () => {
+        setTimeout(earlyGate.open, 500);
+        setTimeout(lateGate.open, 4_000);
+      });
+      expect(seconds).toBeGreaterThanOrEqual(4);
+      if (process.env.RECORD_HISTORIES && rolloutsAs === 'activities')
+        await saveHistory(
+          env,
+          `${agenticWorkflowId(runId)}-s0-b0`,
+          'rollout-batch-workflow-cancelled-lanes-settle',
+        );
+      console.log(
+        `[agentic-cancel] acquires answered 0.5 s and 4 s after the cancel; rollouts ${statuses.join(', ')}; ` +
           `every container gone ${seconds.toFixed(1)} s after the cancel`,
       );
     }, 90_000);

@@ -48,6 +48,10 @@ describe('workflow replay', () => {
       'agentic-training-workflow-results-in-store',
       // Fewer batches at once, each with a floor under its window (patched: the two above replay).
       'agentic-training-workflow-batch-window',
+      // A batch cancelled while its rollouts' starts answered seconds apart: before, it closed with the first
+      // rollout released and dropped the others' releases; now it waits for every lane (patched).
+      'rollout-batch-workflow-cancelled-closes-early',
+      'rollout-batch-workflow-cancelled-lanes-settle',
     ];
     for (const expected of expectedNames) {
       expect(names).toContain(expected);
