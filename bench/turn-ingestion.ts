@@ -19,7 +19,9 @@
 //            training step: batch size 4096), as it would in production.
 // At concurrency 1, 8 and 32, side and main blocks alternate (order rotated each round); each block starts once
 // the outboxes are empty and the control workers idle for `settleMs`, and the time that took after a main block
-// is the drain (deliveries, session workflows, and for follow the scoring, the block left behind). Afterwards
+// is the drain (deliveries, session workflows, and for follow the scoring, the block left behind). Beside the
+// rate of all main blocks against all side blocks, each round's main block against the side block of the same
+// round, and their median: one block slowed by the machine weighs on one round only. Afterwards
 // the histories of up to `historySessions` sessions of each store's last c32 main block show how long after
 // the client got its response the session workflow had taken the turn in. The clients send from this process,
 // whose event loop the gateways, relays and control workers share (the figures recorded so far), or with
@@ -189,6 +191,7 @@ async function measure(pattern: Pattern, concurrency: number, count: number): Pr
 }
 
 const all = (blocks: Block[]) => blocks.flatMap((b) => b.latencies);
+const rateOf = (block: Block) => block.count / (block.wallMs / 1000);
 const throughput = (blocks: Block[]) =>
   blocks.reduce((n, b) => n + b.count, 0) / (blocks.reduce((t, b) => t + b.wallMs, 0) / 1000);
 
@@ -269,6 +272,7 @@ async function main(): Promise<void> {
     console.log(`\n### Pattern "${pattern}"\n`);
     const rows: string[][] = [];
     const handoff: string[][] = [];
+    const roundRows: string[][] = [];
     let last: Cell | null = null;
     for (const [concurrency, count] of levels) {
       const cell = await measure(pattern, concurrency, count);
@@ -286,6 +290,19 @@ async function main(): Promise<void> {
         );
       }
       rows.push(row);
+      for (const kind of ['main file', 'main postgres'] as const) {
+        const rounds = cell.blocks[kind].map((block, round) => {
+          const side = cell.blocks.side[round];
+          return side ? rateOf(block) / rateOf(side) : Number.NaN;
+        });
+        roundRows.push([
+          String(concurrency),
+          kind === 'main file' ? 'file' : 'postgres',
+          ratio(median(rounds)),
+          `${ratio(Math.min(...rounds))}, ${ratio(Math.max(...rounds))}`,
+          rounds.map(ratio).join(', '),
+        ]);
+      }
       for (const store of ['file', 'postgres'] as const)
         handoff.push([
           String(concurrency),
@@ -309,6 +326,11 @@ async function main(): Promise<void> {
       ],
       rows,
     );
+    console.log(
+      "\neach round's main block against the side block of the same round (the machine's speed drifts between " +
+        'runs and within one; a round compares blocks a few seconds apart):\n',
+    );
+    printTable(['concurrency', 'store', 'median of rounds', 'lowest, highest', 'rounds in order'], roundRows);
     console.log("\nper main turn: the durable write, then the relay's delivery to the session workflow:\n");
     printTable(
       [
