@@ -1,7 +1,7 @@
 // Durable turn ingestion: turns per second recorded end to end, for both stores, against side turns.
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
-//                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
+//                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000] [--settleBusyPercent 25]
 //                                   [--patterns new,follow] [--yieldMs 2000] [--journal 1] [--poolSize 20]
 //                                   [--clients inline|process]
 //
@@ -18,8 +18,10 @@
 //            signal a running workflow, which hands the previous turn to scoring (fake judge, rl, 1 vote; no
 //            training step: batch size 4096), as it would in production.
 // At concurrency 1, 8 and 32, side and main blocks alternate (order rotated each round); each block starts once
-// the outboxes are empty and the control workers idle for `settleMs`, and the time that took after a main block
-// is the drain (deliveries, session workflows, and for follow the scoring, the block left behind). Beside the
+// the outboxes are empty, the control workers idle and the whole machine under `settleBusyPercent` busy for
+// `settleMs` (PostgreSQL's autovacuum or a checkpoint after a block lands on no block), and the time that took
+// after a main block is the drain (deliveries, session workflows, and for follow the scoring, the block left
+// behind). Beside the
 // rate of all main blocks against all side blocks, each round's main block against the side block of the same
 // round, and their median: one block slowed by the machine weighs on one round only. Afterwards
 // the histories of up to `historySessions` sessions of each store's last c32 main block show how long after
@@ -75,6 +77,7 @@ const options = intOptions(
     maxTokens: 1,
     settleMs: 300,
     settleCapMs: 20_000,
+    settleBusyPercent: 25,
     yieldMs: 2_000,
     journal: 1,
     poolSize: 20,
@@ -167,7 +170,7 @@ async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count
   });
   cell.blocks[kind].push({ latencies, wallMs: wallMs, count: latencies.length });
   // The next block starts once the outboxes are empty and the workers have finished what this one started.
-  const drained = await stack.settle(options.settleMs, options.settleCapMs);
+  const drained = await stack.settle(options.settleMs, options.settleCapMs, options.settleBusyPercent / 100);
   if (store) {
     cell.storeMs[store].push(...lane.storeTimes.splice(0));
     cell.lagMs[store].push(...lane.lagMs.splice(0));
@@ -257,7 +260,8 @@ async function main(): Promise<void> {
       `${levels.map(([c, n]) => `c${c}: ${n}`).join(', ')}; ${options.rounds} rounds of (side, main file, ` +
       `main postgres) blocks; follow pattern: ${options.sessionTurns} turns per session; relays yield ` +
       `${options.yieldMs} ms to serving; file store journal ${options.journal === 1 ? 'on' : 'off'}; PostgreSQL pool ${options.poolSize}; each block starts ` +
-      `once the outboxes are empty and the workers idle ${options.settleMs} ms (waiting at most ` +
+      `once the outboxes are empty, the workers idle and the machine under ${options.settleBusyPercent}% busy ` +
+      `for ${options.settleMs} ms (waiting at most ` +
       `${options.settleCapMs} ms)`,
   );
 

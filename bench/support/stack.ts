@@ -7,7 +7,7 @@
 
 import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, type Worker } from '@temporalio/worker';
@@ -31,6 +31,7 @@ import { type FakeJudge, startFakeJudge } from '../../test/support/fake-judge-se
 import { startPostgres } from '../../test/support/postgres-server.js';
 import { createControlWorker } from '../../workers/control-worker.js';
 import { benchPayloadKeysEnv } from './payload-keys.js';
+import { machineBusySeconds } from './process-cpu.js';
 
 export interface StackOptions {
   /** Config overrides (runId, method, training, session...); engine, judge, dataDir and temporal are set here. */
@@ -87,9 +88,10 @@ export interface Stack {
   /**
    * Waits until the outboxes are empty and the control workers have had no workflow activation or activity in
    * flight for `quietMs` (at most `capMs`), so work a block left behind does not land on the next one. Returns
-   * the ms waited.
+   * the ms waited. With `machineBusyBelow`, the whole machine's busy share over those `quietMs` (every core,
+   * every process: PostgreSQL's autovacuum and checkpoints, the kernel's writeback) must also be below it.
    */
-  settle(quietMs: number, capMs?: number): Promise<number>;
+  settle(quietMs: number, capMs?: number, machineBusyBelow?: number): Promise<number>;
   close(): Promise<void>;
 }
 
@@ -228,9 +230,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     if (options.startWorker !== false) await startWorker();
 
     const outboxes = [store, ...(postgresStore ? [postgresStore] : [])].map((s) => s.outbox);
-    const settle = async (quietMs: number, capMs = 30_000): Promise<number> => {
+    const settle = async (quietMs: number, capMs = 30_000, machineBusyBelow?: number): Promise<number> => {
       const started = performance.now();
       let quietSince = started;
+      let machineAtQuiet = machineBusySeconds();
       for (;;) {
         const now = performance.now();
         const busy =
@@ -238,8 +241,17 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
             const status = worker.getStatus();
             return status.numInFlightWorkflowActivations + status.numInFlightActivities > 0;
           }) || (await Promise.all(outboxes.map((o) => o.stats()))).some((stats) => stats.depth > 0);
-        if (busy) quietSince = now;
-        else if (now - quietSince >= quietMs) return now - started;
+        const restart = () => {
+          quietSince = now;
+          machineAtQuiet = machineBusySeconds();
+        };
+        if (busy) restart();
+        else if (now - quietSince >= quietMs) {
+          const share =
+            (machineBusySeconds() - machineAtQuiet) / (((now - quietSince) / 1000) * cpus().length);
+          if (machineBusyBelow === undefined || share < machineBusyBelow) return now - started;
+          restart();
+        }
         if (now - started >= capMs) return now - started;
         await new Promise((r) => setTimeout(r, 5));
       }
