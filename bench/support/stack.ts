@@ -234,6 +234,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       const started = performance.now();
       let quietSince = started;
       let machineAtQuiet = machineBusySeconds();
+      const cores = cpus().length;
       for (;;) {
         const now = performance.now();
         const busy =
@@ -241,16 +242,15 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
             const status = worker.getStatus();
             return status.numInFlightWorkflowActivations + status.numInFlightActivities > 0;
           }) || (await Promise.all(outboxes.map((o) => o.stats()))).some((stats) => stats.depth > 0);
-        const restart = () => {
+        const quietFor = now - quietSince;
+        const machineQuiet = () =>
+          machineBusyBelow === undefined ||
+          (machineBusySeconds() - machineAtQuiet) / ((quietFor / 1000) * cores) < machineBusyBelow;
+        if (!busy && quietFor >= quietMs && machineQuiet()) return now - started;
+        if (busy || quietFor >= quietMs) {
+          // Busy, or quiet for long enough but the machine was not: the quiet time starts again.
           quietSince = now;
           machineAtQuiet = machineBusySeconds();
-        };
-        if (busy) restart();
-        else if (now - quietSince >= quietMs) {
-          const share =
-            (machineBusySeconds() - machineAtQuiet) / (((now - quietSince) / 1000) * cpus().length);
-          if (machineBusyBelow === undefined || share < machineBusyBelow) return now - started;
-          restart();
         }
         if (now - started >= capMs) return now - started;
         await new Promise((r) => setTimeout(r, 5));
