@@ -1,8 +1,9 @@
 // Durable turn ingestion: turns per second recorded end to end, for both stores, against side turns.
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
-//                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000] [--settleBusyPercent 25]
-//                                   [--patterns new,follow] [--yieldMs 2000] [--journal 1] [--poolSize 20]
+//                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
+//                                   [--settleBusyPercent 25] [--patterns new,follow] [--yieldMs 2000]
+//                                   [--journal 1] [--poolSize 20]
 //                                   [--clients inline|process]
 //
 //   npm run bench:ingest
@@ -21,11 +22,10 @@
 // the outboxes are empty, the control workers idle and the whole machine under `settleBusyPercent` busy for
 // `settleMs` (PostgreSQL's autovacuum or a checkpoint after a block lands on no block), and the time that took
 // after a main block is the drain (deliveries, session workflows, and for follow the scoring, the block left
-// behind). Beside the
-// rate of all main blocks against all side blocks, each round's main block against the side block of the same
-// round, and their median: one block slowed by the machine weighs on one round only. Afterwards
-// the histories of up to `historySessions` sessions of each store's last c32 main block show how long after
-// the client got its response the session workflow had taken the turn in. The clients send from this process,
+// behind). Beside the rate of all main blocks against all side blocks, each round's main block against the side
+// block of the same round, and their median: one block slowed by the machine weighs on one round only.
+// Afterwards the histories of up to `historySessions` sessions of each store's last c32 main block show how long
+// after the client got its response the session workflow had taken the turn in. The clients send from this process,
 // whose event loop the gateways, relays and control workers share (the figures recorded so far), or with
 // `--clients process` from a process of their own (support/client-process.ts), as real clients do. Figures only;
 // never passes or fails.
@@ -45,6 +45,7 @@ import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import {
   intOptions,
   median,
+  middleValue,
   ms,
   p99,
   printTable,
@@ -302,7 +303,7 @@ async function main(): Promise<void> {
         roundRows.push([
           String(concurrency),
           kind === 'main file' ? 'file' : 'postgres',
-          ratio(median(rounds)),
+          ratio(middleValue(rounds)),
           `${ratio(Math.min(...rounds))}, ${ratio(Math.max(...rounds))}`,
           rounds.map(ratio).join(', '),
         ]);
