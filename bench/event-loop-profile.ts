@@ -3,7 +3,7 @@
 // in each function with what it called synchronously.
 //
 //   npx tsx bench/event-loop-profile.ts [--turns 160] [--rounds 4] [--concurrency 8] [--sessionTurns 10]
-//                                       [--intervalUs 250] [--top 30] [--pattern follow|new]
+//                                       [--intervalUs 250] [--top 30] [--pattern follow|new|rewritten]
 //
 //   npm run bench:profile
 //
@@ -11,7 +11,10 @@
 // judge, a control worker, a gateway with its journal); the clients send non-streaming one-token turns from this
 // process, `concurrency` at a time, as side turns and as main turns in alternate blocks (each block once the
 // outbox is empty and the worker idle for 300 ms). `follow`: each client keeps a session for `sessionTurns`
-// turns, so most main turns look up the turn they continue; `new`: every turn opens a session. The profile is of
+// turns and sends back the replies it received, so most main turns find the turn they continue; `rewritten`:
+// the same, but every reply sent back is a text the gateway never gave, so each main turn looks for the turn it
+// continues twice and finds none (the `follow` of the figures recorded before 2026-12-06 evening); `new`: every
+// turn opens a session. The profile is of
 // the main thread only: the journal's sync thread, the store's file thread and Node's I/O threads are in the
 // process's CPU time, not in the functions' rows. Beside it, each block's CPU time by process, from /proc: this
 // process's main thread and its other threads, the engine, and the rest of this process's children (the Temporal
@@ -21,7 +24,8 @@
 // garbage-collection pauses. Figures only; never passes or fails.
 
 import { type PlannedChat, packingConversation, runChatLanes } from './support/chat-client.js';
-import { CpuProfiler, type InclusiveTimes } from './support/cpu-profile.js';
+import { CpuProfiler, type InclusiveTimes, SELF } from './support/cpu-profile.js';
+import { describePairings, gatewayPairings } from './support/gateway-pairings.js';
 import { emptyGcTally, GcPauses, type GcTally } from './support/gc-pauses.js';
 import { reportLoad } from './support/machine-load.js';
 import {
@@ -36,10 +40,11 @@ import { type Stack, startStack, stopOnSignal } from './support/stack.js';
 import { intOptions, median, ms, p99, printTable, ratio, signedMs, stringOption } from './support/stats.js';
 
 const pattern = stringOption('pattern', 'follow');
-if (pattern !== 'follow' && pattern !== 'new') throw new Error(`--pattern ${pattern}?`);
+if (pattern !== 'follow' && pattern !== 'new' && pattern !== 'rewritten')
+  throw new Error(`--pattern ${pattern}?`);
 const options = intOptions(
   { turns: 160, rounds: 4, concurrency: 8, sessionTurns: 10, intervalUs: 250, top: 30 },
-  'npx tsx bench/event-loop-profile.ts [options] [--pattern follow|new]',
+  'npx tsx bench/event-loop-profile.ts [options] [--pattern follow|new|rewritten]',
 );
 
 const KINDS = ['side', 'main'] as const;
@@ -112,7 +117,7 @@ function plan(kind: Kind, url: string): PlannedChat[][] {
         temperature: 1,
         seed: i,
       };
-      return { url, headers, body };
+      return { url, headers, body, ...(pattern === 'follow' && { conversation: session }) };
     }),
   );
 }
@@ -143,6 +148,8 @@ async function main(): Promise<void> {
   // Warm-up: the engine, the pools, the worker's first session workflows.
   for (const kind of KINDS) await runChatLanes(plan(kind, url));
 
+  const gatewayUrl = stack.gateway?.url ?? '';
+  const pairingsBefore = await gatewayPairings(gatewayUrl);
   const profiler = await CpuProfiler.start(options.intervalUs);
   const enginePid = stack.engine.process.pid ?? 0;
   const tally = (): Tally => ({
@@ -192,6 +199,8 @@ async function main(): Promise<void> {
 
   const perTurn = (kind: Kind, name: string) => (tallies[kind].times.get(name) ?? 0) / tallies[kind].turns;
   const rate = (kind: Kind) => tallies[kind].turns / (tallies[kind].wallMs / 1000);
+  const pairings = describePairings(pairingsBefore, await gatewayPairings(gatewayUrl));
+  console.log(`\nthe main turns' pairings with the turns they continue (the gateway's counter): ${pairings}`);
   console.log('\n### The blocks\n');
   printTable(
     [
@@ -268,16 +277,25 @@ async function main(): Promise<void> {
       perTurn('side', name).toFixed(3),
     ]),
   );
-  console.log(`\n### The ${options.top} functions a main turn spends most more in than a side turn\n`);
   const names = new Set([...tallies.main.times.keys(), ...tallies.side.times.keys()]);
-  const rows = [...names]
-    .map((name) => ({ name, main: perTurn('main', name), side: perTurn('side', name) }))
-    .sort((a, b) => b.main - b.side - (a.main - a.side))
-    .slice(0, options.top);
-  printTable(
-    ['function', 'main − side', 'main', 'side'],
-    rows.map((row) => [row.name, (row.main - row.side).toFixed(3), row.main.toFixed(3), row.side.toFixed(3)]),
+  const mostMore = (self: boolean) =>
+    [...names]
+      .filter((name) => name.startsWith(SELF) === self)
+      .map((name) => ({ name, main: perTurn('main', name), side: perTurn('side', name) }))
+      .sort((a, b) => b.main - b.side - (a.main - a.side))
+      .slice(0, options.top)
+      .map((row) => [
+        self ? row.name.slice(SELF.length) : row.name,
+        (row.main - row.side).toFixed(3),
+        row.main.toFixed(3),
+        row.side.toFixed(3),
+      ]);
+  console.log(`\n### The ${options.top} functions a main turn spends most more in than a side turn\n`);
+  printTable(['function', 'main − side', 'main', 'side'], mostMore(false));
+  console.log(
+    `\n### The ${options.top} functions a main turn spends most more in, themselves (what they call aside)\n`,
   );
+  printTable(['function', 'main − side', 'main', 'side'], mostMore(true));
   loadAfter();
 }
 

@@ -13,11 +13,15 @@
 // Clients send non-streaming chat completions with `max_tokens` 1 (so the engine's share is as small as it
 // gets), as main turns through each gateway (client -> gateway -> engine -> turn + outbox entry durable ->
 // response; the relay delivers to the session workflow afterwards) and, for the same requests, as side turns
-// (proxied only). Two session patterns:
-//   new      every turn opens its own session: its delivery starts a session workflow;
-//   follow   each client keeps a session for `sessionTurns` turns (the conversation grows): most deliveries
-//            signal a running workflow, which hands the previous turn to scoring (fake judge, rl, 1 vote; no
-//            training step: batch size 4096), as it would in production.
+// (proxied only). Three session patterns (`--patterns`, default `new,follow`):
+//   new       every turn opens its own session: its delivery starts a session workflow;
+//   follow   each client keeps a session for `sessionTurns` turns (the conversation grows) and sends back the
+//            replies it received, as a real client does, so each turn pairs with the turn it continues: most
+//            deliveries signal a running workflow, which hands the previous turn to scoring (fake judge, rl, 1
+//            vote; no training step: batch size 4096), as it would in production;
+//   rewritten as follow, but every reply sent back is a text the gateway never gave ("A water bottle and a
+//            map."): each main turn looks for the turn it continues twice (while the engine answers, and
+//            again after) and finds none. The `follow` figures recorded before 2026-12-06 evening were this.
 // At concurrency 1, 8 and 32, side and main blocks alternate (order rotated each round); each block starts once
 // the outboxes are empty, the control workers idle and the whole machine under `settleBusyPercent` busy for
 // `settleMs` (PostgreSQL's autovacuum or a checkpoint after a block lands on no block), and the time that took
@@ -55,10 +59,10 @@ import {
   stringOption,
 } from './support/stats.js';
 
-type Pattern = 'new' | 'follow';
-const PATTERNS: readonly Pattern[] = ['new', 'follow'];
-/** `--patterns new,follow` (default both): the session patterns to measure, in this order. */
-const patterns = stringOption('patterns', PATTERNS.join(','))
+type Pattern = 'new' | 'follow' | 'rewritten';
+const PATTERNS: readonly Pattern[] = ['new', 'follow', 'rewritten'];
+/** `--patterns new,follow` (the default; `rewritten` too on request): the session patterns to measure, in this order. */
+const patterns = stringOption('patterns', 'new,follow')
   .split(',')
   .map((name) => {
     if (!(PATTERNS as readonly string[]).includes(name)) throw new Error(`unknown pattern ${name}`);
@@ -147,7 +151,7 @@ async function runBlock(pattern: Pattern, kind: Kind, concurrency: number, count
         temperature: 1,
         seed: i,
       };
-      lane.push({ url, body, headers });
+      lane.push({ url, body, headers, ...(pattern === 'follow' && { conversation: session }) });
     }
     return lane;
   });

@@ -10,6 +10,8 @@ export interface ChatTiming {
   ttftMs: number;
   /** Generated text, for checking that two paths produced the same output. */
   content: string;
+  /** The reply's `content` alone, as a client would send it back in its next request. */
+  reply: string;
   /** Wall-clock time (Date.now()) the response completed. */
   completedAt: number;
 }
@@ -48,6 +50,7 @@ export async function timedChat(
       ttftMs: Number.NaN,
       // vLLM spells the reasoning field `reasoning`; the gateway, like SGLang, `reasoning_content`.
       content: `${message?.reasoning_content ?? message?.reasoning ?? ''}${message?.content ?? ''}`,
+      reply: message?.content ?? '',
       completedAt: Date.now(),
     };
   }
@@ -55,6 +58,7 @@ export async function timedChat(
   const decoder = new TextDecoder();
   let buffer = '';
   let content = '';
+  let reply = '';
   let ttftMs = Number.NaN;
   let done = false;
   for await (const bytes of response.body) {
@@ -77,11 +81,12 @@ export async function timedChat(
         const text = `${delta?.reasoning_content ?? delta?.reasoning ?? ''}${delta?.content ?? ''}`;
         if (text && Number.isNaN(ttftMs)) ttftMs = now() - started;
         content += text;
+        reply += delta?.content ?? '';
       }
     }
   }
   if (!done) throw new Error(`${url}: stream ended without [DONE]`);
-  return { totalMs: now() - started, ttftMs, content, completedAt: Date.now() };
+  return { totalMs: now() - started, ttftMs, content, reply, completedAt: Date.now() };
 }
 
 /** One request of a lane: where, with what body and headers. */
@@ -89,6 +94,12 @@ export interface PlannedChat {
   url: string;
   body: Record<string, unknown>;
   headers: Record<string, string>;
+  /**
+   * Names the conversation the request belongs to in its lane: its assistant messages are replaced, in order,
+   * by the replies the lane received for that conversation's earlier requests, as a real client sends them
+   * back (absent: the body goes as planned).
+   */
+  conversation?: string;
 }
 
 /** Runs the lanes concurrently, each lane's requests one after another; each lane's timings in its order. */
@@ -96,10 +107,29 @@ export function runChatLanes(lanes: readonly PlannedChat[][]): Promise<ChatTimin
   return Promise.all(
     lanes.map(async (lane) => {
       const timings: ChatTiming[] = [];
-      for (const chat of lane) timings.push(await timedChat(chat.url, chat.body, chat.headers));
+      const replies = new Map<string, string[]>();
+      for (const chat of lane) {
+        const received = chat.conversation === undefined ? undefined : replies.get(chat.conversation);
+        const body = received ? withReplies(chat.body, received) : chat.body;
+        const timing = await timedChat(chat.url, body, chat.headers);
+        if (chat.conversation !== undefined)
+          replies.set(chat.conversation, [...(received ?? []), timing.reply]);
+        timings.push(timing);
+      }
       return timings;
     }),
   );
+}
+
+/** The body with its assistant messages' contents replaced, in order, by `replies` (those beyond kept). */
+function withReplies(body: Record<string, unknown>, replies: readonly string[]): Record<string, unknown> {
+  let next = 0;
+  const messages = (body.messages as Record<string, unknown>[]).map((message) =>
+    message.role === 'assistant' && next < replies.length
+      ? { ...message, content: replies[next++] }
+      : message,
+  );
+  return { ...body, messages };
 }
 
 /** A conversation of `turn` user messages (the assistant answered all but the last), as a client resends it. */

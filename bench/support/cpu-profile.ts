@@ -17,8 +17,14 @@ interface Profile {
   timeDeltas: number[];
 }
 
-/** Milliseconds per function (`name file`), counted once per sample however often it is on the stack. */
+/**
+ * Milliseconds per function (`name file`), counted once per sample however often it is on the stack; and under
+ * `SELF` + `name file`, the samples where the function itself was running (the top of the stack).
+ */
 export type InclusiveTimes = Map<string, number>;
+
+/** Prefix of a self-time key in `InclusiveTimes`. */
+export const SELF = 'self: ';
 
 export class CpuProfiler {
   private readonly session = new Session();
@@ -59,6 +65,11 @@ function addInclusive(profile: Profile, into: InclusiveTimes): void {
   profile.samples.forEach((id, i) => {
     // A sample's time is the gap to the next one.
     const ms = (profile.timeDeltas[i + 1] ?? 0) / 1000;
+    const top = byId.get(id);
+    if (top) {
+      const self = SELF + nameOf(top);
+      into.set(self, (into.get(self) ?? 0) + ms);
+    }
     const seen = new Set<string>();
     for (let at: number | undefined = id; at !== undefined; at = parent.get(at)) {
       const node = byId.get(at);
