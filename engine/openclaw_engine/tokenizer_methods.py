@@ -23,6 +23,10 @@ class TokenizerMethods:
         backend = getattr(self.tokenizer, "backend_tokenizer", None)
         self._byte_level = backend is not None and isinstance(backend.decoder, decoders.ByteLevel)
         self._added_ids = frozenset(self.tokenizer.get_added_vocab().values())
+        # One token's text and bytes never change for a tokenizer, and each costs a trip through its decode
+        # (tens of microseconds of Python): every sampled token asks for both when log-probs are returned.
+        self._token_texts: dict[int, str] = {}
+        self._token_bytes: dict[int, tuple[int, ...]] = {}
 
     def encode(self, text: str, *, add_special_tokens: bool = False) -> list[int]:
         with self._tok_lock:
@@ -35,17 +39,28 @@ class TokenizerMethods:
             )
 
     def token_text(self, token_id: int) -> str:
-        return self.decode([token_id], skip_special_tokens=False)
+        text = self._token_texts.get(token_id)
+        if text is None:
+            text = self.decode([token_id], skip_special_tokens=False)
+            self._token_texts[token_id] = text
+        return text
 
     def token_bytes(self, token_id: int) -> list[int]:
         """The raw bytes a token stands for (byte-level BPE pieces may be partial UTF-8)."""
+        raw = self._token_bytes.get(token_id)
+        if raw is None:
+            raw = tuple(self._raw_token_bytes(token_id))
+            self._token_bytes[token_id] = raw
+        return list(raw)
+
+    def _raw_token_bytes(self, token_id: int) -> bytes:
         if self._byte_level and token_id not in self._added_ids:
             with self._tok_lock:
                 piece = self.tokenizer.convert_ids_to_tokens(token_id)
             raw = _byte_level_bytes(piece) if isinstance(piece, str) else None
             if raw is not None:
-                return list(raw)
-        return list(self.token_text(token_id).encode("utf-8"))
+                return raw
+        return self.token_text(token_id).encode("utf-8")
 
     def apply_chat_template(
         self,

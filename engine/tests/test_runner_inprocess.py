@@ -115,3 +115,18 @@ def test_collect_matches_prompt(runner: ModelRunner) -> None:
     result = asyncio.run(collect(runner.generate(_request(3)), PROMPT))
     assert result.prompt_ids == PROMPT and len(result.output_ids) == 3
     assert result.finish_reason == {"type": "length", "length": 3}
+
+
+def test_token_text_and_bytes_are_the_tokenizers_own_every_time(runner: ModelRunner) -> None:
+    """Kept per token after the first ask: the second answer is the first, and a caller's list is its own."""
+    tokenizer = runner.tokenizer
+    for token in range(len(tokenizer)):
+        text = tokenizer.decode([token], skip_special_tokens=False, clean_up_tokenization_spaces=False)
+        first = runner.token_bytes(token)
+        assert runner.token_text(token) == text and runner.token_text(token) == text
+        if token < 256:  # tiny tokenizer: ids 0..255 are the 256 single bytes
+            assert len(first) == 1
+        else:
+            assert bytes(first).decode("utf-8", errors="replace") == text
+        first.append(-1)  # the caller's own list: what is kept is not changed by it
+        assert runner.token_bytes(token) == first[:-1]
