@@ -1,7 +1,7 @@
 // Durable turn ingestion: turns per second recorded end to end, for both stores, against side turns.
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
-//                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 20000]
+//                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 60000]
 //                                   [--settleBusyPercent 25] [--patterns new,follow] [--yieldMs 2000]
 //                                   [--journal 1] [--poolSize 20]
 //                                   [--clients inline|process]
@@ -81,7 +81,8 @@ const options = intOptions(
     historySessions: 24,
     maxTokens: 1,
     settleMs: 300,
-    settleCapMs: 20_000,
+    // The scoring of a follow block of 128 paired turns takes 13-20 s after it on this machine.
+    settleCapMs: 60_000,
     settleBusyPercent: 25,
     yieldMs: 2_000,
     journal: 1,
