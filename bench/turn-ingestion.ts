@@ -15,13 +15,13 @@
 // response; the relay delivers to the session workflow afterwards) and, for the same requests, as side turns
 // (proxied only). Three session patterns (`--patterns`, default `new,follow`):
 //   new       every turn opens its own session: its delivery starts a session workflow;
-//   follow   each client keeps a session for `sessionTurns` turns (the conversation grows) and sends back the
-//            replies it received, as a real client does, so each turn pairs with the turn it continues: most
-//            deliveries signal a running workflow, which hands the previous turn to scoring (fake judge, rl, 1
-//            vote; no training step: batch size 4096), as it would in production;
+//   follow    each client keeps a session for `sessionTurns` turns (the conversation grows) and sends back the
+//             replies it received, as a real client does, so each turn pairs with the turn it continues: most
+//             deliveries signal a running workflow, which hands the previous turn to scoring (fake judge, rl, 1
+//             vote; no training step: batch size 4096), as it would in production;
 //   rewritten as follow, but every reply sent back is a text the gateway never gave ("A water bottle and a
-//            map."): each main turn looks for the turn it continues twice (while the engine answers, and
-//            again after) and finds none. The `follow` figures recorded before 2026-12-06 evening were this.
+//             map."): each main turn looks for the turn it continues twice (while the engine answers, and
+//             again after) and finds none. The `follow` figures recorded before 2026-12-06 evening were this.
 // At concurrency 1, 8 and 32, side and main blocks alternate (order rotated each round); each block starts once
 // the outboxes are empty, the control workers idle and the whole machine under `settleBusyPercent` busy for
 // `settleMs` (PostgreSQL's autovacuum or a checkpoint after a block lands on no block), and the time that took

@@ -109,11 +109,14 @@ export function runChatLanes(lanes: readonly PlannedChat[][]): Promise<ChatTimin
       const timings: ChatTiming[] = [];
       const replies = new Map<string, string[]>();
       for (const chat of lane) {
-        const received = chat.conversation === undefined ? undefined : replies.get(chat.conversation);
-        const body = received ? withReplies(chat.body, received) : chat.body;
-        const timing = await timedChat(chat.url, body, chat.headers);
-        if (chat.conversation !== undefined)
-          replies.set(chat.conversation, [...(received ?? []), timing.reply]);
+        if (chat.conversation === undefined) {
+          timings.push(await timedChat(chat.url, chat.body, chat.headers));
+          continue;
+        }
+        const received = replies.get(chat.conversation) ?? [];
+        replies.set(chat.conversation, received);
+        const timing = await timedChat(chat.url, withReplies(chat.body, received), chat.headers);
+        received.push(timing.reply);
         timings.push(timing);
       }
       return timings;
