@@ -20,8 +20,9 @@
 // process's main thread and its other threads, the engine, and the rest of this process's children (the Temporal
 // dev server, the fake judge), so a main turn's cost shows wherever it is paid; the whole machine's busy time
 // (/proc/stat: the kernel's threads too, which flush and commit what fsyncs ask for); this process's threads by
-// name (the journal's `journal-sync` and the store's `store-files` name themselves); and the main thread's
-// garbage-collection pauses. Figures only; never passes or fails.
+// name (the journal's `journal-sync` and the store's `store-files` name themselves); the journal's hand-overs to
+// its sync thread and its fdatasyncs per main turn (each hand-over wakes the thread; fewer fdatasyncs than turns
+// when appends share one); and the main thread's garbage-collection pauses. Figures only; never passes or fails.
 
 import { type PlannedChat, packingConversation, runChatLanes } from './support/chat-client.js';
 import { CpuProfiler, type InclusiveTimes, SELF } from './support/cpu-profile.js';
@@ -92,6 +93,9 @@ interface Tally {
   gc: GcTally;
   latencies: number[];
   times: InclusiveTimes;
+  /** The file store journal's hand-overs to its sync thread, and its fdatasyncs. */
+  handOvers: number;
+  syncs: number;
 }
 
 let stack = null as Stack | null;
@@ -162,6 +166,8 @@ async function main(): Promise<void> {
     gc: emptyGcTally(),
     latencies: [],
     times: new Map(),
+    handOvers: 0,
+    syncs: 0,
   });
   const tallies: Record<Kind, Tally> = { side: tally(), main: tally() };
   const gcPauses = new GcPauses();
@@ -174,6 +180,9 @@ async function main(): Promise<void> {
       const places = cpuByPlace(enginePid);
       const threads = threadCpuByName(process.pid);
       const machine = machineBusySeconds();
+      const journal = () => stack?.store.openedJournal;
+      const handOvers = journal()?.handOvers ?? 0;
+      const syncs = journal()?.appends ?? 0;
       const started = performance.now();
       const timings = await profiler.around(() => runChatLanes(lanes), into.times);
       const ended = performance.now();
@@ -183,6 +192,8 @@ async function main(): Promise<void> {
       const placesAfter = cpuByPlace(enginePid);
       for (const place of PLACES) into.places[place] += placesAfter[place] - places[place];
       into.machineMs += (machineBusySeconds() - machine) * 1000;
+      into.handOvers += (journal()?.handOvers ?? 0) - handOvers;
+      into.syncs += (journal()?.appends ?? 0) - syncs;
       for (const [name, spent] of threadCpuMsBetween(threads, threadCpuByName(process.pid))) {
         const sum = into.threads.get(name) ?? { user: 0, system: 0 };
         sum.user += spent.user;
@@ -201,6 +212,11 @@ async function main(): Promise<void> {
   const rate = (kind: Kind) => tallies[kind].turns / (tallies[kind].wallMs / 1000);
   const pairings = describePairings(pairingsBefore, await gatewayPairings(gatewayUrl));
   console.log(`\nthe main turns' pairings with the turns they continue (the gateway's counter): ${pairings}`);
+  const main = tallies.main;
+  console.log(
+    `the journal per main turn: ${(main.handOvers / main.turns).toFixed(2)} hand-overs to its sync thread ` +
+      `(each wakes it), ${(main.syncs / main.turns).toFixed(2)} fdatasyncs (fewer when appends share one)`,
+  );
   console.log('\n### The blocks\n');
   printTable(
     [

@@ -65,6 +65,8 @@ export class JournalSyncer {
   private failuresRead = 0;
   /** fdatasyncs the thread has made (fewer than appends when they arrive together). */
   syncs = 0;
+  /** Messages handed to the thread so far: each wakes it when it sleeps (one per tick that appended). */
+  handOvers = 0;
 
   /**
    * Writes `text` at the file's position and fdatasyncs it; resolves once both are done. Appends to one file
@@ -107,6 +109,7 @@ export class JournalSyncer {
     if (requests.length === 0 || this.worker !== worker) return;
     // Held while requests are out, so a process waiting only for its turns to be durable does not exit.
     worker.ref();
+    this.handOvers++;
     worker.postMessage(requests);
     this.watch();
   }

@@ -186,6 +186,11 @@ export class TurnJournal {
     return this.syncer.syncs;
   }
 
+  /** Hand-overs to the sync thread so far: one message each (a benchmark counts them per turn). */
+  get handOvers(): number {
+    return this.syncer.handOvers;
+  }
+
   /** Appends the line; resolves once it is durable. Its values are readable here from the call on. */
   append(line: JournalLine): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the store is closed'));

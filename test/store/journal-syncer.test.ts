@@ -51,6 +51,8 @@ describe('JournalSyncer', () => {
     expect(await readFile(path, 'utf8')).toBe(lines.join(''));
     expect(syncer.syncs).toBeGreaterThan(0);
     expect(syncer.syncs).toBeLessThanOrEqual(8);
+    // One message per tick that appended: what the profile bench counts per main turn.
+    expect(syncer.handOvers).toBe(8);
   });
 
   it('rejects a write that failed, with its error code, and every later append to that file', async () => {
