@@ -171,6 +171,8 @@ async function main(): Promise<void> {
   });
   const tallies: Record<Kind, Tally> = { side: tally(), main: tally() };
   const gcPauses = new GcPauses();
+  // Opened by the first main turn: null before it.
+  const journal = () => stack?.store.openedJournal;
   for (let round = 0; round < options.rounds; round++) {
     for (const kind of round % 2 === 0 ? KINDS : [...KINDS].reverse()) {
       await stack.settle(300);
@@ -180,7 +182,6 @@ async function main(): Promise<void> {
       const places = cpuByPlace(enginePid);
       const threads = threadCpuByName(process.pid);
       const machine = machineBusySeconds();
-      const journal = () => stack?.store.openedJournal;
       const handOvers = journal()?.handOvers ?? 0;
       const syncs = journal()?.appends ?? 0;
       const started = performance.now();
