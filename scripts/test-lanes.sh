@@ -13,7 +13,8 @@ pids=()
 for lane in 1 2; do
   (
     set -o pipefail
-    npx vitest run --shard="$lane/2" 2>&1 | sed -u "s/^/[lane $lane] /"
+    # TEST_LANE: each lane picks its test ports from slices of its own (test/support/free-port.ts).
+    TEST_LANE="$lane" npx vitest run --shard="$lane/2" 2>&1 | sed -u "s/^/[lane $lane] /"
   ) &
   pids+=("$!")
 done

@@ -47,13 +47,17 @@ function osPickedPort(): Promise<number> {
 /**
  * The ports this process may pick: vitest's parallel workers (VITEST_POOL_ID) each get a slice of their own, so
  * two test files never pick the same port; within a process, a port handed out (either of a pair) is never
- * handed out again, since its server may not have bound it yet.
+ * handed out again, since its server may not have bound it yet. The two lanes of `npm run test:ts` are two
+ * vitest processes whose workers both count from pool 1: scripts/test-lanes.sh names each lane (TEST_LANE), and
+ * lane 2's workers take the upper half of the slices.
  */
 const SLICES = 8;
 const pool = Number(process.env.VITEST_POOL_ID);
+const lane = Number(process.env.TEST_LANE);
+const laneOffset = lane === 2 ? SLICES / 2 : 0;
 const sliced = Number.isInteger(pool) && pool > 0;
 const sliceSize = Math.floor((EPHEMERAL_LOW - LOWEST) / (sliced ? SLICES : 1));
-const sliceStart = LOWEST + (sliced ? (pool % SLICES) * sliceSize : 0);
+const sliceStart = LOWEST + (sliced ? ((laneOffset + pool) % SLICES) * sliceSize : 0);
 const handedOut = new Set<number>();
 
 /** A free port whose `+ offset` is free too (the Temporal dev server puts its UI on port + 1000). */
