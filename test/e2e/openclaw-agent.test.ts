@@ -7,6 +7,7 @@ import { exclusionKey, sampleKey, sessionTurnsPrefix, type TurnRecord } from '..
 import { apiKeyName } from '../../gateway/auth.js';
 import { sessionDoneRequest } from '../../openclaw-plugin/index.js';
 import type { FileSampleStore } from '../../store/sample-store.js';
+import { trainingWorkflowId } from '../../temporal/workflow-ids.js';
 import type { CliProcess } from '../support/cli-process.js';
 import { type FakeJudge, startFakeJudge } from '../support/fake-judge-server.js';
 import {
@@ -17,6 +18,7 @@ import {
   requireOpenClaw,
 } from '../support/openclaw-agent.js';
 import { startDevStack } from '../support/openclaw-dev-stack.js';
+import { connectTestClient } from '../support/temporal.js';
 import { waitFor } from '../support/wait-for.js';
 
 // A new user's path, end to end: `openclaw-rl dev` on its default model, and the real OpenClaw agent (npm
@@ -37,6 +39,7 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
   let store: FileSampleStore;
   let engineUrl: string;
   let gatewayUrl: string;
+  let temporalAddress: string;
   let plain: OpenClawHome;
   let withPlugin: OpenClawHome;
   const timings: { label: string; ms: number }[] = [];
@@ -46,7 +49,7 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     dir = await mkdtemp(join(tmpdir(), 'openclaw-e2e-'));
     judge = await startFakeJudge();
     const stack = await startDevStack(dir, { judgeUrl: judge.url, apiKey: API_KEY, batchSize: BATCH });
-    ({ dev, engineUrl, gatewayUrl, store } = stack);
+    ({ dev, engineUrl, gatewayUrl, store, temporalAddress } = stack);
     await stack.ready();
 
     plain = await createOpenClawHome(join(dir, 'plain'), { baseUrl: gatewayUrl, apiKey: API_KEY });
@@ -93,6 +96,51 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
     await store.journaledWritten(); // the gateway journals a turn, its files follow the answer
     const keys = await store.list('turns/');
     return new Set(keys.map((key) => splitSessionId(decodeURIComponent(key.split('/')[1] ?? '')).id));
+  }
+
+  /** The samples, the exclusions with their reasons and the judge's calls, for a failure's message. */
+  async function trainingState(): Promise<string> {
+    await store.journaledWritten();
+    const samples = await store.list('samples/');
+    const exclusions = await Promise.all(
+      (await store.list('exclusions/')).map(async (key) => {
+        const record = await store.get<{ reason?: string; detail?: string }>(key);
+        return `${decodeURIComponent(key)}: ${record?.reason} (${record?.detail})`;
+      }),
+    );
+    // The training runs as the dashboard shows them (pending samples, steps, exclusions by reason).
+    const dashboard = gatewayUrl.replace(/\/v1$/, '/dashboard/api/runs');
+    const headers = { authorization: `Bearer ${API_KEY}` };
+    const runs = await fetch(dashboard, { headers })
+      .then((r) => r.json() as Promise<{ data: { runId: string }[] }>)
+      .then(({ data }) =>
+        Promise.all(
+          data.map(async ({ runId }) => {
+            const view = (await (await fetch(`${dashboard}/${runId}`, { headers })).json()) as object;
+            return JSON.stringify({ ...view, versions: undefined });
+          }),
+        ),
+      )
+      .catch((error: Error) => [`the dashboard did not answer: ${error.message}`]);
+    // The training workflow's activities under way: a trainer call failing again and again shows here.
+    const activities = await connectTestClient(temporalAddress)
+      .then(async ({ client, connection }) => {
+        try {
+          const { raw } = await client.workflow.getHandle(trainingWorkflowId('default')).describe();
+          return (raw.pendingActivities ?? []).map(
+            (a) => `${a.activityType?.name} attempt ${a.attempt}: ${a.lastFailure?.message ?? 'no failure'}`,
+          );
+        } finally {
+          await connection.close();
+        }
+      })
+      .catch((error: Error) => [`the training workflow could not be described: ${error.message}`]);
+    return [
+      `training activities under way: ${activities.join('; ') || 'none'}`,
+      `judge calls ${judge.calls}; samples: ${samples.map((key) => decodeURIComponent(key)).join(', ') || 'none'}`,
+      `exclusions: ${exclusions.join('; ') || 'none'}`,
+      ...runs,
+    ].join('\n');
   }
 
   async function timed(label: string, home: OpenClawHome, sessionId: string, message: string) {
@@ -178,7 +226,14 @@ describe('the real OpenClaw agent against openclaw-rl dev', () => {
   it('the judged turns train an epoch and the next turn is served by the new version', async () => {
     const modelInfo = async () =>
       (await (await fetch(`${engineUrl}/model_info`)).json()) as { weight_version: string | number };
-    await waitFor(async () => Number((await modelInfo()).weight_version) >= 1, 300_000, 'policy version 1');
+    await waitFor(
+      async () => Number((await modelInfo()).weight_version) >= 1,
+      300_000,
+      'policy version 1',
+    ).catch(async (error: Error) => {
+      // What a failure needs to be understood after the run: what was scored, excluded and why, and dev's output.
+      throw new Error(`${error.message}\n${await trainingState()}\n${dev.tail(120)}`);
+    });
     expect(judge.calls).toBeGreaterThan(0);
     const samples = await store.list('samples/');
     expect(samples.length).toBeGreaterThanOrEqual(BATCH);
