@@ -147,7 +147,9 @@ export async function runDev(config: OpenClawConfig, stop: Promise<void>): Promi
     ]);
     const running = worker.run();
     cleanups.push(async () => {
-      worker.shutdown();
+      // SIGINT and SIGTERM reach the worker too (Temporal's runtime shuts its workers down on them): it may
+      // have stopped already, and shutdown() throws then.
+      if (worker.getState() === 'RUNNING') worker.shutdown();
       await running.catch(() => undefined);
     });
 

@@ -224,7 +224,8 @@ program
     console.log(`control worker on task queue ${config.temporal.taskQueue} at ${config.temporal.address}`);
     const running = worker.run();
     await Promise.race([untilStopped(), running]);
-    worker.shutdown();
+    // The signal that stopped it may have shut the worker down already (Temporal's runtime handles it too).
+    if (worker.getState() === 'RUNNING') worker.shutdown();
     await running.catch(() => undefined);
     await relay.stop();
     await close();
