@@ -4,13 +4,16 @@
 //
 //   npx tsx bench/event-loop-profile.ts [--turns 160] [--rounds 4] [--concurrency 8] [--sessionTurns 10]
 //                                       [--intervalUs 250] [--top 30] [--pattern follow|new|rewritten]
+//                                       [--maxTokens 1]
 //
 //   npm run bench:profile
 //
 // Starts what `bench:ingest` starts for the filesystem store (Temporal dev server, the reference engine, the fake
-// judge, a control worker, a gateway with its journal); the clients send non-streaming one-token turns from this
-// process, `concurrency` at a time, as side turns and as main turns in alternate blocks (each block once the
-// outbox is empty and the worker idle for 300 ms). `follow`: each client keeps a session for `sessionTurns`
+// judge, a control worker, a gateway with its journal); the clients send non-streaming turns of at most
+// `maxTokens` tokens (one by default) from this process, `concurrency` at a time, as side turns and as main turns
+// in alternate blocks (each block once the outbox is empty and the worker idle for 300 ms). With one token a
+// block ends before the relay's deliveries (held up to 2 s while serving) and what they set off begin; with more,
+// that work runs inside the main blocks and shows in their CPU. `follow`: each client keeps a session for `sessionTurns`
 // turns and sends back the replies it received, so most main turns find the turn they continue; `rewritten`:
 // the same, but every reply sent back is a text the gateway never gave, so each main turn looks for the turn it
 // continues twice and finds none (the `follow` of the figures recorded before 2026-12-06 evening); `new`: every
@@ -44,7 +47,7 @@ const pattern = stringOption('pattern', 'follow');
 if (pattern !== 'follow' && pattern !== 'new' && pattern !== 'rewritten')
   throw new Error(`--pattern ${pattern}?`);
 const options = intOptions(
-  { turns: 160, rounds: 4, concurrency: 8, sessionTurns: 10, intervalUs: 250, top: 30 },
+  { turns: 160, rounds: 4, concurrency: 8, sessionTurns: 10, intervalUs: 250, top: 30, maxTokens: 1 },
   'npx tsx bench/event-loop-profile.ts [options] [--pattern follow|new|rewritten]',
 );
 
@@ -117,7 +120,7 @@ function plan(kind: Kind, url: string): PlannedChat[][] {
       const body = {
         model: 'tiny',
         messages: packingConversation(turn),
-        max_tokens: 1,
+        max_tokens: options.maxTokens,
         temperature: 1,
         seed: i,
       };
@@ -146,7 +149,8 @@ async function main(): Promise<void> {
   const url = `${stack.gateway?.url}/v1/chat/completions`;
   console.log(
     `parameters: pattern ${pattern} (${options.sessionTurns} turns per session); c${options.concurrency}; ` +
-      `${options.rounds} rounds of (side, main) blocks of ${options.turns} one-token turns; samples every ` +
+      `${options.rounds} rounds of (side, main) blocks of ${options.turns} turns of at most ${options.maxTokens} ` +
+      `token(s); samples every ` +
       `${options.intervalUs} µs; clients in this process`,
   );
   // Warm-up: the engine, the pools, the worker's first session workflows.
