@@ -13,13 +13,12 @@
 // `maxTokens` tokens (one by default) from this process, `concurrency` at a time, as side turns and as main turns
 // in alternate blocks (each block once the outbox is empty and the worker idle for 300 ms). With one token a
 // block ends before the relay's deliveries (held up to 2 s while serving) and what they set off begin; with more,
-// that work runs inside the main blocks and shows in their CPU. `follow`: each client keeps a session for `sessionTurns`
-// turns and sends back the replies it received, so most main turns find the turn they continue; `rewritten`:
-// the same, but every reply sent back is a text the gateway never gave, so each main turn looks for the turn it
-// continues twice and finds none (the `follow` of the figures recorded before 2026-12-06 evening); `new`: every
-// turn opens a session. The profile is of
-// the main thread only: the journal's sync thread, the store's file thread and Node's I/O threads are in the
-// process's CPU time, not in the functions' rows. Beside it, each block's CPU time by process, from /proc: this
+// that work runs inside the main blocks and shows in their CPU. `follow`: each client keeps a session for
+// `sessionTurns` turns and sends back the replies it received, so most main turns find the turn they continue;
+// `rewritten`: the same, but every reply sent back is a text the gateway never gave, so each main turn looks for
+// the turn it continues twice and finds none (the `follow` of the figures recorded before 2026-12-06 evening);
+// `new`: every turn opens a session. The profile is of the main thread only: the journal's sync thread, the
+// store's file thread and Node's I/O threads are in the process's CPU time, not in the functions' rows. Beside it, each block's CPU time by process, from /proc: this
 // process's main thread and its other threads, the engine, and the rest of this process's children (the Temporal
 // dev server, the fake judge), so a main turn's cost shows wherever it is paid; the whole machine's busy time
 // (/proc/stat: the kernel's threads too, which flush and commit what fsyncs ask for); this process's threads by
@@ -149,9 +148,8 @@ async function main(): Promise<void> {
   const url = `${stack.gateway?.url}/v1/chat/completions`;
   console.log(
     `parameters: pattern ${pattern} (${options.sessionTurns} turns per session); c${options.concurrency}; ` +
-      `${options.rounds} rounds of (side, main) blocks of ${options.turns} turns of at most ${options.maxTokens} ` +
-      `token(s); samples every ` +
-      `${options.intervalUs} µs; clients in this process`,
+      `${options.rounds} rounds of (side, main) blocks of ${options.turns} turns of at most ` +
+      `${options.maxTokens} token(s); samples every ${options.intervalUs} µs; clients in this process`,
   );
   // Warm-up: the engine, the pools, the worker's first session workflows.
   for (const kind of KINDS) await runChatLanes(plan(kind, url));
