@@ -18,7 +18,8 @@
 // `rewritten`: the same, but every reply sent back is a text the gateway never gave, so each main turn looks for
 // the turn it continues twice and finds none (the `follow` of the figures recorded before 2026-12-06 evening);
 // `new`: every turn opens a session. The profile is of the main thread only: the journal's sync thread, the
-// store's file thread and Node's I/O threads are in the process's CPU time, not in the functions' rows. Beside it, each block's CPU time by process, from /proc: this
+// store's file thread and Node's I/O threads are in the process's CPU time, not in the functions' rows.
+// Beside it, each block's CPU time by process, from /proc: this
 // process's main thread and its other threads, the engine, and the rest of this process's children (the Temporal
 // dev server, the fake judge), so a main turn's cost shows wherever it is paid; the whole machine's busy time
 // (/proc/stat: the kernel's threads too, which flush and commit what fsyncs ask for); this process's threads by
