@@ -214,11 +214,13 @@ program
     telemetry.watchTaskQueues(connection.workflowService, config.temporal.namespace, [
       config.temporal.taskQueue,
     ]);
-    // It also delivers what gateways left in the outbox: a gateway that died before its relay did.
+    // It also delivers what gateways left in the outbox: a gateway that died before its relay did. What is
+    // younger than a gateway's longest hold and one lease is left to the gateway's own relay.
     const relay = new OutboxRelay({
       outbox: store.outbox,
       deliver: sessionDelivery(client),
       leaseMs: config.store.outboxLeaseMs,
+      takeOverAfterMs: config.store.outboxYieldMs + config.store.outboxLeaseMs,
     });
     relay.start();
     console.log(`control worker on task queue ${config.temporal.taskQueue} at ${config.temporal.address}`);

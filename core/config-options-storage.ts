@@ -23,14 +23,14 @@ export const STORAGE_OPTIONS = [
     env: 'OPENCLAW_OUTBOX_LEASE_MS',
     kind: 'integer',
     description:
-      "How long a relay keeps the outbox entries it claimed without renewing: a dead gateway's undelivered turns are delivered by another gateway or the control worker after this long.",
+      "How long a relay keeps the outbox entries it claimed without renewing: a dead gateway's undelivered turns are delivered by another gateway after this long, or by the control worker once they are older than this and `store.outboxYieldMs`.",
   },
   {
     key: 'store.outboxYieldMs',
     env: 'OPENCLAW_OUTBOX_YIELD_MS',
     kind: 'integer',
     description:
-      "How long a gateway's relay may hold a recorded turn's delivery while the gateway is answering requests (until it has been idle 50 ms), so deliveries and the workflow work they start do not take CPU from generation and from the durable writes; the turn is already durable, only its delivery lag grows. 0 delivers at once.",
+      "How long a gateway's relay may hold a recorded turn's delivery while the gateway is answering requests (until it has been idle 50 ms), so deliveries and the workflow work they start do not take CPU from generation and from the durable writes; the turn is already durable, only its delivery lag grows. 0 delivers at once. The control worker's relay leaves an entry younger than this and `store.outboxLeaseMs` to the gateway that wrote it.",
   },
   {
     key: 'store.journal',

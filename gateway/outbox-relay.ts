@@ -14,6 +14,10 @@
 // an entry waits until serving has been idle for QUIET_MS, or until it is `yieldMs` old, whichever comes first;
 // the turn is already durable, so only its delivery lag grows. A moment between two back-to-back requests is not
 // idle: were it, every held delivery would start at once, just as the next request does.
+//
+// A relay that serves nothing (the control worker's) stands by with `takeOverAfterMs`: it takes only sessions
+// whose oldest entry is older than that, which a live gateway's relay would have delivered by then. Were it to
+// take fresh entries, it would deliver what a gateway holds back while serving, on the same machine.
 
 import { randomUUID } from 'node:crypto';
 import { setMaxListeners } from 'node:events';
@@ -50,6 +54,8 @@ export interface OutboxRelayOptions {
   servingIdleMs?: () => number;
   /** Longest an entry waits for serving to be idle, from its `createdAt` (default 2 s; 0: never waits). */
   yieldMs?: number;
+  /** Leaves sessions whose oldest entry is younger than this to the relays that wrote them (default 0). */
+  takeOverAfterMs?: number;
   events?: RelayEvents;
 }
 
@@ -79,6 +85,7 @@ export class OutboxRelay {
   private readonly maxBackoffMs: number;
   private readonly attemptTimeoutMs: number;
   private readonly yieldMs: number;
+  private readonly takeOverAfterMs: number;
   /** Resolves when serving is next idle; one wait shared by every drain. */
   private idle: Promise<void> | null = null;
   private readonly sessions = new Map<string, SessionQueue>();
@@ -111,6 +118,7 @@ export class OutboxRelay {
     this.maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 10_000;
     this.yieldMs = options.servingIdleMs ? (options.yieldMs ?? 2_000) : 0;
+    this.takeOverAfterMs = options.takeOverAfterMs ?? 0;
     // Every session waiting out a backoff listens for the stop: as many as `concurrency`.
     setMaxListeners(this.concurrency + 10, this.stopping.signal);
   }
@@ -180,6 +188,7 @@ export class OutboxRelay {
         claim = await this.outbox.claim(this.holder, this.leaseMs, {
           sessions: Math.max(0, this.concurrency - this.sessions.size),
           entries: this.batch,
+          ...(this.takeOverAfterMs > 0 && { writtenBefore: Date.now() - this.takeOverAfterMs }),
         });
       } catch (error) {
         this.options.events?.claimFailed?.(error);

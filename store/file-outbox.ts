@@ -132,10 +132,14 @@ export class FileOutbox implements Outbox {
   async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<Claim> {
     // A dead writer's journaled turns become entries here; whoever claims next delivers them.
     await this.journal?.recover();
+    const names = await this.entryNames();
+    // Standing by with nothing written before the cutoff: the lease is left to the relay that should deliver.
+    const oldest = names[0] === undefined ? null : createdAtOfName(names[0]);
+    const cutoff = limit.writtenBefore;
+    if (cutoff !== undefined && (oldest === null || oldest >= cutoff)) return { entries: [], sessions: [] };
     if (!(await this.lease(holder, leaseMs))) return { entries: [], sessions: [] };
     const entries: OutboxEntry[] = [];
     const sessions = new Set<string>();
-    const names = await this.entryNames();
     const present = new Set(names);
     for (const name of this.parsed.keys()) if (!present.has(name)) this.parsed.delete(name);
     for (const name of names) {

@@ -103,6 +103,12 @@ export interface OutboxStats {
 export interface ClaimLimit {
   sessions: number;
   entries: number;
+  /**
+   * Epoch ms: sessions are newly leased only when their oldest entry was written before it, for a relay that
+   * stands by for others and takes only what their relays left. Where one lease covers the outbox, it is taken
+   * or renewed only while the outbox's oldest entry was.
+   */
+  writtenBefore?: number;
 }
 
 export interface Claim {

@@ -269,7 +269,7 @@ export class PostgresOutbox implements Outbox {
 
   async claim(holder: string, leaseMs: number, limit: ClaimLimit): Promise<Claim> {
     // The holder's own leases are renewed whatever the limit; then sessions with entries whose lease is free or
-    // ran out, oldest first. One statement whose conflict clause checks the lease again under the row's lock,
+    // ran out (and whose oldest entry was written before the cutoff, where there is one), oldest first. One statement whose conflict clause checks the lease again under the row's lock,
     // so of two relays racing for a session exactly one gets it. Rows are leased in session order, which keeps
     // two claims from deadlocking on each other's rows.
     const leased = await this.query<{ session_id: string }>(
@@ -280,6 +280,7 @@ export class PostgresOutbox implements Outbox {
           FROM outbox o LEFT JOIN outbox_leases l ON l.session_id = o.session_id
           WHERE l.session_id IS NULL OR l.expires_at <= now()
           GROUP BY o.session_id
+          HAVING $4::bigint IS NULL OR min(o.created_at) < $4::bigint
           ORDER BY min(o.seq)
           LIMIT $3)
        )
@@ -288,7 +289,7 @@ export class PostgresOutbox implements Outbox {
        ON CONFLICT (session_id) DO UPDATE SET holder = EXCLUDED.holder, expires_at = EXCLUDED.expires_at
        WHERE outbox_leases.expires_at <= now() OR outbox_leases.holder = EXCLUDED.holder
        RETURNING session_id`,
-      [holder, leaseMs, limit.sessions],
+      [holder, leaseMs, limit.sessions, limit.writtenBefore ?? null],
     );
     const sessions = leased.rows.map((row) => row.session_id);
     // Now and then, the leases of sessions that have nothing left and whose holder went away.

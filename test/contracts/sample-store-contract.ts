@@ -233,6 +233,24 @@ export function describeSampleStoreContract(
       expect(await claimed(store, 'dead', 200, { sessions: 100, entries: 10 })).toEqual([]);
     });
 
+    it('outbox: a relay standing by leases only what was written before its cutoff', async () => {
+      const store = await make();
+      const now = Date.now();
+      await store.outbox.enqueue(testTurnEntry('fresh', 1, now));
+      const standBy = { sessions: 100, entries: 10, writtenBefore: now - 5_000 };
+      // Only fresh entries: nothing taken, and the lease stays free for the relay that wrote them.
+      expect(await claimed(store, 'stand-by', 10_000, standBy)).toEqual([]);
+      expect(await claimed(store, 'writer', 10_000, { sessions: 100, entries: 10 })).toHaveLength(1);
+      await store.outbox.release('writer');
+      // An entry left from before the cutoff (its writer died): taken, and with it, where one lease covers the
+      // outbox, everything else.
+      await store.outbox.enqueue(testTurnEntry('left', 1, now - 60_000));
+      const taken = await claimed(store, 'stand-by', 10_000, standBy);
+      expect(taken.map((e) => e.sessionId).sort()).toEqual(
+        leasing === 'whole-outbox' ? ['fresh', 'left'] : ['left'],
+      );
+    });
+
     if (leasing === 'whole-outbox')
       it('leases the whole outbox: one of two relays gets every session until it lets go of all', async () => {
         const store = await make();

@@ -61,11 +61,13 @@ function relayOf(
     servingIdleMs?: () => number;
     yieldMs?: number;
     pollMs?: number;
+    takeOverAfterMs?: number;
   } = {},
 ) {
   const relay = new OutboxRelay({
     ...(options.servingIdleMs && { servingIdleMs: options.servingIdleMs }),
     ...(options.yieldMs !== undefined && { yieldMs: options.yieldMs }),
+    ...(options.takeOverAfterMs !== undefined && { takeOverAfterMs: options.takeOverAfterMs }),
     outbox: options.outbox ?? store.outbox,
     deliver,
     leaseMs: options.leaseMs ?? 2_000,
@@ -159,6 +161,35 @@ describe.each(stores)('OutboxRelay on the $name store', ({ name, make }) => {
     // One claim took them all (a second may follow, for what arrived while its session let go).
     expect(claims).toBeLessThanOrEqual(4);
     await relay.stop();
+  });
+
+  // A gateway answers turns back to back and holds their deliveries; the control worker's relay on the same
+  // store must not deliver them meanwhile (the CPU the hold gives serving would go to deliveries all the same),
+  // and still delivers what a dead gateway left.
+  it("a relay standing by leaves a live gateway's held entries to it and takes what a dead one left", async () => {
+    const store = await make();
+    const byWorker: string[] = [];
+    const byGateway: string[] = [];
+    const worker = relayOf(store, async (e) => void byWorker.push(e.sessionId), { takeOverAfterMs: 10_000 });
+    worker.start();
+    const gateway = relayOf(store, async (e) => void byGateway.push(e.sessionId), {
+      servingIdleMs: () => 0, // never idle: each entry waits out the hold
+      yieldMs: 800,
+    });
+    gateway.start();
+    for (const session of ['a', 'b', 'c']) {
+      await store.outbox.enqueue(entry(session, 1));
+      gateway.notify();
+    }
+    await outboxEmpty(store, 20_000);
+    expect(byGateway.sort()).toEqual(['a', 'b', 'c']);
+    expect(byWorker).toEqual([]);
+    await gateway.stop();
+    // Left by a gateway that died a minute ago.
+    await store.outbox.enqueue(testTurnEntry('left', 1, Date.now() - 60_000));
+    await outboxEmpty(store, 20_000);
+    expect(byWorker).toEqual(['left']);
+    await worker.stop();
   });
 
   it('an entry whose removal failed is removed later, not delivered again, and holds no place', async () => {
