@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/gateway-overhead.ts [--engine reference|vllm] [--rounds1 50] [--rounds8 3] [--rounds32 3]
 //                                      [--perLane 2] [--maxTokens 16] [--settleMs 20] [--settle32Ms 300]
-//                                      [--yieldMs 2000] [--journal 1] [--poolSize 20]
+//                                      [--yieldMs 10000] [--journal 1] [--poolSize 20]
 //                                      [--clients inline|process]
 //   npm run bench:gateway
 //
@@ -58,7 +58,7 @@ const options = intOptions(
     seed: 1234,
     settleMs: 20,
     settle32Ms: 300,
-    yieldMs: 2_000,
+    yieldMs: 10_000,
     journal: 1,
     poolSize: 20,
   },

@@ -2,7 +2,7 @@
 //
 //   npx tsx bench/turn-ingestion.ts [--turns1 40] [--turns8 120] [--turns32 256] [--rounds 2]
 //                                   [--sessionTurns 10] [--settleMs 300] [--settleCapMs 60000]
-//                                   [--settleBusyPercent 25] [--patterns new,follow] [--yieldMs 2000]
+//                                   [--settleBusyPercent 25] [--patterns new,follow] [--yieldMs 10000]
 //                                   [--journal 1] [--poolSize 20]
 //                                   [--clients inline|process]
 //
@@ -28,7 +28,7 @@
 // after a main block is the drain (deliveries, session workflows, and for follow the scoring, the block left
 // behind). Beside the rate of all main blocks against all side blocks, each round's main block against the side
 // block of the same round, and their median: one block slowed by the machine weighs on one round only.
-// Afterwards the histories of up to `historySessions` sessions of each store's last c32 main block show how long
+// Afterwards the histories of up to `historySessions` sessions of each store's last main block show how long
 // after the client got its response the session workflow had taken the turn in. The clients send from this process,
 // whose event loop the gateways, relays and control workers share (the figures recorded so far), or with
 // `--clients process` from a process of their own (support/client-process.ts), as real clients do. Figures only;
@@ -84,7 +84,7 @@ const options = intOptions(
     // The scoring of a follow block of 128 paired turns takes 13-20 s after it on this machine.
     settleCapMs: 60_000,
     settleBusyPercent: 25,
-    yieldMs: 2_000,
+    yieldMs: 10_000,
     journal: 1,
     poolSize: 20,
   },
@@ -283,10 +283,10 @@ async function main(): Promise<void> {
     const rows: string[][] = [];
     const handoff: string[][] = [];
     const roundRows: string[][] = [];
-    let last: Cell | null = null;
+    let last: { cell: Cell; concurrency: number } | null = null;
     for (const [concurrency, count] of levels) {
       const cell = await measure(pattern, concurrency, count);
-      last = cell;
+      last = { cell, concurrency };
       const side = all(cell.blocks.side);
       const sideRate = throughput(cell.blocks.side);
       const row = [String(concurrency), sideRate.toFixed(1), `${ms(median(side))} / ${ms(p99(side))}`];
@@ -354,10 +354,11 @@ async function main(): Promise<void> {
     );
     if (last)
       for (const store of ['file', 'postgres'] as const) {
-        const afterClient = await historyCheck(last.lastMain[store]);
+        const sessions = last.cell.lastMain[store];
+        const afterClient = await historyCheck(sessions);
         console.log(
-          `\n${store}: session histories (${Math.min(last.lastMain[store].size, options.historySessions)} sessions ` +
-            `of the last c32 main block, ${afterClient.length} turns): client got its response -> session ` +
+          `\n${store}: session histories (${Math.min(sessions.size, options.historySessions)} sessions ` +
+            `of the last c${last.concurrency} main block, ${afterClient.length} turns): client got its response -> session ` +
             `workflow task that took the turn in completed p50 ${signedMs(median(afterClient))}, ` +
             `p99 ${signedMs(p99(afterClient))}`,
         );

@@ -202,7 +202,7 @@ const configObject = z.strictObject({
         ])
         .default(''),
       outboxLeaseMs: z.number().int().min(1000).default(10_000),
-      outboxYieldMs: z.number().int().min(0).default(2_000),
+      outboxYieldMs: z.number().int().min(0).default(10_000),
       journal: z.boolean().default(true),
       poolSize: z.number().int().min(1).max(1000).default(20),
     })

@@ -52,7 +52,7 @@ export interface OutboxRelayOptions {
   attemptTimeoutMs?: number;
   /** How long serving has been idle, ms (0 while the gateway answers a request); deliveries may wait for it. */
   servingIdleMs?: () => number;
-  /** Longest an entry waits for serving to be idle, from its `createdAt` (default 2 s; 0: never waits). */
+  /** Longest an entry waits for serving to be idle, from its `createdAt` (default 10 s; 0: never waits). */
   yieldMs?: number;
   /** Leaves sessions whose oldest entry is younger than this to the relays that wrote them (default 0). */
   takeOverAfterMs?: number;
@@ -117,7 +117,7 @@ export class OutboxRelay {
     this.initialBackoffMs = options.initialBackoffMs ?? 200;
     this.maxBackoffMs = options.maxBackoffMs ?? 5_000;
     this.attemptTimeoutMs = options.attemptTimeoutMs ?? 10_000;
-    this.yieldMs = options.servingIdleMs ? (options.yieldMs ?? 2_000) : 0;
+    this.yieldMs = options.servingIdleMs ? (options.yieldMs ?? 10_000) : 0;
     this.takeOverAfterMs = options.takeOverAfterMs ?? 0;
     // Every session waiting out a backoff listens for the stop: as many as `concurrency`.
     setMaxListeners(this.concurrency + 10, this.stopping.signal);
@@ -133,14 +133,15 @@ export class OutboxRelay {
 
   /**
    * Something was just enqueued: look at the outbox now rather than at the next poll. While serving is busy and
-   * deliveries yield to it, looks (these and the poll's) are held to one per `yieldMs`, made once serving is
-   * idle or that long after the last claim: a new entry would wait that long anyway, and a claim on every turn
-   * answered reads the outbox (on the filesystem, its folder and leases) beside the turns being served. Leases
-   * last `leaseMs`, longer than that, so the sessions being delivered keep theirs.
+   * deliveries yield to it, looks (these and the poll's) are held to one per `yieldMs` or a quarter lease,
+   * whichever is shorter, made once serving is idle or that long after the last claim: a claim on every turn
+   * answered reads the outbox (on the filesystem, its folder and leases) beside the turns being served, while
+   * one per quarter lease renews the leases of the sessions waiting out a hold longer than a lease.
    */
   notify(): void {
     if (this.stopping.signal.aborted) return;
-    const heldFor = this.servingBusy() ? this.lastClaimAt + this.yieldMs - performance.now() : 0;
+    const lookEveryMs = Math.min(this.yieldMs, this.leaseMs / 4);
+    const heldFor = this.servingBusy() ? this.lastClaimAt + lookEveryMs - performance.now() : 0;
     if (heldFor > 0) this.lookOnceServingIdle(heldFor);
     else this.look();
   }

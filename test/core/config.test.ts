@@ -112,7 +112,7 @@ describe('loadConfig defaults', () => {
         backend: 'file',
         url: '',
         outboxLeaseMs: 10_000,
-        outboxYieldMs: 2_000,
+        outboxYieldMs: 10_000,
         journal: true,
         poolSize: 20,
       },
@@ -136,7 +136,7 @@ describe('loadConfig defaults', () => {
       backend: 'postgres',
       url: 'postgres://u@db:5432/openclaw',
       outboxLeaseMs: 10_000,
-      outboxYieldMs: 2_000,
+      outboxYieldMs: 10_000,
       journal: true,
       poolSize: 20,
     });

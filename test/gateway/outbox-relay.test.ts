@@ -144,6 +144,8 @@ describe.each(stores)('OutboxRelay on the $name store', ({ name, make }) => {
       servingIdleMs: () => (busy ? 0 : 60_000),
       yieldMs: 600_000,
       pollMs: 60_000,
+      // Looks while busy are one per quarter lease at most: a long lease keeps this test's 300 ms inside one.
+      leaseMs: 60_000,
     });
     relay.start();
     await expect.poll(() => claims).toBe(1); // the first look, at start
@@ -161,6 +163,28 @@ describe.each(stores)('OutboxRelay on the $name store', ({ name, make }) => {
     // One claim took them all (a second may follow, for what arrived while its session let go).
     expect(claims).toBeLessThanOrEqual(4);
     await relay.stop();
+  });
+
+  // Two gateways serve without a pause, holding deliveries three leases long: each keeps the sessions it took
+  // while it waits, so every turn is delivered once, in order, by one of them.
+  it('a hold longer than a lease keeps the sessions it holds: each entry delivered once', async () => {
+    const store = await make();
+    const delivered: string[] = [];
+    const busy = { servingIdleMs: () => 0, yieldMs: 6_000, leaseMs: 2_000 };
+    const gateways = ['g1', 'g2'].map((name) =>
+      relayOf(store, async (e) => void delivered.push(`${e.sessionId}:${turnOf(e)}:${name}`), busy),
+    );
+    // Written before the relays start, so the first claims take them fresh and they wait out the hold.
+    for (const session of ['a', 'b'])
+      for (let turn = 1; turn <= 3; turn++) await store.outbox.enqueue(entry(session, turn));
+    for (const gateway of gateways) gateway.start();
+    await outboxEmpty(store, 30_000);
+    for (const session of ['a', 'b']) {
+      const mine = delivered.filter((d) => d.startsWith(`${session}:`));
+      expect(mine.map((d) => d.split(':')[1])).toEqual(['1', '2', '3']);
+      expect(new Set(mine.map((d) => d.split(':')[2])).size).toBe(1);
+    }
+    for (const gateway of gateways) await gateway.stop();
   });
 
   // A gateway answers turns back to back and holds their deliveries; the control worker's relay on the same
